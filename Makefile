@@ -1,0 +1,79 @@
+# Two commands do everything on a fresh machine: `make book` and `make test`.
+# Run `make help` for the rest.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+HTML := _build/html
+ASSETS := _build/assets/vendor
+PORT ?= 8000
+# Fixed timestamps and seeds: two builds write the same bytes.
+export SOURCE_DATE_EPOCH ?= 1767225600
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+
+.PHONY: help book html test lab serve clean bench assets figures venv test-deps chromium
+
+help:  ## List the targets.
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+# --- set-up --------------------------------------------------------------------------
+$(VENV)/.installed: requirements.txt code/pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e code
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attention book)" > /dev/null
+	@touch $@
+
+venv: $(VENV)/.installed  ## Create .venv with the pinned requirements and the helper package.
+
+$(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install --quiet -r requirements-test.txt
+	@touch $@
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund
+
+assets: node_modules/.package-lock.json  ## Vendor the pinned front-end assets into _build/assets.
+	@rm -rf $(ASSETS) && mkdir -p $(ASSETS)
+	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
+	cp node_modules/axe-core/axe.min.js $(ASSETS)/axe.min.js
+	cp -r site/. $(ASSETS)/
+
+figures: venv  ## Redraw the static diagrams in figures/ from their sources.
+	$(PY) figures/draw.py
+
+# --- the book ------------------------------------------------------------------------
+book: venv assets figures  ## Execute every page fresh and build the HTML into _build/html.
+	rm -rf _build/.jupyter_cache _build/jupyter_execute
+	$(BIN)/jupyter-book build --all -W -n --keep-going .
+	@echo "The book is built: open $(CURDIR)/$(HTML)/index.html, or run 'make serve'."
+
+html: venv assets  ## Rebuild only what changed (no --all): quick edits while writing.
+	$(BIN)/jupyter-book build -W -n --keep-going .
+
+serve:  ## Serve the built book on http://127.0.0.1:$(PORT)/
+	@test -d $(HTML) || { echo "No $(HTML) yet: run 'make book' first."; exit 1; }
+	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
+
+lab: venv  ## Open the chapter's pages as notebooks in JupyterLab (jupytext reads the .md files).
+	cd chapters && ../$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1
+
+# --- tests ---------------------------------------------------------------------------
+chromium:  ## Install Debian's chromium for the browser tests (apt, as root).
+	@if command -v chromium > /dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver > /dev/null; \
+	else echo "The browser tests need Debian's chromium: run 'sudo apt-get install chromium' (or make chromium as root)."; exit 1; fi
+
+test-deps: $(VENV)/.test-installed chromium
+
+test: test-deps book  ## Build the book fresh and run every test.
+	$(BIN)/pytest
+
+bench: test-deps book  ## Print the benchmarks and write them to benchmarks/results.json.
+	$(PY) benchmarks/run.py
+
+clean:  ## Remove every build output (keeps .venv and node_modules).
+	rm -rf _build chapters/.ipynb_checkpoints .pytest_cache

@@ -1,0 +1,40 @@
+"""Helper library of the chapter "Scaled Dot-Product Attention".
+
+NumPy implementations at the top level; PyTorch ones in :mod:`attention.torch` (imported
+on demand, so NumPy-only pages do not pay for torch). Each function's docstring names the
+page that derives it.
+"""
+
+from .backward import attention_backward
+from .forward import scaled_dot_product_attention, score_scale, tiled_attention
+from .gradcheck import numerical_gradient, relative_error
+from .masks import causal_mask, padding_mask
+from .softmax import jacobian_trace, naive_softmax, softmax, softmax_jacobian, softmax_vjp
+from .stats import (
+    SaturationStats,
+    attention_rows,
+    sample_scores,
+    saturation_stats,
+    scaled_score_moments,
+)
+
+__all__ = [
+    "SaturationStats",
+    "attention_backward",
+    "attention_rows",
+    "causal_mask",
+    "jacobian_trace",
+    "naive_softmax",
+    "numerical_gradient",
+    "padding_mask",
+    "relative_error",
+    "sample_scores",
+    "saturation_stats",
+    "scaled_dot_product_attention",
+    "scaled_score_moments",
+    "score_scale",
+    "softmax",
+    "softmax_jacobian",
+    "softmax_vjp",
+    "tiled_attention",
+]

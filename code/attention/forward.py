@@ -1,0 +1,119 @@
+"""Scaled dot-product attention in NumPy: the plain version and the tiled (online-softmax) one.
+
+The plain version is built up in the pages "Soft retrieval" and "Numerical stability and
+masks"; the tiled one, which never forms the T_q x T_k score matrix, in the latter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import (
+    as_float_array,
+    check_mask,
+    check_matrix_like,
+    check_positive,
+)
+from .softmax import softmax
+
+
+def check_qkv(Q, K, V):
+    """Validate and convert Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v)."""
+    Q = as_float_array(Q, "Q")
+    K = as_float_array(K, "K")
+    V = as_float_array(V, "V")
+    for name, x in (("Q", Q), ("K", K), ("V", V)):
+        check_matrix_like(x, name)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q and K must have the same width d_k: Q has shape {Q.shape}, K has shape {K.shape}"
+        )
+    if Q.shape[-1] == 0:
+        raise ValueError(f"d_k must be at least 1: Q has shape {Q.shape}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K and V must have the same number of keys T_k: K has shape {K.shape}, V has shape {V.shape}"
+        )
+    for a, b, names in ((Q, K, "Q and K"), (Q, V, "Q and V"), (K, V, "K and V")):
+        try:
+            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"the leading (batch, head) dimensions of {names} do not broadcast: "
+                f"{a.shape} and {b.shape}"
+            ) from None
+    dtype = np.result_type(Q, K, V)
+    return Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+
+
+def score_scale(d_k: int, temperature: float = 1.0) -> float:
+    """The factor c = 1 / (temperature * sqrt(d_k)) that multiplies Q K^T."""
+    return 1.0 / (temperature * np.sqrt(d_k))
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):
+    """Attention O = softmax(Q K^T / (temperature sqrt(d_k))) V, returning (O, A).
+
+    Shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v); leading batch and
+    head dimensions broadcast. Returns O (..., T_q, d_v) and the weights A (..., T_q, T_k).
+    ``mask`` is boolean and broadcasts to (..., T_q, T_k); True = may attend, False gets
+    weight exactly 0. A query whose every key is masked (or a query with T_k = 0 keys)
+    gets all-zero weights and a zero output, never NaN: the same policy as torch 2.13's
+    built-in. Integer inputs are promoted to float64; float16 softmax runs in float32.
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    temperature = check_positive(temperature, "temperature")
+    d_k = Q.shape[-1]
+    S = (Q @ np.swapaxes(K, -1, -2)) * score_scale(d_k, temperature)  # (..., T_q, T_k)
+    if mask is not None:
+        m = check_mask(mask, S.shape)
+        S = np.where(m, S, -np.inf)
+    A = softmax(S, axis=-1)
+    return A @ V, A  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0) -> np.ndarray:
+    """Attention computed block by block with an online softmax; returns O only.
+
+    Queries are processed ``block_size`` at a time, and for each query block the keys are
+    visited ``block_size`` at a time while a running row maximum ``m``, a running
+    normaliser ``l`` and an unnormalised output ``acc`` are updated (Milakov and
+    Gimelshein 2018). Only a (block_size, block_size) tile of scores exists at any
+    moment, so extra memory is O(block_size^2) per batch element instead of O(T_q T_k).
+    Equals :func:`scaled_dot_product_attention` to float rounding, including the
+    fully-masked-row policy (zero output). ``block_size`` need not divide T.
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    block_size = check_positive(block_size, "block_size", integer=True)
+    temperature = check_positive(temperature, "temperature")
+    T_q, d_k = Q.shape[-2:]
+    T_k, d_v = V.shape[-2:]
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    if mask is not None:
+        mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
+    c = score_scale(d_k, temperature)
+    dtype = Q.dtype
+    acc_dtype = np.promote_types(dtype, np.float32)
+    O = np.zeros(batch + (T_q, d_v), dtype=dtype)
+    K_t = np.swapaxes(K, -1, -2)
+    for q0 in range(0, T_q, block_size):
+        q1 = min(q0 + block_size, T_q)
+        Qb = Q[..., q0:q1, :].astype(acc_dtype, copy=False)
+        m = np.full(batch + (q1 - q0, 1), -np.inf, dtype=acc_dtype)  # running max
+        l = np.zeros(batch + (q1 - q0, 1), dtype=acc_dtype)  # running normaliser
+        acc = np.zeros(batch + (q1 - q0, d_v), dtype=acc_dtype)  # running sum of e^(s-m) v
+        for k0 in range(0, T_k, block_size):
+            k1 = min(k0 + block_size, T_k)
+            S = (Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)) * c  # (..., bq, bk)
+            if mask is not None:
+                S = np.where(mask[..., q0:q1, k0:k1], S, -np.inf)
+            m_new = np.maximum(m, S.max(axis=-1, keepdims=True))
+            # Rows with every key so far masked keep m = -inf; shift them by 0 instead.
+            shift = np.where(np.isneginf(m_new), 0.0, m_new)
+            P = np.exp(S - shift)
+            rescale = np.exp(np.where(np.isneginf(m), -np.inf, m - shift))
+            l = l * rescale + P.sum(axis=-1, keepdims=True)
+            acc = acc * rescale + P @ V[..., k0:k1, :].astype(acc_dtype, copy=False)
+            m = m_new
+        O[..., q0:q1, :] = np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0)
+    return O

@@ -1,0 +1,96 @@
+"""Softmax, its Jacobian and its vector-Jacobian product.
+
+Explained in the chapter's pages "Saturation and the softmax Jacobian" (the Jacobian and
+its VJP) and "Numerical stability and masks" (why the row maximum is subtracted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_float_array
+
+
+def _compute_dtype(x: np.ndarray) -> np.dtype:
+    # Half precision overflows exp() above 11.09; like mixed-precision training we compute
+    # the exponentials and their sum in float32 and cast the result back.
+    return np.promote_types(x.dtype, np.float32)
+
+
+def softmax(x, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax along ``axis``.
+
+    Subtracts each row's maximum before exponentiating, so the largest exponent is
+    exp(0) = 1 and nothing overflows. ``-inf`` entries (masked scores) get weight exactly 0.
+    A row that is entirely ``-inf`` (every key masked) returns all zeros rather than NaN:
+    the library's policy for fully masked rows, the same as torch 2.13's built-in attention.
+
+    Shapes: any; the result has the shape of ``x``. float16 is computed in float32 and
+    cast back; integers are promoted to float64. NaN or +inf in ``x`` raise ``ValueError``.
+    """
+    x = as_float_array(x, "x", allow_neg_inf=True)
+    out_dtype = x.dtype
+    xc = x.astype(_compute_dtype(x), copy=False)
+    if x.size == 0:
+        return np.zeros_like(x)
+    m = np.max(xc, axis=axis, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)  # a fully masked row: exp(-inf - 0) = 0, no NaN
+    e = np.exp(xc - m)
+    total = np.sum(e, axis=axis, keepdims=True)
+    safe_total = np.where(total > 0, total, 1.0)
+    return (e / safe_total).astype(out_dtype, copy=False)
+
+
+def naive_softmax(x, axis: int = -1) -> np.ndarray:
+    """Softmax straight from the definition exp(x) / sum exp(x), in the input's dtype.
+
+    Kept only to show what goes wrong: in float16 exp(12) is already inf (the largest
+    float16 is 65,504 and ln 65504 = 11.09), and inf / inf is NaN. Use :func:`softmax`.
+    No input checks beyond dtype: NaN and inf flow through on purpose.
+    """
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.floating):
+        x = x.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def _check_prob_row(a, name: str = "a") -> np.ndarray:
+    a = as_float_array(a, name)
+    if a.ndim < 1 or a.shape[-1] == 0:
+        raise ValueError(f"{name} must have at least one entry along its last axis, got shape {a.shape}")
+    if (a < 0).any():
+        raise ValueError(f"{name} must be a probability vector (non-negative entries)")
+    return a
+
+
+def softmax_jacobian(a) -> np.ndarray:
+    """Jacobian da/ds = diag(a) - a a^T of softmax at output ``a``.
+
+    ``a`` has shape (..., n) (softmax outputs); the result has shape (..., n, n).
+    It is symmetric, its rows sum to zero and it is positive semidefinite; its trace
+    1 - |a|^2 measures how much gradient the softmax lets through. Built here only to be
+    looked at: backpropagation uses :func:`softmax_vjp`, which never forms it.
+    """
+    a = _check_prob_row(a)
+    return a[..., :, None] * np.eye(a.shape[-1], dtype=a.dtype) - a[..., :, None] * a[..., None, :]
+
+
+def softmax_vjp(a, g) -> np.ndarray:
+    """Vector-Jacobian product g^T J = a * (g - a.g), in O(n) without forming J.
+
+    ``a`` (..., n) are softmax outputs, ``g`` (..., n) the gradient with respect to them;
+    returns the gradient with respect to the scores, shape (..., n).
+    """
+    a = _check_prob_row(a)
+    g = as_float_array(g, "g")
+    if np.broadcast_shapes(a.shape, g.shape) != a.shape:
+        raise ValueError(f"g of shape {g.shape} does not match a of shape {a.shape}")
+    return a * (g - np.sum(a * g, axis=-1, keepdims=True))
+
+
+def jacobian_trace(a) -> np.ndarray:
+    """Trace of the softmax Jacobian, 1 - sum_i a_i^2: between 0 (one-hot) and 1 - 1/n (uniform)."""
+    a = _check_prob_row(a)
+    return 1.0 - np.sum(a * a, axis=-1)
