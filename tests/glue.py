@@ -1,0 +1,43 @@
+"""Read the values a page glued (myst-nb ``glue``) from its freshly executed notebook.
+
+``make book`` executes every page into ``_build/jupyter_execute/chapters/PAGE.ipynb``;
+each ``glue(name, value)`` leaves an output whose metadata names it. The tests compare
+these values, the very ones the prose quotes, against independent computations.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from tests.harness import HTML
+
+EXECUTED = HTML.parent / "jupyter_execute"
+
+
+def executed_notebook(page: str) -> dict:
+    path = EXECUTED / "chapters" / f"{page}.ipynb"
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing: run `make book` first")
+    return json.loads(path.read_text())
+
+
+def glued(page: str) -> dict[str, str]:
+    """Map glue name -> the text/plain representation the page stored for it."""
+    out = {}
+    for cell in executed_notebook(page)["cells"]:
+        for output in cell.get("outputs", []):
+            meta = output.get("metadata", {}).get("scrapbook", {})
+            if "name" in meta:
+                text = output.get("data", {}).get("text/plain", "")
+                out[meta["name"]] = "".join(text) if isinstance(text, list) else text
+    return out
+
+
+def glued_number(page: str, name: str) -> float:
+    """A glued scalar as a float (NumPy scalars print as e.g. ``np.float64(0.5)``)."""
+    text = glued(page)[name].strip()
+    if text.startswith("np.") and "(" in text:
+        text = text[text.index("(") + 1 : text.rindex(")")]
+    return float(ast.literal_eval(text))
