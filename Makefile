@@ -58,7 +58,14 @@ serve:  ## Serve the built book on http://127.0.0.1:$(PORT)/
 	@test -d $(HTML) || { echo "No $(HTML) yet: run 'make book' first."; exit 1; }
 	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
 
-lab: venv  ## Open the chapter's pages as notebooks in JupyterLab (jupytext reads the .md files).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+
+$(LAB_SETTINGS): $(VENV)/.installed
+	@mkdir -p $(dir $@)
+	@# Open MyST Markdown pages as notebooks (jupytext), not in the text editor.
+	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $@
+
+lab: venv $(LAB_SETTINGS)  ## Open the chapter's pages as notebooks in JupyterLab (jupytext reads the .md files).
 	cd chapters && ../$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1
 
 # --- tests ---------------------------------------------------------------------------
