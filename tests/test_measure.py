@@ -1,0 +1,90 @@
+"""The measuring functions of attention.measure, used by the cost sections and make bench."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from attention import measure
+
+
+def test_median_time_of_a_sleep_is_at_least_the_sleep():
+    assert measure.median_time(lambda: time.sleep(0.02), repeats=3, warmup=0) >= 0.02
+
+
+def test_median_time_runs_warmup_and_repeats_calls():
+    calls = []
+    measure.median_time(lambda: calls.append(1), repeats=4, warmup=2)
+    assert len(calls) == 6
+
+
+def test_median_time_ignores_one_slow_call():
+    delays = iter([0.0, 0.3, 0.0])
+    assert measure.median_time(lambda: time.sleep(next(delays)), repeats=3, warmup=0) < 0.15
+
+
+@pytest.mark.parametrize("method", ["tracemalloc", "rss"])
+def test_peak_memory_of_a_known_array_is_at_least_its_size(method):
+    n_bytes = 64 * 2**20
+    peak = measure.peak_memory(lambda: np.ones(n_bytes // 8), method=method)
+    assert n_bytes <= peak < 1.5 * n_bytes
+
+
+def test_peak_memory_counts_a_temporary_freed_before_the_end():
+    def make_and_drop():
+        big = np.ones(2**23)  # 64 MiB, gone before the function returns
+        return float(big.sum())
+
+    assert measure.peak_memory(make_and_drop) >= 2**26
+
+
+def test_peak_memory_rss_sees_torch_tensors_that_tracemalloc_misses():
+    torch = pytest.importorskip("torch")
+    n_bytes = 64 * 2**20
+    make = lambda: torch.ones(n_bytes // 4, dtype=torch.float32)  # noqa: E731
+    assert measure.peak_memory(make, method="rss") >= n_bytes
+    assert measure.peak_memory(make, method="tracemalloc") < n_bytes // 100
+
+
+def test_peak_memory_rejects_an_unknown_method():
+    with pytest.raises(ValueError, match="method"):
+        measure.peak_memory(lambda: None, method="guess")
+
+
+def test_attention_flops_counts_two_matrix_products_per_head():
+    assert measure.attention_flops(T=10, d=4, heads=3, batch=2) == 2 * 3 * 2 * (2 * 10 * 10 * 4)
+
+
+def test_attention_cost_gives_one_record_per_length_and_implementation():
+    records = measure.attention_cost([32, 64], d=8, heads=2, block_size=16, repeats=1)
+    assert [(r["T"], r["impl"]) for r in records] == [
+        (T, impl) for T in (32, 64) for impl in ("numpy", "tiled", "torch")]
+    for r in records:
+        assert r["seconds"] > 0 and r["peak_bytes"] >= 0
+        assert r["gflops"] == pytest.approx(r["flops"] / r["seconds"] / 1e9)
+
+
+def test_tiled_attention_peaks_below_the_plain_version():
+    records = measure.attention_cost([1024], d=16, heads=1, block_size=64, repeats=1,
+                                     impls=("numpy", "tiled"))
+    plain, tiled = (r["peak_bytes"] for r in records)
+    assert plain >= 1024 * 1024 * 4  # at least one float32 T x T matrix
+    assert tiled < plain / 8
+
+
+def test_backward_cost_ratios_match_its_times():
+    cost = measure.backward_cost(T=64, d=8, heads=2, repeats=1)
+    assert cost["numpy_backward_only"] == pytest.approx(cost["numpy_backward"] - cost["numpy_forward"])
+    assert cost["torch_ratio"] == pytest.approx(cost["torch_backward"] / cost["torch_forward"])
+    assert cost["numpy_vs_autograd"] == pytest.approx(cost["numpy_backward"] / cost["torch_backward"])
+
+
+def test_matmul_rate_is_a_positive_flop_rate():
+    assert measure.matmul_rate(T=64, d=16, heads=2, repeats=2) > 1e6
+
+
+def test_library_versions_name_numpy_and_torch():
+    info = measure.library_versions()
+    assert info["numpy"] == np.__version__ and "torch" in info
