@@ -47,8 +47,17 @@ def check_qkv(Q, K, V):
 
 
 def score_scale(d_k: int, temperature: float = 1.0) -> float:
-    """The factor c = 1 / (temperature * sqrt(d_k)) that multiplies Q K^T."""
-    return 1.0 / (temperature * np.sqrt(d_k))
+    """The factor c = 1 / (temperature * sqrt(d_k)) that multiplies Q K^T.
+
+    ``d_k`` must be a positive integer and ``temperature`` positive and finite; anything
+    else raises (TypeError for the wrong type, ValueError for a bad value) rather than
+    returning inf or NaN.
+    """
+    d_k = check_positive(d_k, "d_k", integer=True)
+    temperature = check_positive(temperature, "temperature")
+    # A Python float, not np.float64: under NumPy 2's promotion rules an np.float64 scalar
+    # would silently turn float32 scores into float64.
+    return float(1.0 / (temperature * np.sqrt(d_k)))
 
 
 def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):

@@ -43,8 +43,13 @@ def _scalar(value) -> float:
 
 
 def relative_error(a, b) -> float:
-    """max |a - b| / max(|a|, |b|, tiny): the figure the gradient checks quote."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    """max |a - b| / max(|a|, |b|, tiny): the figure the gradient checks quote.
+
+    ``a`` and ``b`` are real arrays of the same shape (integers are promoted); NaN or inf
+    in either raises ``ValueError`` rather than returning NaN. Two empty arrays give 0.
+    """
+    a = as_float_array(a, "a").astype(np.float64, copy=False)
+    b = as_float_array(b, "b").astype(np.float64, copy=False)
     if a.shape != b.shape:
         raise ValueError(f"shapes differ: {a.shape} and {b.shape}")
     scale = max(np.abs(a).max(initial=0.0), np.abs(b).max(initial=0.0), np.finfo(np.float64).tiny)

@@ -46,11 +46,14 @@ def naive_softmax(x, axis: int = -1) -> np.ndarray:
 
     Kept only to show what goes wrong: in float16 exp(12) is already inf (the largest
     float16 is 65,504 and ln 65504 = 11.09), and inf / inf is NaN. Use :func:`softmax`.
-    No input checks beyond dtype: NaN and inf flow through on purpose.
+    No input checks beyond dtype: NaN and inf flow through on purpose. Integers are
+    promoted to float64; bool, complex, object and string arrays raise ``TypeError``.
     """
     x = np.asarray(x)
-    if not np.issubdtype(x.dtype, np.floating):
+    if np.issubdtype(x.dtype, np.integer):
         x = x.astype(np.float64)
+    elif x.dtype == np.bool_ or not np.issubdtype(x.dtype, np.floating):
+        raise TypeError(f"x must be a real numeric array, got dtype {x.dtype}")
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(x)
         return e / np.sum(e, axis=axis, keepdims=True)

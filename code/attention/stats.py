@@ -24,9 +24,9 @@ def _check_d_k(d_k) -> int:
 
 
 def _check_rho(rho) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not np.isfinite(rho):
+    if isinstance(rho, bool) or not isinstance(rho, numbers.Real):
         raise TypeError(f"rho must be a real number in [-1, 1], got {rho!r}")
-    if not -1.0 <= rho <= 1.0:
+    if not -1.0 <= rho <= 1.0:  # also catches NaN and +-inf
         raise ValueError(f"rho must lie in [-1, 1], got {rho!r}")
     return float(rho)
 

@@ -8,6 +8,7 @@ any number of leading dimensions works.
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -16,12 +17,35 @@ from torch import nn
 __all__ = ["scaled_dot_product_attention", "SelfAttention", "safe_softmax"]
 
 
+def _check_tensor(x, name: str, *, allow_neg_inf: bool = False) -> None:
+    """A real floating-point tensor without NaN (or inf): the torch twin of ``as_float_array``.
+
+    Unlike the NumPy functions, integer tensors are refused (TypeError), as the built-in
+    refuses them: a torch model has already chosen its float dtype.
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not torch.is_floating_point(x):
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.numel():
+        if torch.isnan(x).any():
+            raise ValueError(f"{name} contains NaN")
+        bad = torch.isposinf(x) if allow_neg_inf else torch.isinf(x)
+        if bad.any():
+            raise ValueError(f"{name} contains {'+inf' if allow_neg_inf else 'inf'}")
+
+
 def safe_softmax(S: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax in which a row that is entirely -inf gives zeros instead of NaN.
 
     The policy of torch 2.13's built-in attention for fully masked rows, and of the
-    NumPy :func:`attention.softmax`.
+    NumPy :func:`attention.softmax`. An empty ``dim`` (no keys) gives an empty result.
+    ``S`` must be a floating-point tensor (TypeError otherwise); NaN or +inf in it raise
+    ``ValueError``, -inf (a masked score) is allowed.
     """
+    _check_tensor(S, "S", allow_neg_inf=True)
+    if S.shape[dim] == 0:
+        return torch.zeros_like(S)
     m = S.amax(dim=dim, keepdim=True)
     m = torch.where(torch.isneginf(m), torch.zeros_like(m), m).detach()
     e = torch.exp(S - m)
@@ -42,11 +66,46 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     row gives a zero output, as the built-in does in torch 2.13. ``dropout_p`` zeroes
     weights at random and rescales the rest by 1/(1 - p) whenever it is positive, exactly
     like the built-in: pass 0 at evaluation time.
+
+    Bad input raises instead of computing a wrong answer: non-tensors and non-float
+    tensors (TypeError), NaN or inf in q, k, v (ValueError), E = 0, mismatched shapes, a
+    mask that does not broadcast, NaN or +inf in an additive mask, a non-positive scale
+    (ValueError). L = 0 gives an empty output; S = 0 (no keys) a zero output, like a fully
+    masked row and like the built-in.
     """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _check_tensor(x, name)
+        if x.dim() < 2:
+            raise ValueError(f"{name} must have shape (..., length, width), got {tuple(x.shape)}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same last dimension: q {tuple(q.shape)}, k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same length S: k {tuple(k.shape)}, v {tuple(v.shape)}")
+    if q.shape[-1] == 0:
+        raise ValueError(f"the width E of q and k must be at least 1, got q {tuple(q.shape)}")
+    try:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"the leading dimensions of q {tuple(q.shape)}, k {tuple(k.shape)} "
+                         f"and v {tuple(v.shape)} do not broadcast") from None
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+            raise TypeError(f"scale must be a positive number or None, got {scale!r}")
+        if not math.isfinite(scale) or scale <= 0:
+            raise ValueError(f"scale must be positive and finite, got {scale!r}")
+    if attn_mask is not None:
+        if not isinstance(attn_mask, torch.Tensor):
+            raise TypeError(f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}")
+        if attn_mask.dtype != torch.bool:
+            _check_tensor(attn_mask, "attn_mask (an additive float mask)", allow_neg_inf=True)
+        score_shape = tuple(batch) + (q.shape[-2], k.shape[-2])
+        try:
+            ok = tuple(torch.broadcast_shapes(attn_mask.shape, score_shape)) == score_shape
+        except RuntimeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"attn_mask of shape {tuple(attn_mask.shape)} does not broadcast "
+                             f"to the scores' shape {score_shape}")
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
     if is_causal and attn_mask is not None:
@@ -74,17 +133,22 @@ class SelfAttention(nn.Module):
     q = x W_q, k = x W_k, v = x W_v (each d_model -> d_k, no bias), then attention, then
     W_o (d_k -> d_model) maps the head's output back to the residual width. ``fused=True``
     calls the built-in kernel; ``fused=False`` the readable version above (same numbers).
-    ``dropout`` applies to the attention weights in training mode only.
+    ``dropout`` applies to the attention weights in training mode only. An ``attn_mask``
+    passed to ``forward`` (boolean or additive, broadcasting to (B, T, T)) combines with
+    the causal mask when ``causal=True``: both apply.
     """
 
     def __init__(self, d_model: int, d_k: int | None = None, causal: bool = False,
                  dropout: float = 0.0, fused: bool = True):
         super().__init__()
-        if d_model < 1:
-            raise ValueError(f"d_model must be positive, got {d_model}")
         d_k = d_model if d_k is None else d_k
-        if d_k < 1:
-            raise ValueError(f"d_k must be positive, got {d_k}")
+        for name, value in (("d_model", d_model), ("d_k", d_k)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be a positive integer, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
         self.d_model, self.d_k, self.causal, self.dropout, self.fused = d_model, d_k, causal, dropout, fused
         self.W_q = nn.Linear(d_model, d_k, bias=False)
         self.W_k = nn.Linear(d_model, d_k, bias=False)
@@ -92,10 +156,20 @@ class SelfAttention(nn.Module):
         self.W_o = nn.Linear(d_k, d_model, bias=False)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        if x.shape[-1] != self.d_model:
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        if x.dim() < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must end in d_model = {self.d_model}, got shape {tuple(x.shape)}")
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, T, d_k) each
         sdpa = F.scaled_dot_product_attention if self.fused else scaled_dot_product_attention
         p = self.dropout if self.training else 0.0
+        if self.causal and attn_mask is not None:
+            # Both must apply; is_causal=True would refuse (or, if dropped, lose) one of them.
+            T = x.shape[-2]
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            if attn_mask.dtype == torch.bool:
+                attn_mask = attn_mask & causal
+            else:
+                attn_mask = attn_mask.masked_fill(~causal, float("-inf"))
         o = sdpa(q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=self.causal and attn_mask is None)
         return self.W_o(o)  # (B, T, d_model)
