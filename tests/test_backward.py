@@ -1,0 +1,123 @@
+"""The hand-derived backward pass (attention.attention_backward) against central
+differences and against torch autograd."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attention import (
+    attention_backward,
+    causal_mask,
+    numerical_gradient,
+    relative_error,
+    scaled_dot_product_attention,
+    softmax,
+    softmax_vjp,
+)
+from tests._attn import random_qkv
+
+
+def _numeric_grads(Q, K, V, dO, mask=None, temperature=1.0):
+    def loss(Q_, K_, V_):
+        O, _ = scaled_dot_product_attention(Q_, K_, V_, mask=mask, temperature=temperature)
+        return np.sum(O * dO)
+
+    return (numerical_gradient(lambda X: loss(X, K, V), Q),
+            numerical_gradient(lambda X: loss(Q, X, V), K),
+            numerical_gradient(lambda X: loss(Q, K, X), V))
+
+
+def _partly_masked(T_q, T_k, seed):
+    m = np.random.default_rng(seed).random((T_q, T_k)) < 0.6
+    m[:, 0] = True
+    m[-1] = False  # one fully masked query: its gradients must be zero, not NaN
+    return m
+
+
+CASES = {
+    "no mask": dict(mask=None),
+    "causal mask": dict(mask=causal_mask(4, 5)),
+    "random mask with a fully masked row": dict(mask=_partly_masked(4, 5, 11)),
+    "temperature 0.7": dict(mask=None, temperature=0.7),
+}
+
+
+@pytest.mark.parametrize("case", CASES, ids=list(CASES))
+def test_backward_matches_central_differences_to_1e_minus_7(case):
+    Q, K, V = random_qkv(0, T_q=4, T_k=5, d_k=3, d_v=2)
+    dO = np.random.default_rng(1).standard_normal((4, 2))
+    got = attention_backward(Q, K, V, dO, **CASES[case])
+    want = _numeric_grads(Q, K, V, dO, **CASES[case])
+    for name, g, n in zip(("dQ", "dK", "dV"), got, want):
+        assert relative_error(g, n) < 1e-7, name
+
+
+def _autograd(Q, K, V, dO, mask=None):
+    q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    s = q @ k.transpose(-2, -1) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~torch.as_tensor(mask), float("-inf"))
+    o = torch.softmax(s, dim=-1) @ v
+    o.backward(torch.tensor(dO))
+    return q.grad.numpy(), k.grad.numpy(), v.grad.numpy()
+
+
+@pytest.mark.parametrize("mask", [None, causal_mask(6)], ids=["no mask", "causal mask"])
+def test_backward_matches_torch_autograd_with_batch_and_heads(mask):
+    Q, K, V = random_qkv(2, T_q=6, T_k=6, d_k=4, d_v=3, batch=(2, 3))
+    dO = np.random.default_rng(3).standard_normal((2, 3, 6, 3))
+    for g, a in zip(attention_backward(Q, K, V, dO, mask=mask), _autograd(Q, K, V, dO, mask)):
+        np.testing.assert_allclose(g, a, rtol=1e-10, atol=1e-12)
+
+
+def test_backward_sums_the_gradient_of_a_key_shared_by_all_heads():
+    rng = np.random.default_rng(4)
+    Q = rng.standard_normal((3, 4, 2))  # 3 heads
+    K = rng.standard_normal((5, 2))  # one K and V for every head
+    V = rng.standard_normal((5, 3))
+    dO = rng.standard_normal((3, 4, 3))
+    dQ, dK, dV = attention_backward(Q, K, V, dO)
+    assert dQ.shape == Q.shape and dK.shape == K.shape and dV.shape == V.shape
+    per_head = [attention_backward(Q[h], K, V, dO[h]) for h in range(3)]
+    np.testing.assert_allclose(dK, sum(p[1] for p in per_head), atol=1e-13)
+    np.testing.assert_allclose(dV, sum(p[2] for p in per_head), atol=1e-13)
+    for g, a in zip((dQ, dK, dV), _autograd(Q, K, V, dO)):
+        np.testing.assert_allclose(g, a, rtol=1e-10, atol=1e-12)
+
+
+def test_backward_gives_exactly_zero_gradients_for_a_fully_masked_query_and_its_hidden_keys():
+    Q, K, V = random_qkv(5, T_q=3, T_k=4)
+    mask = np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 1, 0, 0]], dtype=bool)
+    dQ, dK, dV = attention_backward(Q, K, V, np.ones((3, 2)), mask=mask)
+    assert np.array_equal(dQ[1], np.zeros(3))
+    assert np.array_equal(dK[2:], np.zeros((2, 3))) and np.array_equal(dV[2:], np.zeros((2, 2)))
+    assert all(np.isfinite(g).all() for g in (dQ, dK, dV))
+
+
+def test_backward_keeps_float32():
+    Q, K, V = random_qkv(6, dtype=np.float32)
+    dQ, dK, dV = attention_backward(Q, K, V, np.ones((4, 2), dtype=np.float32))
+    assert dQ.dtype == dK.dtype == dV.dtype == np.float32
+    ref = attention_backward(*(x.astype(np.float64) for x in (Q, K, V)), np.ones((4, 2)))
+    for g, r in zip((dQ, dK, dV), ref):
+        np.testing.assert_allclose(g, r, atol=1e-5)
+
+
+def test_softmax_vjp_matches_central_differences():
+    s = np.array([0.2, -0.4, 1.5, 0.0])
+    g = np.array([1.0, -2.0, 0.5, 3.0])
+    numeric = numerical_gradient(lambda x: np.dot(softmax(x), g), s)
+    assert relative_error(softmax_vjp(softmax(s), g), numeric) < 1e-8
+
+
+def test_numerical_gradient_of_a_quadratic_is_exact_to_rounding():
+    X = np.array([[1.0, -2.0], [0.5, 3.0]])
+    assert relative_error(numerical_gradient(lambda Y: np.sum(Y**2), X), 2 * X) < 1e-9
+
+
+def test_relative_error_is_scaled_by_the_larger_magnitude():
+    assert relative_error([1.0, 2.0], [1.0, 2.0]) == 0.0
+    assert relative_error([10.0, 0.0], [10.0, 1.0]) == pytest.approx(0.1)
+    assert relative_error(np.zeros(3), np.zeros(3)) == 0.0

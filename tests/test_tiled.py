@@ -1,0 +1,82 @@
+"""Tiled attention with an online softmax equals the plain version (attention.tiled_attention)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attention import causal_mask, padding_mask, scaled_dot_product_attention, tiled_attention
+from tests._attn import FAST, qkv, random_qkv
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 4, 5, 7, 16, 100])
+def test_tiled_equals_plain_for_block_sizes_that_do_and_do_not_divide_T(block_size):
+    Q, K, V = random_qkv(0, T_q=12, T_k=16, d_k=8, d_v=5)
+    O, _ = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(tiled_attention(Q, K, V, block_size), O, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 4, 6])
+def test_tiled_equals_plain_with_a_causal_mask(block_size):
+    Q, K, V = random_qkv(1, T_q=10, T_k=10, d_k=4)
+    m = causal_mask(10)
+    O, _ = scaled_dot_product_attention(Q, K, V, mask=m)
+    np.testing.assert_allclose(tiled_attention(Q, K, V, block_size, mask=m), O, atol=1e-13)
+
+
+@pytest.mark.parametrize("block_size", [2, 3, 8])
+def test_tiled_gives_zero_output_for_fully_masked_rows_and_masked_early_blocks(block_size):
+    Q, K, V = random_qkv(2, T_q=6, T_k=8)
+    m = np.ones((6, 8), dtype=bool)
+    m[1] = False  # every key masked
+    m[3, :5] = False  # only keys in later blocks visible: the running max starts at -inf
+    O_plain, _ = scaled_dot_product_attention(Q, K, V, mask=m)
+    O = tiled_attention(Q, K, V, block_size, mask=m)
+    assert np.array_equal(O[1], np.zeros(2))
+    np.testing.assert_allclose(O, O_plain, atol=1e-13)
+
+
+@pytest.mark.parametrize("block_size", [2, 5])
+def test_tiled_handles_batch_and_head_dimensions_and_padding_masks(block_size):
+    rng = np.random.default_rng(3)
+    Q = rng.standard_normal((2, 3, 7, 4))  # (B, H, T, d_k)
+    K = rng.standard_normal((2, 1, 7, 4))  # shared by heads
+    V = rng.standard_normal((2, 1, 7, 3))
+    mask = (causal_mask(7) & padding_mask([5, 0], 7))[:, None]  # (B, 1, T, T); batch 1 all padding
+    O_plain, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    O = tiled_attention(Q, K, V, block_size, mask=mask)
+    assert O.shape == (2, 3, 7, 3)
+    np.testing.assert_allclose(O, O_plain, atol=1e-13)
+    assert np.array_equal(O[1], np.zeros((3, 7, 3)))
+
+
+def test_tiled_survives_scores_that_would_overflow_a_naive_exponential():
+    Q, K, V = random_qkv(4, T_q=5, T_k=9)
+    Q = Q * 300.0  # scores in the hundreds: exp overflows without the running max
+    O_plain, _ = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(tiled_attention(Q, K, V, 2), O_plain, atol=1e-12)
+
+
+def test_tiled_respects_temperature_and_float32():
+    Q, K, V = random_qkv(5, T_q=6, T_k=7, dtype=np.float32)
+    O_plain, _ = scaled_dot_product_attention(Q, K, V, temperature=0.5)
+    O = tiled_attention(Q, K, V, 3, temperature=0.5)
+    assert O.dtype == np.float32
+    np.testing.assert_allclose(O, O_plain, atol=2e-6)
+
+
+def test_tiled_with_no_queries_or_no_keys_follows_the_plain_policy():
+    Q, K, V = random_qkv(6)
+    assert tiled_attention(Q[:0], K, V, 2).shape == (0, 2)
+    assert np.array_equal(tiled_attention(Q, K[:0], V[:0], 2), np.zeros((4, 2)))
+
+
+@FAST
+@given(qkv(max_T=9), st.integers(1, 10), st.integers(0, 2**32 - 1))
+def test_tiled_equals_plain_for_random_sizes_masks_and_blocks(args, block_size, seed):
+    Q, K, V = args
+    mask = np.random.default_rng(seed).random((Q.shape[0], K.shape[0])) < 0.7
+    O_plain, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    np.testing.assert_allclose(tiled_attention(Q, K, V, block_size, mask=mask), O_plain, atol=1e-12)
