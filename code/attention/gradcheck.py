@@ -15,7 +15,8 @@ def numerical_gradient(f: Callable[[np.ndarray], float], X, eps: float = 1e-6) -
 
     Each entry is (f(X + eps e_i) - f(X - eps e_i)) / (2 eps), whose error is O(eps^2)
     plus rounding of order (machine epsilon / eps). ``X`` is converted to float64 (a
-    float32 check would be dominated by rounding); ``f`` must return a real scalar.
+    float32 check would be dominated by rounding); ``f`` must return a finite real scalar
+    (ValueError for an array or a NaN/inf value, TypeError for a complex one).
     Costs 2 X.size evaluations of ``f``: meant for small test problems.
     """
     eps = check_positive(eps, "eps")
@@ -39,7 +40,10 @@ def _scalar(value) -> float:
         raise ValueError(f"f must return a scalar, got an array of shape {arr.shape}")
     if np.iscomplexobj(arr):
         raise TypeError("f must return a real scalar, got a complex value")
-    return float(arr)
+    value = float(arr)
+    if not np.isfinite(value):
+        raise ValueError(f"f returned {value}; a gradient of a non-finite value is meaningless")
+    return value
 
 
 def relative_error(a, b) -> float:

@@ -156,8 +156,7 @@ class SelfAttention(nn.Module):
         self.W_o = nn.Linear(d_k, d_model, bias=False)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
+        _check_tensor(x, "x")
         if x.dim() < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must end in d_model = {self.d_model}, got shape {tuple(x.shape)}")
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, T, d_k) each

@@ -1,0 +1,542 @@
+"""Bad input to every public helper gets a clear error or a documented, tested result.
+
+Conventions of the library (see attention/_validate.py):
+* wrong shapes or widths: ValueError whose message names both shapes;
+* bool, complex, object and string arrays: TypeError; integer arrays are promoted to float64;
+* NaN or inf in the data: ValueError (-inf is allowed only where it means "masked");
+* a mask must be boolean (TypeError otherwise) and broadcast to the scores (ValueError);
+* temperature, scale, eps: positive and finite (ValueError); block sizes, lengths, d_k:
+  integers (TypeError for a float or a bool) and positive / non-negative (ValueError);
+* T_q = 0 gives an empty output; T_k = 0 a zero output (like a fully masked row).
+
+Public names are written qualified (``attention.X``, ``at.X``, ``checkers.X``) so that the
+meta-test at the end can check that every public function has a bad-input test here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import attention
+import attention.torch as at
+from attention import checkers
+
+rng = np.random.default_rng(0)
+Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+dO = rng.standard_normal((4, 2))
+
+
+def _with(x, index, value):
+    y = np.array(x, dtype=np.float64)
+    y[index] = value
+    return y
+
+
+BAD_ARRAYS = {
+    "complex": (Q.astype(np.complex128), TypeError, "complex"),
+    "bool": (Q > 0, TypeError, "boolean"),
+    "object": (Q.astype(object), TypeError, "object"),
+    "string": (Q.astype(str), TypeError, "<U"),
+    "NaN": (_with(Q, (1, 2), np.nan), ValueError, "NaN"),
+    "+inf": (_with(Q, (0, 0), np.inf), ValueError, "inf"),
+    "-inf": (_with(Q, (0, 0), -np.inf), ValueError, "inf"),
+}
+
+# The three functions that take (Q, K, V[, ...]) and validate them the same way.
+QKV_FUNCTIONS = {
+    "plain": lambda Q, K, V, **kw: attention.scaled_dot_product_attention(Q, K, V, **kw),
+    "tiled": lambda Q, K, V, **kw: attention.tiled_attention(Q, K, V, 2, **kw),
+    "backward": lambda Q, K, V, **kw: attention.attention_backward(
+        Q, K, V, np.ones(np.shape(Q)[:-1] + np.shape(V)[-1:]), **kw),
+}
+
+
+# Q, K, V: dtypes, values, shapes -----------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
+@pytest.mark.parametrize("kind", list(BAD_ARRAYS))
+@pytest.mark.parametrize("which", ["Q", "K", "V"])
+def test_attention_rejects_bad_arrays_in_each_operand(fn, kind, which):
+    bad, error, words = BAD_ARRAYS[kind]
+    args = {"Q": Q, "K": K[:4], "V": V[:4, :3]}  # same shape (4, 3) so `bad` fits anywhere
+    args[which] = bad
+    with pytest.raises(error, match=re.escape(words)):
+        QKV_FUNCTIONS[fn](args["Q"], args["K"], args["V"])
+
+
+def _names_both(excinfo, a, b):
+    msg = str(excinfo.value)
+    return str(tuple(a)) in msg and str(tuple(b)) in msg
+
+
+SHAPE_ERRORS = {
+    "mismatched d_k": (Q, rng.standard_normal((5, 2)), V, (4, 3), (5, 2)),
+    "K and V lengths differ": (Q, K, rng.standard_normal((6, 2)), (5, 3), (6, 2)),
+    "leading dims do not broadcast": (rng.standard_normal((2, 4, 3)), rng.standard_normal((3, 5, 3)),
+                                      V, (2, 4, 3), (3, 5, 3)),
+}
+
+
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
+@pytest.mark.parametrize("case", list(SHAPE_ERRORS))
+def test_attention_shape_errors_name_both_shapes(fn, case):
+    q, k, v, shape_a, shape_b = SHAPE_ERRORS[case]
+    with pytest.raises(ValueError) as excinfo:
+        QKV_FUNCTIONS[fn](q, k, v)
+    assert _names_both(excinfo, shape_a, shape_b), str(excinfo.value)
+
+
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
+def test_attention_rejects_vectors_and_zero_width_keys(fn):
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        QKV_FUNCTIONS[fn](Q[0], K, V)
+    with pytest.raises(ValueError, match="d_k must be at least 1"):
+        QKV_FUNCTIONS[fn](np.zeros((4, 0)), np.zeros((5, 0)), V)
+
+
+def test_attention_with_no_queries_gives_empty_results():
+    O, A = attention.scaled_dot_product_attention(Q[:0], K, V)
+    assert O.shape == (0, 2) and A.shape == (0, 5)
+    assert attention.tiled_attention(Q[:0], K, V, 2).shape == (0, 2)
+    dQ, dK, dV = attention.attention_backward(Q[:0], K, V, dO[:0])
+    assert dQ.shape == (0, 3)
+    assert np.array_equal(dK, np.zeros_like(K)) and np.array_equal(dV, np.zeros_like(V))
+
+
+def test_attention_with_no_keys_gives_zero_output_and_zero_gradients():
+    O, A = attention.scaled_dot_product_attention(Q, K[:0], V[:0])
+    assert np.array_equal(O, np.zeros((4, 2))) and A.shape == (4, 0)
+    assert np.array_equal(attention.tiled_attention(Q, K[:0], V[:0], 3), np.zeros((4, 2)))
+    dQ, dK, dV = attention.attention_backward(Q, K[:0], V[:0], dO)
+    assert np.array_equal(dQ, np.zeros_like(Q)) and dK.shape == (0, 3) and dV.shape == (0, 2)
+
+
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
+def test_attention_promotes_integer_arrays_to_float64(fn):
+    out = QKV_FUNCTIONS[fn](np.ones((4, 3), dtype=np.int32), np.arange(15).reshape(5, 3), np.eye(5, 2, dtype=int))
+    first = out[0] if isinstance(out, tuple) else out
+    assert first.dtype == np.float64 and np.isfinite(first).all()
+
+
+# Masks ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
+@pytest.mark.parametrize("mask", [np.ones((4, 5), dtype=int), np.zeros((4, 5)), np.where(np.ones((4, 5)), 0.0, -np.inf)],
+                         ids=["int 0/1", "float zeros", "additive float"])
+def test_attention_refuses_non_boolean_masks(fn, mask):
+    with pytest.raises(TypeError, match="boolean"):
+        QKV_FUNCTIONS[fn](Q, K, V, mask=mask)
+
+
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
+@pytest.mark.parametrize("shape", [(5, 4), (4, 3), (3, 4, 5)], ids=["transposed", "too few keys", "enlarges"])
+def test_attention_refuses_masks_that_do_not_broadcast_to_the_scores(fn, shape):
+    with pytest.raises(ValueError) as excinfo:
+        QKV_FUNCTIONS[fn](Q, K, V, mask=np.ones(shape, dtype=bool))
+    assert _names_both(excinfo, shape, (4, 5)), str(excinfo.value)
+
+
+# Temperature and block size -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", ["plain", "tiled", "backward"])
+@pytest.mark.parametrize("tau, error", [(0.0, ValueError), (-1.0, ValueError), (np.nan, ValueError),
+                                        (np.inf, ValueError), ("1", TypeError), (True, TypeError),
+                                        (None, TypeError)])
+def test_attention_refuses_bad_temperatures(fn, tau, error):
+    with pytest.raises(error, match="temperature"):
+        QKV_FUNCTIONS[fn](Q, K, V, temperature=tau)
+
+
+@pytest.mark.parametrize("block_size, error", [(0, ValueError), (-2, ValueError), (2.0, TypeError),
+                                               (np.nan, TypeError), (np.inf, TypeError), (True, TypeError),
+                                               ("4", TypeError)])
+def test_tiled_attention_refuses_bad_block_sizes(block_size, error):
+    with pytest.raises(error, match="block_size"):
+        attention.tiled_attention(Q, K, V, block_size)
+
+
+def test_tiled_attention_accepts_numpy_integer_block_sizes():
+    O, _ = attention.scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(attention.tiled_attention(Q, K, V, np.int64(3)), O, atol=1e-14)
+
+
+# attention_backward's dO ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad, error, words", [
+    (np.ones((4, 3)), ValueError, "(4, 2)"),
+    (np.ones((2, 4, 2)), ValueError, "(2, 4, 2)"),
+    (_with(dO, (0, 0), np.nan), ValueError, "NaN"),
+    (dO.astype(complex), TypeError, "complex"),
+])
+def test_attention_backward_refuses_bad_output_gradients(bad, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.attention_backward(Q, K, V, bad)
+
+
+# Softmax family ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["complex", "bool", "object", "string", "NaN", "+inf"])
+def test_softmax_rejects_bad_arrays_but_allows_minus_inf(kind):
+    bad, error, words = BAD_ARRAYS[kind]
+    with pytest.raises(error, match=re.escape(words)):
+        attention.softmax(bad)
+    assert attention.softmax(np.array([-np.inf, 0.0]))[0] == 0.0
+
+
+def test_softmax_of_an_empty_array_is_empty_and_a_bad_axis_raises():
+    assert attention.softmax(np.zeros((3, 0))).shape == (3, 0)
+    with pytest.raises(ValueError):  # numpy's AxisError is a ValueError
+        attention.softmax(Q, axis=2)
+
+
+@pytest.mark.parametrize("kind", ["complex", "bool", "object", "string"])
+def test_naive_softmax_rejects_non_real_arrays(kind):
+    with pytest.raises(TypeError):
+        attention.naive_softmax(BAD_ARRAYS[kind][0])
+
+
+def test_naive_softmax_lets_nan_and_inf_through_as_documented():
+    with np.errstate(all="ignore"):
+        assert np.isnan(attention.naive_softmax(np.array([np.nan, 0.0]))).all()
+        assert np.isnan(attention.naive_softmax(np.array([1000.0, 0.0]))).any()
+    assert attention.naive_softmax(np.array([0, 0])).dtype == np.float64  # integers promoted
+
+
+PROB_FUNCTIONS = {
+    "softmax_jacobian": lambda a: attention.softmax_jacobian(a),
+    "softmax_vjp": lambda a: attention.softmax_vjp(a, np.ones(np.shape(a))),
+    "jacobian_trace": lambda a: attention.jacobian_trace(a),
+}
+
+
+@pytest.mark.parametrize("fn", list(PROB_FUNCTIONS))
+@pytest.mark.parametrize("a, error, words", [
+    (np.float64(0.5), ValueError, "at least one entry"),
+    (np.zeros((2, 0)), ValueError, "at least one entry"),
+    (np.array([1.5, -0.5]), ValueError, "non-negative"),
+    (np.array([np.nan, 1.0]), ValueError, "NaN"),
+    (np.array([0.5, 0.5], dtype=complex), TypeError, "complex"),
+    (np.array([True, False]), TypeError, "boolean"),
+], ids=["scalar", "empty row", "negative", "NaN", "complex", "bool"])
+def test_softmax_jacobian_functions_refuse_non_probability_input(fn, a, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        PROB_FUNCTIONS[fn](a)
+
+
+@pytest.mark.parametrize("g, error, words", [
+    (np.ones(4), ValueError, "(4,)"),
+    (np.ones((2, 3)), ValueError, "(2, 3)"),
+    (np.array([np.inf, 0.0, 0.0]), ValueError, "inf"),
+    (np.array(["a", "b", "c"]), TypeError, "dtype"),
+])
+def test_softmax_vjp_refuses_bad_upstream_gradients(g, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.softmax_vjp(np.array([0.2, 0.3, 0.5]), g)
+
+
+# Masks -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, error", [
+    ((-1,), ValueError), ((2.0,), TypeError), ((True,), TypeError), (("3",), TypeError),
+    ((3, -1), ValueError), ((3, 2.5), TypeError),
+])
+def test_causal_mask_refuses_bad_lengths(args, error):
+    with pytest.raises(error, match="T_"):
+        attention.causal_mask(*args)
+
+
+def test_causal_mask_of_length_zero_is_empty():
+    assert attention.causal_mask(0).shape == (0, 0)
+    assert attention.causal_mask(np.int64(2), 0).shape == (2, 0)
+
+
+@pytest.mark.parametrize("lengths, T, error, words", [
+    ([3, 5], 4, ValueError, "[0, 4]"),
+    ([-1, 2], 4, ValueError, "[0, 4]"),
+    ([1.0, 2.0], 4, TypeError, "integers"),
+    ([[1, 2]], 4, TypeError, "1-D"),
+    ([True, False], 4, TypeError, "integers"),
+    ([1, 2], -1, ValueError, "T must"),
+    ([1, 2], 4.0, TypeError, "T must"),
+])
+def test_padding_mask_refuses_bad_lengths(lengths, T, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.padding_mask(lengths, T)
+
+
+def test_padding_mask_with_T_zero_and_no_sequences():
+    assert attention.padding_mask([0, 0], 0).shape == (2, 1, 0)
+    assert attention.padding_mask(np.array([], dtype=int), 3).shape == (0, 1, 3)
+
+
+# Gradient checking ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("f, error, words", [
+    (lambda X: X * 2.0, ValueError, "scalar"),
+    (lambda X: np.sum(X) + 0j, TypeError, "complex"),
+    (lambda X: np.nan, ValueError, "nan"),
+    (lambda X: np.inf, ValueError, "inf"),
+], ids=["array", "complex", "NaN", "inf"])
+def test_numerical_gradient_refuses_a_function_that_is_not_a_finite_real_scalar(f, error, words):
+    with pytest.raises(error, match=words):
+        attention.numerical_gradient(f, Q)
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    (dict(X=_with(Q, (0, 0), np.nan)), ValueError), (dict(X=Q.astype(str)), TypeError),
+    (dict(X=Q, eps=0.0), ValueError), (dict(X=Q, eps=-1e-6), ValueError), (dict(X=Q, eps=np.nan), ValueError),
+])
+def test_numerical_gradient_refuses_bad_points_and_steps(kwargs, error):
+    with pytest.raises(error):
+        attention.numerical_gradient(lambda X: float(np.sum(X)), **kwargs)
+
+
+def test_numerical_gradient_of_integer_input_is_float64():
+    g = attention.numerical_gradient(lambda X: float(np.sum(X**2)), np.array([1, 2]))
+    assert g.dtype == np.float64 and np.allclose(g, [2.0, 4.0])
+
+
+@pytest.mark.parametrize("a, b, error, words", [
+    (np.ones(3), np.ones(4), ValueError, "(3,) and (4,)"),
+    (np.array([np.nan]), np.ones(1), ValueError, "NaN"),
+    (np.ones(1), np.array([np.inf]), ValueError, "inf"),
+    (np.ones(2, dtype=complex), np.ones(2), TypeError, "complex"),
+])
+def test_relative_error_refuses_mismatched_or_non_finite_arrays(a, b, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.relative_error(a, b)
+
+
+# Scale and statistics -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, error", [
+    ((0,), ValueError), ((-4,), ValueError), ((4.0,), TypeError), ((True,), TypeError),
+    ((4, 0.0), ValueError), ((4, np.nan), ValueError), ((4, -1.0), ValueError),
+])
+def test_score_scale_refuses_bad_widths_and_temperatures(args, error):
+    with pytest.raises(error):
+        attention.score_scale(*args)
+
+
+BAD_D_K = [(0, ValueError), (-3, ValueError), (2.0, TypeError), (True, TypeError), ("8", TypeError)]
+BAD_RHO = [(1.5, ValueError), (-1.01, ValueError), (np.nan, ValueError), (np.inf, ValueError),
+           ("0.5", TypeError), (True, TypeError)]
+
+
+@pytest.mark.parametrize("d_k, error", BAD_D_K)
+def test_statistics_refuse_bad_d_k(d_k, error):
+    for call in (lambda: attention.scaled_score_moments(d_k),
+                 lambda: attention.sample_scores(d_k, 10),
+                 lambda: attention.attention_rows(d_k),
+                 lambda: attention.saturation_stats(d_k)):
+        with pytest.raises(error, match="d_k"):
+            call()
+
+
+@pytest.mark.parametrize("rho, error", BAD_RHO)
+def test_statistics_refuse_bad_rho(rho, error):
+    for call in (lambda: attention.scaled_score_moments(16, rho), lambda: attention.sample_scores(16, 10, rho=rho)):
+        with pytest.raises(error, match="rho"):
+            call()
+
+
+def test_statistics_accept_the_boundary_correlations():
+    assert attention.scaled_score_moments(4, 1.0) == (2.0, 2.0)
+    assert attention.sample_scores(4, 5, rho=-1.0).shape == (5,)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(n_keys=0), ValueError, "n_keys"), (dict(n_queries=0), ValueError, "n_queries"),
+    (dict(n_keys=2.5), TypeError, "n_keys"), (dict(temperature=0.0), ValueError, "temperature"),
+])
+def test_attention_rows_and_saturation_stats_refuse_bad_sizes(kwargs, error, words):
+    for fn in (attention.attention_rows, attention.saturation_stats):
+        with pytest.raises(error, match=words):
+            fn(8, **kwargs)
+
+
+@pytest.mark.parametrize("n, error", [(0, ValueError), (-5, ValueError), (10.0, TypeError)])
+def test_sample_scores_refuses_bad_sample_counts(n, error):
+    with pytest.raises(error, match="n must"):
+        attention.sample_scores(8, n)
+
+
+def test_saturation_stats_record_needs_every_field():
+    with pytest.raises(TypeError):
+        attention.SaturationStats(8, 32, True)  # the four measured fields are missing
+
+
+# attention.torch ----------------------------------------------------------------------------
+
+tq, tk, tv = (torch.from_numpy(x) for x in (Q, K, V))
+TORCH_BAD = {
+    "numpy array": (Q, TypeError, "torch.Tensor"),
+    "int tensor": (torch.ones(4, 3, dtype=torch.int64), TypeError, "floating-point"),
+    "bool tensor": (torch.ones(4, 3, dtype=torch.bool), TypeError, "floating-point"),
+    "complex tensor": (tq.to(torch.complex128), TypeError, "floating-point"),
+    "NaN": (torch.from_numpy(_with(Q, (1, 1), np.nan)), ValueError, "NaN"),
+    "inf": (torch.from_numpy(_with(Q, (1, 1), -np.inf)), ValueError, "inf"),
+}
+
+
+@pytest.mark.parametrize("kind", list(TORCH_BAD))
+@pytest.mark.parametrize("which", ["q", "k", "v"])
+def test_torch_attention_rejects_bad_tensors(kind, which):
+    bad, error, words = TORCH_BAD[kind]
+    args = {"q": tq, "k": tk[:4], "v": tv[:4].repeat(1, 2)[:, :3]}
+    args[which] = bad
+    with pytest.raises(error, match=re.escape(words)):
+        at.scaled_dot_product_attention(args["q"], args["k"], args["v"])
+
+
+@pytest.mark.parametrize("q, k, v, shape_a, shape_b", [
+    (tq, tk[:, :2], tv, (4, 3), (5, 2)),
+    (tq, tk, tv[:4], (5, 3), (4, 2)),
+    (tq.expand(2, 4, 3), tk.expand(3, 5, 3), tv, (2, 4, 3), (3, 5, 3)),
+], ids=["mismatched E", "mismatched S", "leading dims"])
+def test_torch_attention_shape_errors_name_both_shapes(q, k, v, shape_a, shape_b):
+    with pytest.raises(ValueError) as excinfo:
+        at.scaled_dot_product_attention(q, k, v)
+    assert _names_both(excinfo, shape_a, shape_b), str(excinfo.value)
+
+
+def test_torch_attention_rejects_vectors_and_zero_width():
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        at.scaled_dot_product_attention(tq[0], tk, tv)
+    with pytest.raises(ValueError, match="at least 1"):
+        at.scaled_dot_product_attention(torch.zeros(4, 0), torch.zeros(5, 0), torch.zeros(5, 2))
+
+
+@pytest.mark.parametrize("mask, error, words", [
+    (torch.ones(5, 4, dtype=torch.bool), ValueError, "(5, 4)"),
+    (torch.ones(3, 4, 5, dtype=torch.bool), ValueError, "(3, 4, 5)"),
+    (torch.ones(4, 5, dtype=torch.int64), TypeError, "floating-point"),
+    (torch.full((4, 5), float("nan"), dtype=torch.float64), ValueError, "NaN"),
+    (torch.full((4, 5), float("inf"), dtype=torch.float64), ValueError, "+inf"),
+    (np.ones((4, 5), dtype=bool), TypeError, "torch.Tensor"),
+], ids=["transposed", "enlarges", "int", "NaN bias", "+inf bias", "numpy"])
+def test_torch_attention_rejects_bad_masks(mask, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        at.scaled_dot_product_attention(tq, tk, tv, attn_mask=mask)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(scale=0.0), ValueError, "scale"), (dict(scale=-1.0), ValueError, "scale"),
+    (dict(scale=float("nan")), ValueError, "scale"), (dict(scale=float("inf")), ValueError, "scale"),
+    (dict(scale="1"), TypeError, "scale"),
+    (dict(dropout_p=1.0), ValueError, "dropout_p"), (dict(dropout_p=-0.1), ValueError, "dropout_p"),
+    (dict(dropout_p=float("nan")), ValueError, "dropout_p"),
+    (dict(is_causal=True, attn_mask=torch.ones(4, 5, dtype=torch.bool)), ValueError, "either"),
+])
+def test_torch_attention_rejects_bad_options(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        at.scaled_dot_product_attention(tq, tk, tv, **kwargs)
+
+
+def test_torch_attention_with_no_queries_or_no_keys_matches_the_builtin():
+    empty_q = at.scaled_dot_product_attention(tq[:0], tk, tv)
+    assert empty_q.shape == (0, 2)
+    no_keys = at.scaled_dot_product_attention(tq, tk[:0], tv[:0])
+    builtin = torch.nn.functional.scaled_dot_product_attention(tq, tk[:0], tv[:0])
+    assert torch.equal(no_keys, torch.zeros(4, 2, dtype=torch.float64))
+    assert torch.equal(no_keys, builtin)
+
+
+@pytest.mark.parametrize("S, error, words", [
+    (torch.ones(3, dtype=torch.int64), TypeError, "floating-point"),
+    (torch.tensor([0.0, float("nan")]), ValueError, "NaN"),
+    (torch.tensor([0.0, float("inf")]), ValueError, "+inf"),
+    (np.zeros(3), TypeError, "torch.Tensor"),
+])
+def test_safe_softmax_rejects_bad_scores(S, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        at.safe_softmax(S)
+
+
+def test_safe_softmax_of_an_empty_row_is_empty():
+    assert at.safe_softmax(torch.zeros(3, 0)).shape == (3, 0)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(d_model=0), ValueError, "d_model"), (dict(d_model=2.5), TypeError, "d_model"),
+    (dict(d_model=8, d_k=0), ValueError, "d_k"), (dict(d_model=8, d_k=True), TypeError, "d_k"),
+    (dict(d_model=8, dropout=1.0), ValueError, "dropout"), (dict(d_model=8, dropout=-0.5), ValueError, "dropout"),
+])
+def test_self_attention_refuses_bad_sizes_and_dropout(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        at.SelfAttention(**kwargs)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("x, error, words", [
+    (torch.ones(2, 5, 7), ValueError, "d_model = 8"),
+    (torch.ones(8), ValueError, "d_model = 8"),
+    (torch.ones(2, 5, 8, dtype=torch.int64), TypeError, "floating-point"),
+    (torch.full((2, 5, 8), float("nan")), ValueError, "NaN"),
+    (np.ones((2, 5, 8), dtype=np.float32), TypeError, "torch.Tensor"),
+], ids=["wrong width", "vector", "int", "NaN", "numpy"])
+def test_self_attention_forward_refuses_bad_input(fused, x, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        at.SelfAttention(8, fused=fused)(x)
+
+
+# attention.checkers ----------------------------------------------------------------------
+
+
+def _checker_names():
+    return sorted(n for n, f in inspect.getmembers(checkers, inspect.isfunction)
+                  if n.startswith("check_") and f.__module__ == checkers.__name__)
+
+
+CHECKER_CALLS = {
+    "check_scaled_dot_product_attention": lambda x: checkers.check_scaled_dot_product_attention(x, verbose=False),
+    "check_attention_with_temperature": lambda x: checkers.check_attention_with_temperature(x, verbose=False),
+    "check_attention_backward": lambda x: checkers.check_attention_backward(x, verbose=False),
+    "check_scaled_score_moments": lambda x: checkers.check_scaled_score_moments(x, verbose=False),
+    "check_softmax_jacobian": lambda x: checkers.check_softmax_jacobian(x, x, verbose=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKER_CALLS))
+@pytest.mark.parametrize("attempt", [None, lambda *a, **k: "nonsense"], ids=["None", "returns a string"])
+def test_checkers_report_failure_instead_of_raising_for_unusable_attempts(name, attempt):
+    assert CHECKER_CALLS[name](attempt) is False
+
+
+# Meta-test ---------------------------------------------------------------------------------
+
+
+def _public_names():
+    names = [(f"attention.{n}", n) for n in attention.__all__]
+    names += [(f"at.{n}", n) for n in at.__all__]
+    names += [(f"checkers.{n}", n) for n in _checker_names()]
+    return names
+
+
+def test_every_public_helper_has_a_bad_input_test_in_this_file():
+    source = Path(__file__).read_text()
+    body = source[: source.index("# Meta-test")]
+    missing = [qualified for qualified, _ in _public_names()
+               if not re.search(rf"(?<![\w.]){re.escape(qualified)}\b", body)]
+    assert not missing, f"public names without a bad-input test in {Path(__file__).name}: {missing}"
+    assert set(CHECKER_CALLS) == set(_checker_names())
+
+
+def test_the_meta_test_would_notice_a_new_public_name(monkeypatch):
+    monkeypatch.setattr(attention, "__all__", [*attention.__all__, "brand_new_helper"])
+    with pytest.raises(AssertionError, match="brand_new_helper"):
+        test_every_public_helper_has_a_bad_input_test_in_this_file()
