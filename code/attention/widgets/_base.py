@@ -38,12 +38,13 @@ CSS = (STATIC / "widgets.css").read_text()
 D_KS = tuple(2**e for e in range(11))
 
 # Shown in the book with no JavaScript and in print; hidden in JupyterLab (``hidden``) and by
-# the loader once the live widget runs. Scoped to .bd-article, the book theme's article.
+# the loader once the live widget runs. Scoped to .bd-article, the book theme's article;
+# !important because the theme's Bootstrap sets [hidden]{display:none!important}.
 FALLBACK_STYLE = (
-    "<style>.bd-article .attn-fallback[hidden]{display:block}"
-    ".bd-article .attn-fallback.attn-replaced{display:none}"
+    "<style>.bd-article .attn-fallback[hidden]{display:block!important}"
+    ".bd-article .attn-fallback.attn-replaced[hidden]{display:none!important}"
     ".attn-fallback img{max-width:100%;height:auto;background:#fff}"
-    "@media print{.bd-article .attn-fallback.attn-replaced{display:block!important}"
+    "@media print{.bd-article .attn-fallback.attn-replaced[hidden]{display:block!important}"
     ".attn-live{display:none!important}}</style>"
 )
 

@@ -11,7 +11,7 @@ function render({ model, el }) {
     viewBox: "0 0 680 440",
     svgLabel: "Bar chart of one query's 32 attention weights, a gauge of the softmax Jacobian's trace, and two curves against d_k (mean largest weight and mean trace) with the current setting marked.",
     note: `Unit-variance query and keys, fixed seed. Curves: means over ${g.n_queries} random queries, `
-      + "unscaled (orange-red, dashed) and scaled (blue, solid), at the current temperature.",
+      + "unscaled (dashed) and scaled (solid), at the current temperature; the dot marks the current setting.",
   });
   const dkCtl = rangeControl(controls, {
     name: "d_k", label: "Key width d<sub>k</sub>", count: dks.length,

@@ -1,0 +1,240 @@
+"""The widgets are live in the built static book: no kernel, no request outside the site.
+
+For each widget, in headless Debian Chromium on the page served from 127.0.0.1, every control
+is moved three ways (Playwright ``fill``, arrow keys, a real mouse drag; the switch by
+``check``, the space bar and a mouse click). After each move the drawing must change and every
+readout must equal the value Python computed for that grid point. The page must stay clean
+(no outside request, console error or page error), and the widget must be accessible and have
+a static fallback for print and for readers without JavaScript.
+
+The widgets live on the pages listed in ``PAGES``; ``WIDGET_PAGE=chapters/x.html`` points
+every widget at one other page (a scratch page while developing).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+import pytest
+
+from attention.widgets import SaturationExplorer, TemperatureExplorer, WidthExplorer
+
+PAGES = {
+    "temperature": "chapters/soft-retrieval.html",
+    "width": "chapters/variance.html",
+    "saturation": "chapters/saturation.html",
+}
+CLASSES = {"temperature": TemperatureExplorer, "width": WidthExplorer, "saturation": SaturationExplorer}
+SLIDERS = {"temperature": ["temperature"], "width": ["d_k", "rho"], "saturation": ["d_k", "temperature"]}
+SWITCHES = {"temperature": [], "width": [], "saturation": ["scaled"]}
+
+
+def page_of(kind: str) -> str:
+    return os.environ.get("WIDGET_PAGE") or PAGES[kind]
+
+
+@pytest.fixture(scope="module")
+def python_widgets():
+    return {kind: cls() for kind, cls in CLASSES.items()}
+
+
+def open_widget(guarded_page, site_url, kind):
+    guarded_page.goto(site_url + page_of(kind))
+    page = guarded_page.page
+    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
+    root = page.locator(f".attn-{kind}").first
+    assert root.count() == 1, f"no {kind} widget on {page_of(kind)}"
+    root.scroll_into_view_if_needed()
+    return page, root
+
+
+def controls(root) -> dict:
+    """Slider indices and switch states as the DOM shows them."""
+    return root.evaluate("""r => Object.fromEntries([...r.querySelectorAll('[data-control]')].map(
+        i => [i.dataset.control, i.type === 'checkbox' ? i.checked : Number(i.value)]))""")
+
+
+def readouts(root) -> dict:
+    raw = root.evaluate("""r => Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
+        d => [d.dataset.readout, d.dataset.value]))""")
+    return {k: json.loads(v) for k, v in raw.items()}
+
+
+def drawing(root) -> str:
+    return root.locator("svg").first.evaluate("s => s.innerHTML")
+
+
+def expected(kind: str, widget, ctl: dict) -> dict:
+    """What Python computed for the grid point the controls select, in the readouts' terms."""
+    g = widget._grid
+    if kind == "temperature":
+        tau = g["temperatures"][ctl["temperature"]]
+        r = widget.readout(tau)
+        return {"temperature": tau, "weights": r["weights"], "output": r["output"]}
+    if kind == "width":
+        d_k, rho = g["d_ks"][ctl["d_k"]], g["rhos"][ctl["rho"]]
+        p = widget.readout(d_k, rho)
+        return {"d_k": d_k, "rho": rho,
+                **{k: [p[k], p["pred_" + k]] for k in ("raw_mean", "raw_var", "scaled_mean", "scaled_var")},
+                "row_key1": [p["row_scaled"][0], p["row_unscaled"][0]]}
+    d_k, tau, scaled = g["d_ks"][ctl["d_k"]], g["temperatures"][ctl["temperature"]], ctl["scaled"]
+    r = widget.readout(d_k, tau, scaled)
+    return {"d_k": d_k, "temperature": tau, "scaled": scaled,
+            **{k: r[k] for k in ("max_weight", "trace", "mean_max_weight", "mean_trace")}}
+
+
+def assert_shows_python_values(kind, widget, root):
+    shown = readouts(root)
+    want = expected(kind, widget, controls(root))
+    for name, value in want.items():
+        assert shown[name] == value, f"{kind}: readout {name} shows {shown[name]}, Python computed {value}"
+    if kind == "temperature":  # the one readout the module computes: s / (tau sqrt(d_k))
+        tau = want["temperature"]
+        assert shown["scores"] == pytest.approx([s / (2 * tau) for s in (0.1, 3.0, 0.1)], rel=1e-12)
+
+
+def drag(page, slider, to_index: int):
+    """A real mouse drag of the slider's thumb from its current position to ``to_index``."""
+    box = slider.bounding_box()
+    lo, hi, now = (int(slider.get_attribute(a) or 0) for a in ("min", "max", "value"))
+    now = int(slider.input_value())
+    thumb = 16  # Chromium's range thumb is about 16 px wide
+
+    def x_of(i):
+        return box["x"] + thumb / 2 + (box["width"] - thumb) * (i - lo) / (hi - lo)
+
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(x_of(now), y)
+    page.mouse.down()
+    page.mouse.move(x_of(to_index), y, steps=8)
+    page.mouse.up()
+
+
+@pytest.mark.parametrize("kind", list(CLASSES))
+def test_every_slider_moved_by_fill_keys_and_mouse_redraws_and_shows_pythons_values(
+        guarded_page, site_url, python_widgets, kind):
+    page, root = open_widget(guarded_page, site_url, kind)
+    widget = python_widgets[kind]
+    assert_shows_python_values(kind, widget, root)
+    for name in SLIDERS[kind]:
+        slider = root.locator(f'input[data-control="{name}"]')
+        top = int(slider.get_attribute("max"))
+        output = root.locator(f'output[data-output="{name}"]')
+
+        def moved(how, before_index, before_svg):
+            after = controls(root)[name]
+            assert after != before_index, f"{kind}.{name}: {how} did not move the slider"
+            assert drawing(root) != before_svg, f"{kind}.{name}: {how} did not redraw"
+            assert output.inner_text().strip() and slider.get_attribute("aria-valuetext") == output.inner_text()
+            assert_shows_python_values(kind, widget, root)
+
+        # 1. fill: the far end from where it is.
+        i, svg = controls(root)[name], drawing(root)
+        slider.fill(str(0 if i > top // 2 else top))
+        moved("fill", i, svg)
+        # 2. arrow keys: one step toward the middle.
+        i, svg = controls(root)[name], drawing(root)
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if i > top // 2 else "ArrowRight")
+        assert controls(root)[name] == i + (-1 if i > top // 2 else 1)
+        moved("arrow key", i, svg)
+        # 3. a real mouse drag to about three quarters of the way across the other side.
+        i, svg = controls(root)[name], drawing(root)
+        drag(page, slider, top // 4 if i > top // 2 else (3 * top) // 4)
+        moved("mouse drag", i, svg)
+    for name in SWITCHES[kind]:
+        switch = root.locator(f'input[data-control="{name}"]')
+        for how in ("check", "space", "click"):
+            before, svg = controls(root)[name], drawing(root)
+            if how == "check":
+                switch.set_checked(not before)
+            elif how == "space":
+                switch.focus()
+                page.keyboard.press("Space")
+            else:
+                box = switch.bounding_box()
+                page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            assert controls(root)[name] != before, f"{kind}.{name}: {how} did not toggle"
+            assert drawing(root) != svg, f"{kind}.{name}: {how} did not redraw"
+            assert_shows_python_values(kind, widget, root)
+    guarded_page.assert_clean()
+    assert guarded_page.outside_requests == []
+
+
+@pytest.mark.parametrize("kind", list(CLASSES))
+def test_the_grid_embedded_in_the_page_is_the_one_python_computes(site_url, built_html, python_widgets, kind):
+    text = (built_html / page_of(kind)).read_text()
+    state = json.loads(re.search(
+        r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', text, re.S).group(1))
+    grids = [m["state"]["_grid"] for m in state["state"].values()
+             if m["state"].get("_anywidget_id", "").endswith(CLASSES[kind].__name__)]
+    assert grids, f"no {CLASSES[kind].__name__} state embedded in {page_of(kind)}"
+    assert grids[0] == json.loads(json.dumps(python_widgets[kind]._grid))
+
+
+@pytest.mark.parametrize("kind", list(CLASSES))
+def test_controls_have_visible_labels_accessible_names_and_no_axe_violations(guarded_page, site_url, kind):
+    page, root = open_widget(guarded_page, site_url, kind)
+    for control in root.locator("[data-control]").all():
+        label = control.evaluate("i => i.labels.length ? i.labels[0].innerText.trim() : ''")
+        assert label, "a control without a visible label"
+        assert control.evaluate("i => i.labels[0].getBoundingClientRect().width > 0")
+    page.add_script_tag(url=site_url + "vendor/axe.min.js")
+    for theme in ("light", "dark"):
+        page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        result = page.evaluate(f"""async () => (await axe.run(document.querySelector('.attn-{kind}'),
+            {{runOnly: ['wcag2a', 'wcag2aa', 'wcag21aa']}})).violations.map(v => v.id + ': ' +
+            v.nodes.map(n => n.target.join(' ')).join(', '))""")
+        assert result == [], f"{theme} theme: {result}"
+    guarded_page.assert_clean()
+
+
+def contrast(fg: str, bg: str) -> float:
+    def lum(css):
+        r, g, b = (int(v) / 255 for v in re.findall(r"[\d.]+", css)[:3])
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    a, b = sorted((lum(fg), lum(bg)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+@pytest.mark.parametrize("kind", list(CLASSES))
+def test_widget_colours_follow_the_dark_theme_and_keep_contrast(guarded_page, site_url, kind):
+    page, root = open_widget(guarded_page, site_url, kind)
+    seen = {}
+    for theme in ("light", "dark"):
+        page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        fg, bg, bar = root.evaluate("""r => [getComputedStyle(r.querySelector('dd')).color,
+            getComputedStyle(r.querySelector('.attn-root')).backgroundColor,
+            getComputedStyle(r.querySelector('.attn-bar')).fill]""")
+        assert contrast(fg, bg) >= 4.5, f"{theme}: text {fg} on {bg}"
+        assert contrast(bar, bg) >= 3.0, f"{theme}: bars {bar} on {bg}"
+        seen[theme] = bg
+    assert seen["light"] != seen["dark"]
+
+
+@pytest.mark.parametrize("kind", list(CLASSES))
+def test_static_figure_stands_in_without_javascript_and_in_print(browser, site_url, kind):
+    from tests import harness
+
+    context = browser.new_context(java_script_enabled=False)
+    guard = harness.GuardedPage.open(context)
+    guard.goto(site_url + page_of(kind))
+    fallback = guard.page.locator(f".attn-fallback img[alt]").first
+    assert fallback.is_visible()
+    assert fallback.evaluate("i => i.complete && i.naturalWidth > 0")
+    context.close()
+
+    context = browser.new_context()
+    guard = harness.GuardedPage.open(context)
+    guard.goto(site_url + page_of(kind))
+    guard.page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'")
+    assert guard.page.locator(".attn-fallback").first.is_hidden()  # the live widget replaces it
+    guard.page.emulate_media(media="print")
+    assert guard.page.locator(".attn-fallback").first.is_visible()
+    assert guard.page.locator(f".attn-{kind}").first.is_hidden()
+    guard.assert_clean()
+    context.close()
