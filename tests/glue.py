@@ -24,8 +24,17 @@ def executed_notebook(page: str) -> dict:
 
 
 def glued(page: str) -> dict[str, str]:
-    """Map glue name -> the text/plain representation the page stored for it."""
+    """Map glue name -> the text/plain representation the page stored for it.
+
+    myst-nb moves the outputs of ``glue(..., display=False)`` out of the executed notebook
+    into ``PAGE.glue.json`` beside it; both places are read.
+    """
     out = {}
+    side = EXECUTED / "chapters" / f"{page}.glue.json"
+    if side.exists():
+        for name, output in json.loads(side.read_text()).items():
+            text = output.get("data", {}).get("text/plain", "")
+            out[name] = "".join(text) if isinstance(text, list) else text
     for cell in executed_notebook(page)["cells"]:
         for output in cell.get("outputs", []):
             meta = output.get("metadata", {}).get("scrapbook", {})
