@@ -4,9 +4,21 @@
   JupyterLab instead), and Jupyter Book 1 injects its inline configuration twice, which
   is a page error ("Identifier 'THEBE_JS_URL' has already been declared") and names a
   CDN URL; its configuration block (naming a Binder repository) goes too.
+* Offers every notebook page as a notebook: writes ``_sources/PAGE.ipynb`` (the jupytext
+  conversion of the MyST source, the very notebook `make lab` opens) and adds ".ipynb"
+  to the page's download menu (the theme offers it only for .ipynb sources).
+* Gives bibliography entries the ``listitem`` role (see _bibliography_list_items).
+* Adds ``_ext/static/book-site.css`` (colour-contrast fixes) to every page.
+* Overrides two theme templates (``_ext/templates``) whose decorative icons and keyboard
+  hint made axe-core report a serious label/content mismatch.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC = Path(__file__).resolve().parent / "static"  # book-site.css: contrast fixes
 
 THEBE_FILES = ("sphinx-thebe.js", "sphinx-thebe.css")
 
@@ -31,8 +43,48 @@ def _strip_thebe_config(app, doctree, docname):
             node.parent.remove(node)
 
 
+def _notebook_download(app, pagename, templatename, context, doctree):
+    """Write the page's notebook into _sources/ and let the theme's download menu offer it."""
+    if doctree is None or not context.get("sourcename", "").endswith(".md"):
+        return
+    import jupytext
+
+    source = Path(app.env.doc2path(pagename))
+    notebook = jupytext.read(source, fmt="md:myst")
+    if "kernelspec" not in notebook.metadata:  # plain Markdown, not a notebook page
+        return
+    target = Path(app.outdir, "_sources", pagename + ".ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(jupytext.writes(notebook, fmt="ipynb"), encoding="utf-8")
+    # sphinx-book-theme's add_header_buttons (priority 501) adds the .ipynb entry from this.
+    context["ipynb_source"] = pagename + ".ipynb"
+
+
+def _bibliography_list_items(app, pagename, templatename, context, doctree):
+    """Give bibliography entries a role their list accepts.
+
+    docutils writes ``<div role="list">`` holding ``role="doc-biblioentry"`` entries, a role
+    ARIA 1.2 deprecated; axe-core then reports a critical violation (a list without list
+    items). ``listitem`` is the role the entries play in that list.
+    """
+    body = context.get("body")
+    if body and 'role="doc-biblioentry"' in body:
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
+def _add_theme_overrides(app, config):
+    if str(TEMPLATES) not in config.templates_path:
+        config.templates_path.insert(0, str(TEMPLATES))
+    if str(STATIC) not in config.html_static_path:
+        config.html_static_path.append(str(STATIC))
+
+
 def setup(app):
+    app.connect("config-inited", _add_theme_overrides)
+    app.add_css_file("book-site.css")
+    app.connect("html-page-context", _notebook_download, priority=400)
     app.connect("html-page-context", _strip_thebe, priority=900)
+    app.connect("html-page-context", _bibliography_list_items, priority=900)
     # sphinx-thebe appends its (unused) configuration block at priority 500; remove it after.
     app.connect("doctree-resolved", _strip_thebe_config, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
