@@ -103,6 +103,19 @@ def test_naive_float16_softmax_turns_the_winner_into_nan_and_the_stable_one_does
 
 def test_underflowed_weight_is_exactly_zero_in_float32():
     assert float(torch.exp(torch.tensor(-200.0, dtype=torch.float32))) == 0.0 == g(PAGE4, "underflow_weight")
+    assert g(PAGE4, "tiny_fp16") == 2.0**-24
+    assert g(PAGE4, "tiny_fp16_log") == pytest.approx(-24 * math.log(2))
+    assert g(PAGE4, "tiny_fp32_log") == pytest.approx(-149 * math.log(2))
+    assert g(PAGE4, "sd_unscaled_512") == pytest.approx(22.627, abs=1e-3)
+
+
+def test_exercise_4_weights_with_minus_infinity_and_with_zero():
+    inf_w = [math.exp(2) / (math.exp(2) + math.exp(1)), math.exp(1) / (math.exp(2) + math.exp(1)), 0.0]
+    z = math.exp(2) + math.exp(1) + 1.0
+    zero_w = [math.exp(2) / z, math.exp(1) / z, 1.0 / z]
+    for k in range(3):
+        assert g(PAGE4, f"ex4_inf_{k}") == pytest.approx(inf_w[k], abs=1e-12)
+        assert g(PAGE4, f"ex4_zero_{k}") == pytest.approx(zero_w[k], abs=1e-12)
 
 
 def test_a_float16_running_sum_of_ones_stalls_at_2048():
@@ -110,6 +123,7 @@ def test_a_float16_running_sum_of_ones_stalls_at_2048():
     for _ in range(4096):
         total = total + torch.tensor(1.0, dtype=torch.float16)
     assert float(total) == g(PAGE4, "running_sum_fp16") == 2048.0
+    assert float(torch.tensor(2050.0, dtype=torch.float16)) - 2048.0 == g(PAGE4, "gap_at_2048") == 2.0
     assert g(PAGE4, "running_sum_fp32") == 4096.0
 
 
@@ -465,6 +479,9 @@ def test_flex_attention_block_sparsity_and_agreement():
 def test_packed_sequences_with_a_document_mask_equal_separate_attention():
     assert 0 <= g(PAGE6, "packed_err") < 1e-5
     assert g_text(PAGE6, "paged_out_shape") == "(1, 8)"
+    lengths = [5, 3, 8]
+    assert g(PAGE6, "padded_scores") == len(lengths) * max(lengths) ** 2 == 192
+    assert g(PAGE6, "wanted_scores") == int(np.sum(np.square(lengths))) == 98
 
 
 def test_dropout_drops_about_p_and_rescales_by_one_over_one_minus_p():
