@@ -497,7 +497,7 @@ def test_cost_figures_are_consistent_and_plain_memory_is_quadratic():
     n, heads, d = int(g(PAGE6, "cost_n_big")), int(g(PAGE6, "cost_heads")), int(g(PAGE6, "cost_d"))
     assert g(PAGE6, "flops_big") == 4 * n * n * d * heads
     seconds = ast.literal_eval(glued(PAGE6)["cost_seconds"])
-    ns = [256, 512, 1024, 2048]
+    ns = [256, 512, 1024, 2048, 4096]
     for impl in ("numpy", "tiled", "torch"):
         assert g(PAGE6, f"cost_ms_{impl}") == pytest.approx(1e3 * seconds[impl][-1])
         big = [(m, t) for m, t in zip(ns, seconds[impl]) if m >= g(PAGE6, "slope_from")]
