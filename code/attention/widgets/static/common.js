@@ -56,6 +56,9 @@ function rangeControl(parent, { name, label, count, valueText }) {
   lab.innerHTML = label;
   const input = htmlEl(row, "input", {
     type: "range", id, min: 0, max: count - 1, step: 1, value: 0, "data-control": name,
+    // JupyterLab (Lumino) binds arrow keys to notebook commands for any focused element that is
+    // not editable; on the slider itself the keys belong to the slider.
+    "data-lm-suppress-shortcuts": "true",
   });
   const out = htmlEl(row, "output", { for: id, "data-output": name });
   return {
@@ -73,7 +76,9 @@ function rangeControl(parent, { name, label, count, valueText }) {
 function switchControl(parent, { name, label, onText, offText }) {
   const row = htmlEl(parent, "div", { class: "attn-control attn-switch" });
   const id = uid(name);
-  const input = htmlEl(row, "input", { type: "checkbox", role: "switch", id, "data-control": name });
+  const input = htmlEl(row, "input", {
+    type: "checkbox", role: "switch", id, "data-control": name, "data-lm-suppress-shortcuts": "true",
+  });
   const lab = htmlEl(row, "label", { for: id });
   lab.innerHTML = label;
   const out = htmlEl(row, "output", { for: id, "data-output": name });
