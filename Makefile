@@ -79,7 +79,7 @@ test-deps: $(VENV)/.test-installed chromium
 test: test-deps book  ## Build the book fresh and run every test.
 	$(BIN)/pytest
 
-bench: test-deps book  ## Print the benchmarks and write them to benchmarks/results.json.
+bench: test-deps assets figures  ## Build the book into a temp folder and print every benchmark (benchmarks/results.json).
 	$(PY) benchmarks/run.py
 
 clean:  ## Remove every build output (keeps .venv and node_modules).
