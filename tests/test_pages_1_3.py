@@ -43,6 +43,7 @@ def test_worked_example_weights_match_the_hand_calculation():
     assert g("soft-retrieval", "ex_a2") == pytest.approx(a2, rel=1e-12)
     assert g("soft-retrieval", "ex_a1") == pytest.approx(a1, rel=1e-12)
     assert g("soft-retrieval", "ex_a3") == pytest.approx(a1, rel=1e-12)
+    assert g("soft-retrieval", "ex_e145") == pytest.approx(math.exp(-1.45), rel=1e-12)
     # the brief's rounded figures
     assert round(a2, 3) == 0.681 and round(a1, 2) == 0.16
 
