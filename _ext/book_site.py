@@ -53,6 +53,8 @@ def _notebook_download(app, pagename, templatename, context, doctree):
     notebook = jupytext.read(source, fmt="md:myst")
     if "kernelspec" not in notebook.metadata:  # plain Markdown, not a notebook page
         return
+    for index, cell in enumerate(notebook.cells):  # jupytext's ids are random: fix them
+        cell["id"] = f"cell-{index}"
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(jupytext.writes(notebook, fmt="ipynb"), encoding="utf-8")

@@ -1,0 +1,157 @@
+"""Run the book's pages as notebooks, the way a reader does with `make lab` and "Run All".
+
+Each page in ``_toc.yml`` is a MyST Markdown file that jupytext opens as a notebook. This
+module converts a page with jupytext, executes it top to bottom in a fresh kernel with
+nbclient (working directory ``chapters/``, as under `make lab`), and on failure says which
+cell failed and why: its index, its line in the .md file, its first source line and the
+error. Pages run in separate processes, two at a time (the machine has two cores).
+
+Usable on its own while writing a page::
+
+    .venv/bin/python -m tests.notebooks chapters/variance.md chapters/saturation.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+KERNEL = "python3"  # the kernel `make venv` installs into .venv: the book's own Python
+CELL_TIMEOUT = 600  # seconds; the build allows 180 per cell, a reader's machine may be slower
+
+
+def toc_pages() -> list[Path]:
+    """Every page of ``_toc.yml`` in reading order, as paths to its source file."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                names.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    pages = []
+    for name in names:
+        matches = [ROOT / (name + suffix) for suffix in (".md", ".ipynb") if (ROOT / (name + suffix)).exists()]
+        if not matches:
+            raise FileNotFoundError(f"_toc.yml names {name!r}, which has no .md or .ipynb file")
+        pages.append(matches[0])
+    return pages
+
+
+def jupytext_notebook(source: Path):
+    """The notebook jupytext (and so JupyterLab under `make lab`) makes of a page."""
+    import jupytext
+
+    return jupytext.read(source)
+
+
+def code_sources(notebook) -> list[str]:
+    return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+
+
+@dataclass
+class RunResult:
+    page: str
+    ok: bool
+    seconds: float
+    code_cells: int
+    message: str = ""  # on failure: which cell, where, and the error
+
+
+def _md_line_of_code_cell(source: Path, code_index: int) -> int | None:
+    """Line (1-based) of the ``{code-cell}`` fence that opens the page's code cell number code_index."""
+    seen = -1
+    for number, line in enumerate(source.read_text().splitlines(), start=1):
+        if line.lstrip().startswith(("```{code-cell}", "````{code-cell}")):
+            seen += 1
+            if seen == code_index:
+                return number
+    return None
+
+
+def run_page(source: Path, cwd: Path = CHAPTERS) -> RunResult:
+    """Execute one page top to bottom in a fresh kernel; never raises for a failing cell."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    notebook = jupytext_notebook(source)
+    page = source.relative_to(ROOT).as_posix() if source.is_relative_to(ROOT) else str(source)
+    n_code = sum(cell.cell_type == "code" for cell in notebook.cells)
+    client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name=KERNEL,
+                            resources={"metadata": {"path": str(cwd)}})
+    start = time.perf_counter()
+    code_index = -1
+    try:
+        with client.setup_kernel():
+            for index, cell in enumerate(notebook.cells):
+                if cell.cell_type != "code":
+                    continue
+                code_index += 1
+                client.execute_cell(cell, index)
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
+        cell = notebook.cells[index]
+        first = next((line for line in cell.source.splitlines() if line.strip()), "")
+        line = _md_line_of_code_cell(source, code_index)
+        where = f"{page}:{line}" if line else page
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors:
+            reason = f"{errors[0]['ename']}: {errors[0]['evalue']}"
+        else:
+            reason = f"{type(error).__name__}: {str(error).strip().splitlines()[-1] if str(error).strip() else ''}"
+        message = (f"{page}: code cell {code_index} (notebook cell {index}, {where}) failed\n"
+                   f"  first line: {first}\n  error: {reason}")
+        return RunResult(page, False, time.perf_counter() - start, n_code, message)
+    return RunResult(page, True, time.perf_counter() - start, n_code)
+
+
+def run_pages(sources: list[Path], workers: int = 2) -> dict[str, RunResult]:
+    """Run pages in separate Python processes, ``workers`` at a time; keyed by page path."""
+
+    def one(source: Path) -> RunResult:
+        proc = subprocess.run([sys.executable, "-m", "tests.notebooks", "--json", str(source)],
+                              cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+        if proc.returncode not in (0, 1) or not lines:
+            page = source.relative_to(ROOT).as_posix()
+            return RunResult(page, False, 0.0, 0, f"{page}: the runner itself failed\n{proc.stderr[-2000:]}")
+        return RunResult(**json.loads(lines[-1]))
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(one, sources))
+    return {r.page: r for r in results}
+
+
+def main(argv: list[str]) -> int:
+    as_json = "--json" in argv
+    paths = [Path(a).resolve() for a in argv if a != "--json"] or toc_pages()
+    if as_json:  # one page, one JSON line: what run_pages reads
+        result = run_page(paths[0])
+        print(json.dumps(asdict(result)))
+        return 0 if result.ok else 1
+    results = run_pages(paths)
+    for result in results.values():
+        print(f"{'ok  ' if result.ok else 'FAIL'} {result.page} ({result.code_cells} code cells, {result.seconds:.1f} s)")
+        if not result.ok:
+            print(result.message)
+    return 0 if all(r.ok for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,201 @@
+"""Every page of the built book is accessible: axe-core finds no serious or critical
+violation (light and dark colour modes), every image has alt text, the page can be read and
+every control reached with the keyboard alone, and math stays readable by assistive
+technology (MathJax's assistive MathML)."""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup
+
+from tests import harness
+
+BUILT = (harness.HTML / "index.html").exists()
+PAGES = harness.book_pages() if BUILT else ["chapters/index.html"]
+AXE = "vendor/axe.min.js"  # vendored from npm (axe-core, pinned in package.json) by `make assets`
+BLOCKING_IMPACTS = {"serious", "critical"}
+
+# Waits until the page's own scripts are done: MathJax typesetting and widget rendering.
+SETTLE = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await new Promise(r => setTimeout(r, 250));
+}"""
+
+RUN_AXE = """async (options) => {
+  const result = await axe.run(document, Object.assign({resultTypes: ['violations']}, options));
+  return result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => n.target.join(' ') + '\\n      ' + (n.failureSummary || '').replace(/\\n/g, ' '))
+  }));
+}"""
+# The theme's colour-mode button switches modes through these attributes.
+# Transitions are switched off first: a colour caught mid-animation is not a real contrast.
+DARK_MODE = """() => {
+  const still = document.createElement('style');
+  still.textContent = '*, *::before, *::after { transition: none !important; animation: none !important; }';
+  document.head.appendChild(still);
+  document.documentElement.dataset.mode = 'dark';
+  document.documentElement.dataset.theme = 'dark';
+}"""
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+
+def open_settled(guarded_page, site_url, page_path):
+    guarded_page.goto(site_url + page_path)
+    guarded_page.page.evaluate(SETTLE)
+    return guarded_page.page
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_axe_finds_no_serious_or_critical_violation_in_light_or_dark_mode(guarded_page, site_url, page_path):
+    page = open_settled(guarded_page, site_url, page_path)
+    page.add_script_tag(url=site_url + AXE)
+    found = [("light", v) for v in page.evaluate(RUN_AXE, {})]
+    # Only colours change with the mode: in dark mode run the colour rules again (one load, not two).
+    page.evaluate(DARK_MODE)
+    page.wait_for_timeout(100)
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
+    found += [("dark", v) for v in page.evaluate(RUN_AXE, {"runOnly": COLOUR_RULES})]
+    blocking = [(mode, v) for mode, v in found if v["impact"] in BLOCKING_IMPACTS]
+    report = "\n".join(f"{v['impact']} in {mode} mode: {v['id']} ({v['help']})\n    " + "\n    ".join(v["nodes"][:5])
+                       for mode, v in blocking)
+    assert not blocking, f"axe-core on {page_path}:\n{report}"
+    assert guarded_page.outside_requests == []
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_every_image_has_alt_text(built_html, page_path):
+    soup = BeautifulSoup((built_html / page_path).read_text(encoding="utf-8"), "html.parser")
+    missing = []
+    for img in soup.find_all("img"):
+        alt = (img.get("alt") or "").strip()
+        src = img.get("src", "")
+        name = src.rsplit("/", 1)[-1]
+        # An alt that is the file name (what Sphinx writes when none is given) describes nothing.
+        if not alt or alt == name or alt == name.rsplit(".", 1)[0]:
+            missing.append(f"<img src={src!r} alt={img.get('alt')!r}>")
+    for svg in soup.select("svg[role=img]"):
+        if not (svg.get("aria-label") or svg.find("title")):
+            missing.append(f"inline <svg role=img> without a label: {str(svg)[:80]}")
+    assert not missing, f"{page_path}: images without alt text:\n  " + "\n  ".join(missing)
+
+
+# Interactive elements a keyboard user must be able to reach (visible, enabled, not removed
+# from the tab order). Collected inside the article: the page's text, its figures and widgets.
+TAG_CONTROLS = """() => {
+  const ariaControls = '[role=button], [role=slider], [role=checkbox], [role=radio], [role=switch], [role=tab], ' +
+                       '[role=spinbutton], [role=combobox], [role=link], [role=menuitem], [role=option]';
+  const selector = 'a[href], button, input, select, textarea, summary, [tabindex], [contenteditable=""], ' +
+                   '[contenteditable=true], ' + ariaControls;
+  const visible = el => {
+    const s = getComputedStyle(el);
+    return el.getClientRects().length > 0 && s.visibility !== 'hidden' && s.display !== 'none';
+  };
+  const all = [];
+  const collect = root => {
+    for (const el of root.querySelectorAll(selector)) all.push(el);
+    for (const el of root.querySelectorAll('*')) if (el.shadowRoot) collect(el.shadowRoot);
+  };
+  collect(document.querySelector('article') || document.body);
+  // A native element taken out of the tab order on purpose (tabindex=-1, as the theme does
+  // for code blocks that need no scrolling) is not a control; a scripted control (an ARIA
+  // widget role, e.g. a custom slider) must be focusable whatever it says.
+  const scripted = el => el.matches(ariaControls);
+  const controls = all.filter(el => visible(el) && !el.disabled && !el.closest('[inert]') &&
+                                    (el.tabIndex >= 0 || scripted(el)));
+  controls.forEach((el, i) => el.setAttribute('data-kbd', String(i)));
+  return controls.map(el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' "' +
+                             (el.getAttribute('aria-label') || el.textContent || el.value || '').trim().slice(0, 40) + '"');
+}"""
+
+FOCUSED = """() => {
+  let el = document.activeElement;
+  while (el && el.shadowRoot && el.shadowRoot.activeElement) el = el.shadowRoot.activeElement;
+  if (!el || el === document.body) return null;
+  const main = document.getElementById('main-content');
+  return {kbd: el.getAttribute('data-kbd'), text: (el.textContent || '').trim().slice(0, 60),
+          inMain: !!(main && main.contains(el)), href: el.getAttribute('href')};
+}"""
+
+RECORD_FOCUS = """() => {
+  window.__reached = [];
+  window.__firstFocus = null;
+  document.addEventListener('focusin', event => {
+    const el = event.composedPath()[0];
+    if (!el || !el.getAttribute) return;
+    if (window.__firstFocus === null) window.__firstFocus = el.getAttribute('href') || el.outerHTML.slice(0, 80);
+    if (el.getAttribute('data-kbd') !== null) window.__reached.push(Number(el.getAttribute('data-kbd')));
+  }, true);
+}"""
+
+
+@pytest.mark.parametrize("page_path", [p for p in PAGES if p != "index.html"])  # index.html only redirects
+def test_keyboard_alone_reaches_every_control_and_the_skip_link_works(guarded_page, site_url, page_path):
+    page = open_settled(guarded_page, site_url, page_path)
+    controls = page.evaluate(TAG_CONTROLS)
+    page.evaluate(RECORD_FOCUS)
+
+    # Tab through the page from the top; every control of the article must receive focus.
+    presses = 0
+    while presses < len(controls) + 300:  # the header and the sidebars come first
+        for _ in range(25):
+            page.keyboard.press("Tab")
+        presses += 25
+        if len(set(page.evaluate("window.__reached"))) == len(controls):
+            break
+    reached = set(page.evaluate("window.__reached"))
+    missing = [controls[i] for i in range(len(controls)) if i not in reached]
+    assert not missing, f"{page_path}: {len(missing)} control(s) never receive keyboard focus:\n  " + "\n  ".join(missing[:20])
+
+    # The first Tab lands on the skip link, and following it moves the keyboard into the content.
+    first = page.evaluate("window.__firstFocus")
+    assert first == "#main-content", f"{page_path}: the first Tab focused {first!r}, not the skip link"
+    page.focus("#pst-skip-link a")
+    page.keyboard.press("Enter")
+    assert page.evaluate("location.hash") == "#main-content"
+    page.keyboard.press("Tab")
+    after_skip = page.evaluate(FOCUSED)
+    assert after_skip and after_skip["inMain"], f"{page_path}: after the skip link, Tab focused {after_skip}"
+
+    # The page scrolls with the keyboard (read it without a mouse).
+    if page.evaluate("document.documentElement.scrollHeight > window.innerHeight + 50"):
+        page.evaluate("document.activeElement.blur(); window.scrollTo(0, 0)")
+        page.keyboard.press("PageDown")
+        page.wait_for_timeout(200)
+        assert page.evaluate("window.scrollY") > 0, f"{page_path}: PageDown does not scroll the page"
+
+
+MATH_STATUS = """() => {
+  const containers = [...document.querySelectorAll('mjx-container')];
+  return {
+    containers: containers.length,
+    without_mml: containers.filter(c => !c.querySelector('mjx-assistive-mml math')).length,
+    hidden_visual: containers.filter(c => {
+      const visual = c.querySelector('mjx-math');
+      return visual && visual.getAttribute('aria-hidden') !== 'true';
+    }).length,
+  };
+}"""
+
+
+def _has_math(html_path) -> bool:
+    text = html_path.read_text(encoding="utf-8")
+    return 'class="math' in text or "\\(" in text
+
+
+MATH_PAGES = [p for p in PAGES if BUILT and _has_math(harness.HTML / p) and p != "index.html"]
+
+
+def test_the_book_has_math_to_check():
+    assert MATH_PAGES, "no built page contains math: the assistive-MathML test would check nothing"
+
+
+@pytest.mark.parametrize("page_path", MATH_PAGES)
+def test_math_is_exposed_to_assistive_technology_as_mathml(guarded_page, site_url, page_path):
+    page = open_settled(guarded_page, site_url, page_path)
+    status = page.evaluate(MATH_STATUS)
+    assert status["containers"] > 0, f"{page_path}: math in the HTML but MathJax typeset nothing"
+    assert status["without_mml"] == 0, (
+        f"{page_path}: {status['without_mml']} of {status['containers']} formulas have no assistive MathML")
+    # The visual rendering is hidden from screen readers, so they read the MathML once, not glyphs.
+    assert status["hidden_visual"] == 0, f"{page_path}: {status['hidden_visual']} formulas expose their glyphs"
