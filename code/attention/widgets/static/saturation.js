@@ -32,10 +32,8 @@ function render({ model, el }) {
   const y = scale(0, 1, 170, 20);
   yAxis(svg, { x0: 58, x1: 660, y, ticks: [0, 0.5, 1], fmtTick: (t) => fmt(t, 1), label: "weight" });
   const bw = 600 / n;
-  const bars = [];
-  for (let j = 0; j < n; j++) {
-    bars.push(svgEl(svg, "rect", { x: 60 + j * bw + 1, width: bw - 2, y: y(0), height: 0, class: "attn-bar" }));
-  }
+  const bars = svgEl(svg, "path", { class: "attn-bar" });
+  const best = svgEl(svg, "rect", { x: 60, width: bw - 2, y: y(0), height: 0, class: "attn-bar attn-bar-hi" });
   svgEl(svg, "line", { x1: 58, x2: 660, y1: y(1 / n), y2: y(1 / n), class: "attn-uniform" });
   svgEl(svg, "text", { x: 60, y: 186, class: "attn-muted" }, `the ${n} keys (outlined: the largest weight)`);
   svgEl(svg, "text", { x: 660, y: 186, "text-anchor": "end", class: "attn-muted" }, `dashed: uniform weight 1/${n}`);
@@ -89,16 +87,13 @@ function render({ model, el }) {
     tauCtl.show(t);
     scCtl.show(s === 1);
     el.classList.toggle("attn-is-unscaled", s === 0);
-    const row = g.rows[s][t][d];
+    const row = g.rows[s][t][d].map((w) => w / 1e4);
     let argmax = 0;
-    for (let j = 0; j < n; j++) {
-      const w = row[j] / 1e4;
-      if (row[j] > row[argmax]) argmax = j;
-      bars[j].setAttribute("y", y(w));
-      bars[j].setAttribute("height", y(0) - y(w));
-      bars[j].classList.remove("attn-bar-hi");
-    }
-    bars[argmax].classList.add("attn-bar-hi");
+    for (let j = 1; j < n; j++) if (row[j] > row[argmax]) argmax = j;
+    bars.setAttribute("d", barsPath(row, { x0: 60, bw, y }));
+    best.setAttribute("x", 60 + argmax * bw + 1);
+    best.setAttribute("y", y(row[argmax]));
+    best.setAttribute("height", y(0) - y(row[argmax]));
     const trace = g.trace[s][t][d];
     gauge.setAttribute("width", gx(Math.min(trace, traceMax)) - gx(0));
     for (const key of ["mean_max_weight", "mean_trace"]) {

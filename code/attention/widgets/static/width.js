@@ -33,21 +33,14 @@ function render({ model, el }) {
     svgEl(svg, "text", { x: x0 + w / 2, y: 22, "text-anchor": "middle" }, title);
     svgEl(svg, "line", { x1: x0, x2: x0 + w, y1: yb, y2: yb, class: "attn-axis-line" });
     const nb = Object.values(g.points)[0].raw_hist.length;
-    const bins = [];
-    for (let b = 0; b < nb; b++) {
-      bins.push(svgEl(svg, "rect", { x: x0 + (b * w) / nb, width: w / nb, y: yb, height: 0, class: `attn-bar ${cls}` }));
-    }
+    const bins = svgEl(svg, "path", { class: `attn-bar ${cls}` });
     const mean = svgEl(svg, "line", { y1: yb - ht - 6, y2: yb, class: "attn-pred" });
     const sd = svgEl(svg, "path", { class: "attn-pred-sd" });
     const ticks = [0, 1, 2].map(() => svgEl(svg, "text", { y: yb + 16, "text-anchor": "middle", class: "attn-muted" }, ""));
     return {
       draw(counts, lo, hi, predMean, predVar) {
         const max = Math.max(1, ...counts);
-        counts.forEach((c, b) => {
-          const h = (ht * c) / max;
-          bins[b].setAttribute("y", yb - h);
-          bins[b].setAttribute("height", h);
-        });
+        bins.setAttribute("d", barsPath(counts, { x0, bw: w / nb, gap: 0, y: (c) => yb - (ht * c) / max }));
         const x = scale(lo, hi, x0, x0 + w);
         const clamp = (v) => Math.min(x0 + w, Math.max(x0, v));
         mean.setAttribute("x1", clamp(x(predMean)));
@@ -77,17 +70,14 @@ function render({ model, el }) {
       svgEl(svg, "text", { x: x0 - 4, y: y(t) + 4, "text-anchor": "end" }, fmt(t, 1));
     }
     const bw = w / g.n_keys;
-    const bars = [];
-    for (let j = 0; j < g.n_keys; j++) {
-      bars.push(svgEl(svg, "rect", { x: x0 + j * bw + 1, width: bw - 2, y: y(0), height: 0, class: `attn-bar ${cls}${j === 0 ? " attn-bar-hi" : ""}` }));
-    }
+    const bars = svgEl(svg, "path", { class: `attn-bar ${cls}` });
+    const key1 = svgEl(svg, "rect", { x: x0 + 1, width: bw - 2, y: y(0), height: 0, class: `attn-bar ${cls} attn-bar-hi` });
     svgEl(svg, "text", { x: x0 + bw / 2, y: 406, "text-anchor": "start", class: "attn-muted" }, "↑ key 1 (aligned)");
     return {
       draw(row) {
-        row.forEach((a, j) => {
-          bars[j].setAttribute("y", y(a));
-          bars[j].setAttribute("height", y(0) - y(a));
-        });
+        bars.setAttribute("d", barsPath(row.slice(1), { x0: x0 + bw, bw, y }));
+        key1.setAttribute("y", y(row[0]));
+        key1.setAttribute("height", y(0) - y(row[0]));
       },
     };
   }
