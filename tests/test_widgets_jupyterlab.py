@@ -119,7 +119,7 @@ def test_slider_moved_in_jupyterlab_reaches_the_kernel_and_python_moves_the_slid
             page.get_by_role("menuitem", name="Run", exact=True).click()
             page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
             try:  # an execution prompt shows [*] or [1] once the kernel takes the cells
-                page.wait_for_function("""[...document.querySelectorAll('.jp-InputPrompt')]
+                page.wait_for_function(r"""[...document.querySelectorAll('.jp-InputPrompt')]
                     .some(p => /\[[*0-9]/.test(p.innerText))""", timeout=10000)
                 break
             except Exception:
