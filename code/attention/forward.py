@@ -14,7 +14,6 @@ from ._validate import (
     check_matrix_like,
     check_positive,
 )
-from .softmax import softmax
 
 
 def check_qkv(Q, K, V):
@@ -73,12 +72,39 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):
     Q, K, V = check_qkv(Q, K, V)
     temperature = check_positive(temperature, "temperature")
     d_k = Q.shape[-1]
-    S = (Q @ np.swapaxes(K, -1, -2)) * score_scale(d_k, temperature)  # (..., T_q, T_k)
+    S = Q @ np.swapaxes(K, -1, -2)  # (..., T_q, T_k)
+    # In place from here on: each extra T_q x T_k temporary would add to the peak memory
+    # and cost one more pass over the largest array of the computation.
+    S *= score_scale(d_k, temperature)
     if mask is not None:
         m = check_mask(mask, S.shape)
-        S = np.where(m, S, -np.inf)
-    A = softmax(S, axis=-1)
+        np.copyto(S, -np.inf, where=~m)
+    A = S.astype(np.promote_types(S.dtype, np.float32), copy=False)  # float16: softmax in float32
+    _softmax_in_place(A)
+    A = A.astype(S.dtype, copy=False)
     return A @ V, A  # (..., T_q, d_v), (..., T_q, T_k)
+
+
+def _softmax_in_place(S: np.ndarray) -> None:
+    """Overwrite the float32/float64 array S with :func:`attention.softmax` (S, axis=-1).
+
+    The same policy (a row that is all -inf gives zeros) and the same errors, but no
+    temporaries of S's size: only the row maxima are checked, and a row's maximum is NaN
+    exactly when the row holds a NaN, +inf when it holds a +inf (and no NaN).
+    """
+    if S.size == 0:
+        return
+    m = S.max(axis=-1, keepdims=True)  # (..., T_q, 1)
+    if np.isnan(m).any():
+        raise ValueError("x contains NaN")
+    if np.isposinf(m).any():
+        raise ValueError("x contains +inf")
+    m[np.isneginf(m)] = 0.0  # a fully masked row: exp(-inf - 0) = 0, no NaN
+    S -= m
+    np.exp(S, out=S)
+    total = S.sum(axis=-1, keepdims=True)
+    total[total == 0] = 1.0
+    S /= total
 
 
 def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0) -> np.ndarray:
@@ -113,13 +139,15 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
         acc = np.zeros(batch + (q1 - q0, d_v), dtype=acc_dtype)  # running sum of e^(s-m) v
         for k0 in range(0, T_k, block_size):
             k1 = min(k0 + block_size, T_k)
-            S = (Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)) * c  # (..., bq, bk)
+            S = Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)  # (..., bq, bk)
+            S *= c  # in place: the tile is the only block-sized array we keep
             if mask is not None:
-                S = np.where(mask[..., q0:q1, k0:k1], S, -np.inf)
+                np.copyto(S, -np.inf, where=~mask[..., q0:q1, k0:k1])
             m_new = np.maximum(m, S.max(axis=-1, keepdims=True))
             # Rows with every key so far masked keep m = -inf; shift them by 0 instead.
             shift = np.where(np.isneginf(m_new), 0.0, m_new)
-            P = np.exp(S - shift)
+            S -= shift
+            P = np.exp(S, out=S)
             rescale = np.exp(np.where(np.isneginf(m), -np.inf, m - shift))
             l = l * rescale + P.sum(axis=-1, keepdims=True)
             acc = acc * rescale + P @ V[..., k0:k1, :].astype(acc_dtype, copy=False)
