@@ -34,7 +34,9 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0):
     dV = A_t @ dO  # (..., T_k, d_v)
     dA = dO @ np.swapaxes(V, -1, -2)  # (..., T_q, T_k)
     D = np.sum(dO * O, axis=-1, keepdims=True)  # (..., T_q, 1), equals sum_j A_ij dA_ij
-    dS = A * (dA - D)  # (..., T_q, T_k)
+    dS = dA  # (..., T_q, T_k): dS = A * (dA - D), computed in place in dA's memory
+    dS -= D
+    dS *= A
     dQ = c * (dS @ K)  # (..., T_q, d_k)
     dK = c * (np.swapaxes(dS, -1, -2) @ Q)  # (..., T_k, d_k)
     return sum_to_shape(dQ, Q.shape), sum_to_shape(dK, K.shape), sum_to_shape(dV, V.shape)
