@@ -94,6 +94,9 @@ def main(argv=None) -> int:
     parser.add_argument("--html", type=Path, default=None,
                         help="a built site for the page benchmark when the build is skipped "
                              "(default: the one this run builds, else _build/html)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS and torch threads for sections 2-4 (default: as configured, "
+                             "normally one per core)")
     parser.add_argument("--output", type=Path, default=HERE / "results.json")
     args = parser.parse_args(argv)
     skip = {s for s in args.skip.split(",") if s}
@@ -125,9 +128,16 @@ def main(argv=None) -> int:
                 html = Path(results["sections"]["build"]["html"])
         if "kernels" not in skip:
             import bench_kernels
-            section("forward", bench_kernels.forward_vs_torch)
-            section("tiled", bench_kernels.tiled_vs_plain)
-            section("backward", bench_kernels.backward)
+            from attention.measure import library_versions, threads
+
+            with threads(args.threads):
+                info = library_versions()
+                print(f"\n  sections 2-4 run with {info.get('blas_threads')} BLAS thread(s) and "
+                      f"{info.get('torch_threads')} torch thread(s)")
+                results["kernel_threads"] = dict(blas=info.get("blas_threads"), torch=info.get("torch_threads"))
+                section("forward", bench_kernels.forward_vs_torch)
+                section("tiled", bench_kernels.tiled_vs_plain)
+                section("backward", bench_kernels.backward)
         if "pages" not in skip:
             import bench_pages
             section("pages", lambda: bench_pages.run(html or ROOT / "_build" / "html"))

@@ -88,3 +88,12 @@ def test_matmul_rate_is_a_positive_flop_rate():
 def test_library_versions_name_numpy_and_torch():
     info = measure.library_versions()
     assert info["numpy"] == np.__version__ and "torch" in info
+
+
+def test_threads_sets_and_restores_the_torch_thread_count():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    with measure.threads(1):
+        assert torch.get_num_threads() == 1
+        assert measure.library_versions().get("blas_threads", 1) == 1
+    assert torch.get_num_threads() == before

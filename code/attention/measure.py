@@ -14,6 +14,7 @@ call (:func:`peak_memory`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -37,6 +38,7 @@ __all__ = [
     "attention_cost",
     "backward_cost",
     "library_versions",
+    "threads",
 ]
 
 IMPLEMENTATIONS = ("numpy", "tiled", "torch")
@@ -320,14 +322,8 @@ def library_versions() -> dict:
     return info
 
 
-def _numpy_blas() -> dict:
-    # NumPy's wheel bundles OpenBLAS; ask the loaded library for its threads and core type.
-    info = {}
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        info.update(blas=blas.get("name"), blas_version=blas.get("version"))
-    except Exception:  # the layout of show_config is not a stable API
-        return info
+def _openblas_function(name: str):
+    """A function of the OpenBLAS bundled with NumPy (``get_num_threads`` ...), or None."""
     import glob
     libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*"))
     for path in libs:
@@ -337,14 +333,55 @@ def _numpy_blas() -> dict:
             continue
         for prefix in ("scipy_openblas_", "openblas_"):
             for suffix in ("64_", ""):
-                try:
-                    threads = getattr(lib, f"{prefix}get_num_threads{suffix}")
-                    core = getattr(lib, f"{prefix}get_corename{suffix}")
-                except AttributeError:
-                    continue
-                core.restype = ctypes.c_char_p
-                info.update(blas_threads=threads(), blas_core=core().decode())
-                return info
+                fn = getattr(lib, f"{prefix}{name}{suffix}", None)
+                if fn is not None:
+                    return fn
+    return None
+
+
+@contextlib.contextmanager
+def threads(n: int | None):
+    """Run the block with ``n`` threads in NumPy's BLAS and in torch (None: leave as is).
+
+    Figures measured on a shared or busy machine depend strongly on the thread count
+    (BLAS threads that wait for each other slow small products down); the benchmark
+    prints the count it used.
+    """
+    if n is None:
+        yield
+        return
+    get_blas, set_blas = _openblas_function("get_num_threads"), _openblas_function("set_num_threads")
+    old_blas = get_blas() if get_blas else None
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    old_torch = torch.get_num_threads() if torch else None
+    try:
+        if set_blas:
+            set_blas(n)
+        if torch:
+            torch.set_num_threads(n)
+        yield
+    finally:
+        if set_blas and old_blas:
+            set_blas(old_blas)
+        if torch:
+            torch.set_num_threads(old_torch)
+
+
+def _numpy_blas() -> dict:
+    # NumPy's wheel bundles OpenBLAS; ask the loaded library for its threads and core type.
+    info = {}
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        info.update(blas=blas.get("name"), blas_version=blas.get("version"))
+    except Exception:  # the layout of show_config is not a stable API
+        return info
+    get_threads, get_core = _openblas_function("get_num_threads"), _openblas_function("get_corename")
+    if get_threads and get_core:
+        get_core.restype = ctypes.c_char_p
+        info.update(blas_threads=get_threads(), blas_core=get_core().decode())
     return info
 
 
