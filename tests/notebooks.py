@@ -13,6 +13,7 @@ Usable on its own while writing a page::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -61,6 +62,11 @@ def jupytext_notebook(source: Path):
     return jupytext.read(source)
 
 
+def is_notebook(source: Path) -> bool:
+    """A page with a kernel (a jupytext header): offered as .ipynb and run as a notebook."""
+    return "kernelspec" in jupytext_notebook(source).metadata
+
+
 def code_sources(notebook) -> list[str]:
     return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
 
@@ -93,6 +99,8 @@ def run_page(source: Path, cwd: Path = CHAPTERS) -> RunResult:
     notebook = jupytext_notebook(source)
     page = source.relative_to(ROOT).as_posix() if source.is_relative_to(ROOT) else str(source)
     n_code = sum(cell.cell_type == "code" for cell in notebook.cells)
+    if n_code == 0:  # plain Markdown (e.g. the references): nothing to run, no kernel to start
+        return RunResult(page, True, 0.0, 0)
     client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name=KERNEL,
                             resources={"metadata": {"path": str(cwd)}})
     start = time.perf_counter()
@@ -136,6 +144,16 @@ def run_pages(sources: list[Path], workers: int = 2) -> dict[str, RunResult]:
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(one, sources))
     return {r.page: r for r in results}
+
+
+def page_id(source: Path) -> str:
+    return source.relative_to(ROOT).as_posix()
+
+
+@functools.cache
+def page_runs() -> dict[str, RunResult]:
+    """Every page of the book run once per test session (shared by the tests that need it)."""
+    return run_pages(toc_pages())
 
 
 def main(argv: list[str]) -> int:
