@@ -51,7 +51,7 @@ def machine() -> dict:
     return info
 
 
-def widgets() -> dict:
+def widgets(html: Path) -> dict:
     heading("5b. Widgets (benchmarks/bench_widgets.py)")
     path = HERE / "bench_widgets.py"
     if not path.exists():
@@ -60,15 +60,19 @@ def widgets() -> dict:
     spec = importlib.util.spec_from_file_location("bench_widgets", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    result = module.run()
-    if not isinstance(result, dict):
-        result = dict(value=result)
-    for key, value in result.items():
-        if key != "goals":
-            text = repr(value)
-            print(f"  {key}: {text[:300]}{' ...' if len(text) > 300 else ''}")
-    goals = [g for g in result.get("goals", []) if isinstance(g, Goal)]
-    return dict(available=True, result={k: v for k, v in result.items() if k != "goals"}, goals=goals)
+    result = module.run(html)
+    goals = []
+    weight, redraw = result.get("weight_goal_bytes"), result.get("redraw_goal_ms")
+    for name, r in result.get("widgets", {}).items():
+        print(f"  {name}: widget bytes {r.get('bytes_widget', float('nan')):,}, redraw median "
+              f"{r.get('redraw_ms_median', float('nan')):.2f} ms (p95 {r.get('redraw_ms_p95', float('nan')):.2f} ms); "
+              f"kernel interact+matplotlib redraw median {r.get('kernel_redraw_ms_median', float('nan')):.0f} ms")
+        if weight is not None and "bytes_widget" in r:
+            goals.append(Goal(f"{name}: bytes the widget adds", r["bytes_widget"], weight, "<=", " B"))
+        if redraw is not None and "redraw_ms_median" in r:
+            goals.append(Goal(f"{name}: browser redraw median", r["redraw_ms_median"], redraw, "<=", " ms",
+                              detail=f"(vs {r.get('kernel_redraw_ms_median', float('nan')):.0f} ms with a kernel)"))
+    return dict(available=True, result=result, goals=goals)
 
 
 def _jsonable(value):
@@ -142,7 +146,7 @@ def main(argv=None) -> int:
             import bench_pages
             section("pages", lambda: bench_pages.run(html or ROOT / "_build" / "html"))
         if "widgets" not in skip:
-            section("widgets", widgets)
+            section("widgets", lambda: widgets(html or ROOT / "_build" / "html"))
     finally:
         if tmp is not None:
             tmp.cleanup()
