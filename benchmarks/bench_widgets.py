@@ -252,7 +252,7 @@ def run(html: str | os.PathLike | None = None) -> dict:
 
 def main():
     res = run()
-    print(f"Widget pages (goals: widget <= {WEIGHT_GOAL // 1000} KB beyond a plain page; "
+    print(f"Widget pages (goals: the widget's own bytes <= {WEIGHT_GOAL // 1000} KB; "
           f"redraw median < {REDRAW_GOAL_MS} ms)")
     for name, r in res["widgets"].items():
         print(f"\n{name}  ({r['page']})")

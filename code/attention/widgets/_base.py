@@ -99,16 +99,17 @@ class GridWidget(anywidget.AnyWidget):
 
     def fallback_html(self) -> str:
         """The static figure as HTML: hidden in JupyterLab, shown in the book without JS and in print."""
+        import matplotlib as mpl
         import matplotlib.pyplot as plt
 
-        from attention.plotting import use_book_style
+        from attention.plotting import STYLE
 
-        use_book_style()
-        fig = self.fallback_figure()
-        try:
-            uri = svg_data_uri(fig)
-        finally:
-            plt.close(fig)
+        with mpl.rc_context(STYLE):  # the book's style, without changing the reader's session
+            fig = self.fallback_figure()
+            try:
+                uri = svg_data_uri(fig)
+            finally:
+                plt.close(fig)
         alt = html.escape(self.fallback_alt, quote=True)
         return (f'{FALLBACK_STYLE}<figure class="attn-fallback" hidden data-model-id="{self.model_id}">'
                 f'<img src="{uri}" alt="{alt}"></figure>')
