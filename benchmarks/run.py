@@ -98,9 +98,10 @@ def main(argv=None) -> int:
     parser.add_argument("--html", type=Path, default=None,
                         help="a built site for the page benchmark when the build is skipped "
                              "(default: the one this run builds, else _build/html)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS and torch threads for sections 2-4 (default: as configured, "
-                             "normally one per core)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS and torch threads for sections 2-4 (default 1: both libraries "
+                             "on one core, which a busy machine does not distort; 0 = as "
+                             "configured, normally one per core)")
     parser.add_argument("--output", type=Path, default=HERE / "results.json")
     args = parser.parse_args(argv)
     skip = {s for s in args.skip.split(",") if s}
@@ -134,10 +135,11 @@ def main(argv=None) -> int:
             import bench_kernels
             from attention.measure import library_versions, threads
 
-            with threads(args.threads):
+            with threads(args.threads or None):
                 info = library_versions()
                 print(f"\n  sections 2-4 run with {info.get('blas_threads')} BLAS thread(s) and "
-                      f"{info.get('torch_threads')} torch thread(s)")
+                      f"{info.get('torch_threads')} torch thread(s) (--threads; with other processes "
+                      "on the cores, threads that wait for each other make small BLAS calls 10-100x slower)")
                 results["kernel_threads"] = dict(blas=info.get("blas_threads"), torch=info.get("torch_threads"))
                 section("forward", bench_kernels.forward_vs_torch)
                 section("tiled", bench_kernels.tiled_vs_plain)
