@@ -165,6 +165,52 @@ def test_keyboard_alone_reaches_every_control_and_the_skip_link_works(guarded_pa
         assert page.evaluate("window.scrollY") > 0, f"{page_path}: PageDown does not scroll the page"
 
 
+# Each control of a widget (in a cell's output), identified by its position, with its kind.
+WIDGET_CONTROLS = """() => [...document.querySelectorAll('article .cell_output input, article .cell_output select, article .cell_output [role=slider]')]
+  .filter(el => el.getClientRects().length > 0 && !el.disabled)
+  .map((el, i) => { el.setAttribute('data-widget-control', String(i));
+                    return {i, kind: el.tagName === 'SELECT' ? 'select' : (el.type || el.getAttribute('role')),
+                            label: el.getAttribute('aria-label') || (el.labels && el.labels[0] ? el.labels[0].textContent.trim() : '') || el.id}; })"""
+# What the widget shows, apart from the control itself: its text and drawing.
+WIDGET_VIEW = """(i) => {
+  const control = document.querySelector(`[data-widget-control="${i}"]`);
+  const output = control.closest('.cell_output') || control.parentElement;
+  const clone = output.cloneNode(true);
+  clone.querySelectorAll('input, select').forEach(el => el.remove());
+  return clone.innerHTML;
+}"""
+KEY_FOR = {"range": "ArrowRight", "slider": "ArrowRight", "checkbox": "Space", "radio": "ArrowDown",
+           "select": "ArrowDown", "number": "ArrowUp"}
+# Pages that embed widget state (live widgets).
+WIDGET_PAGES = [p for p in PAGES if BUILT and "application/vnd.jupyter.widget-state+json" in (harness.HTML / p).read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("page_path", WIDGET_PAGES)
+def test_every_widget_control_works_from_the_keyboard(guarded_page, site_url, page_path):
+    """Focus each control of each widget and press the key a keyboard user would: the widget's
+    view must change (it listens to keyboard input, not only to the mouse)."""
+    page = open_settled(guarded_page, site_url, page_path)
+    page.wait_for_timeout(500)  # widgets render after the page settles
+    controls = page.evaluate(WIDGET_CONTROLS)
+    assert controls, f"{page_path}: embeds a widget but shows no control (did the widget render?)"
+    dead = []
+    for control in controls:
+        key = KEY_FOR.get(control["kind"])
+        if key is None:
+            continue
+        selector = f'[data-widget-control="{control["i"]}"]'
+        if control["kind"] in ("range", "number") and page.eval_on_selector(selector, "el => el.value === el.max"):
+            key = "ArrowLeft" if control["kind"] == "range" else "ArrowDown"
+        before = page.evaluate(WIDGET_VIEW, control["i"])
+        page.focus(selector)
+        page.keyboard.press(key)
+        page.wait_for_timeout(150)
+        if page.evaluate(WIDGET_VIEW, control["i"]) == before:
+            dead.append(f"{control['kind']} {control['label']!r}: {key} changed nothing")
+    assert not dead, f"{page_path}: widget controls that do not respond to the keyboard:\n  " + "\n  ".join(dead)
+    guarded_page.assert_clean()
+
+
 MATH_STATUS = """() => {
   const containers = [...document.querySelectorAll('mjx-container')];
   return {
