@@ -7,7 +7,8 @@
 * Offers every notebook page as a notebook: writes ``_sources/PAGE.ipynb`` (the jupytext
   conversion of the MyST source, the very notebook `make lab` opens) and adds ".ipynb"
   to the page's download menu (the theme offers it only for .ipynb sources).
-* Gives bibliography entries the ``listitem`` role (see _bibliography_list_items).
+* Rewrites generated markup that axe-core reports (bibliography roles, hidden-cell
+  summaries: see BODY_FIXES).
 * Adds ``_ext/static/book-site.css`` (colour-contrast fixes) to every page.
 * Overrides two theme templates (``_ext/templates``) whose decorative icons and keyboard
   hint made axe-core report a serious label/content mismatch.
@@ -62,16 +63,25 @@ def _notebook_download(app, pagename, templatename, context, doctree):
     context["ipynb_source"] = pagename + ".ipynb"
 
 
-def _bibliography_list_items(app, pagename, templatename, context, doctree):
-    """Give bibliography entries a role their list accepts.
+# Markup that axe-core reports as serious or critical, and what it becomes.
+BODY_FIXES = (
+    # docutils writes <div role="list"> holding role="doc-biblioentry" entries, a role ARIA
+    # 1.2 deprecated: a list with no list items (critical). The entries are list items.
+    ('role="doc-biblioentry"', 'role="listitem"'),
+    # myst-nb labels the summary of a hidden cell "Toggle hidden content" while it shows
+    # "Show code cell source": a label/content mismatch (serious). Its text names it better.
+    ('<summary aria-label="Toggle hidden content">', "<summary>"),
+)
 
-    docutils writes ``<div role="list">`` holding ``role="doc-biblioentry"`` entries, a role
-    ARIA 1.2 deprecated; axe-core then reports a critical violation (a list without list
-    items). ``listitem`` is the role the entries play in that list.
-    """
+
+def _accessible_body(app, pagename, templatename, context, doctree):
+    """Rewrite the few bits of generated markup that fail axe-core (see BODY_FIXES)."""
     body = context.get("body")
-    if body and 'role="doc-biblioentry"' in body:
-        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+    if not body:
+        return
+    for old, new in BODY_FIXES:
+        body = body.replace(old, new)
+    context["body"] = body
 
 
 def _add_theme_overrides(app, config):
@@ -86,7 +96,7 @@ def setup(app):
     app.add_css_file("book-site.css")
     app.connect("html-page-context", _notebook_download, priority=400)
     app.connect("html-page-context", _strip_thebe, priority=900)
-    app.connect("html-page-context", _bibliography_list_items, priority=900)
+    app.connect("html-page-context", _accessible_body, priority=900)
     # sphinx-thebe appends its (unused) configuration block at priority 500; remove it after.
     app.connect("doctree-resolved", _strip_thebe_config, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -87,9 +87,13 @@ TAG_CONTROLS = """() => {
                        '[role=spinbutton], [role=combobox], [role=link], [role=menuitem], [role=option]';
   const selector = 'a[href], button, input, select, textarea, summary, [tabindex], [contenteditable=""], ' +
                    '[contenteditable=true], ' + ariaControls;
+  // Content of a closed <details> is not rendered (its summary, which opens it, is a control).
+  const inClosedDetails = el => { const d = el.parentElement && el.parentElement.closest('details:not([open])');
+                                  return !!d && !(el.tagName === 'SUMMARY' && el.parentElement === d); };
   const visible = el => {
     const s = getComputedStyle(el);
-    return el.getClientRects().length > 0 && s.visibility !== 'hidden' && s.display !== 'none';
+    return el.getClientRects().length > 0 && s.visibility !== 'hidden' && s.display !== 'none' &&
+           !inClosedDetails(el) && (!el.checkVisibility || el.checkVisibility());
   };
   const all = [];
   const collect = root => {
