@@ -251,6 +251,14 @@ def test_every_figure_of_the_site_is_identical_in_two_fresh_builds(second_build)
         f"'{MEASUREMENT_TAG}'):\n  " + "\n  ".join(differences)
 
 
+def test_downloadable_notebooks_are_identical_in_two_fresh_builds(second_build):
+    a, b = FIRST / "html" / "_sources", second_build / "html" / "_sources"
+    names = sorted(p.relative_to(b).as_posix() for p in b.rglob("*.ipynb"))
+    assert names, "the second build wrote no downloadable notebook"
+    differing = [n for n in names if not (a / n).exists() or (a / n).read_bytes() != (b / n).read_bytes()]
+    assert not differing, f"downloadable notebooks that differ between two builds: {differing}"
+
+
 def test_static_diagrams_redraw_to_identical_files(tmp_path):
     figures = ROOT / "figures"
     drawn = sorted(figures.glob("*.svg"))
