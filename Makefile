@@ -47,7 +47,7 @@ figures: venv  ## Redraw the static diagrams in figures/ from their sources.
 
 # --- the book ------------------------------------------------------------------------
 book: venv assets figures  ## Execute every page fresh and build the HTML into _build/html.
-	rm -rf _build/.jupyter_cache _build/jupyter_execute
+	rm -rf _build/.jupyter_cache _build/jupyter_execute $(HTML)
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 	@echo "The book is built: open $(CURDIR)/$(HTML)/index.html, or run 'make serve'."
 
