@@ -38,7 +38,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 assets: node_modules/.package-lock.json  ## Vendor the pinned front-end assets into _build/assets.
 	@rm -rf $(ASSETS) && mkdir -p $(ASSETS)
-	cp -r node_modules/mathjax/es5 $(ASSETS)/mathjax
+	mkdir -p $(ASSETS)/katex && cp -r node_modules/katex/dist/katex.min.css node_modules/katex/dist/fonts $(ASSETS)/katex/
 	cp node_modules/axe-core/axe.min.js $(ASSETS)/axe.min.js
 	cp -r site/. $(ASSETS)/
 

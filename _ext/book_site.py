@@ -10,6 +10,10 @@
 * Rewrites generated markup that axe-core reports (bibliography roles, hidden-cell
   summaries: see BODY_FIXES).
 * Adds ``_ext/static/book-site.css`` (colour-contrast fixes) to every page.
+* Math: points sphinxcontrib-katex's build-time renderer at the pinned npm ``katex``
+  (node_modules/katex, the same package whose CSS and fonts `make assets` vendors), turns
+  any formula KaTeX cannot render into a build warning (the renderer itself would only
+  colour the TeX red), and keeps KaTeX's stylesheets off pages that have no math.
 * Overrides two theme templates (``_ext/templates``) whose decorative icons and keyboard
   hint made axe-core report a serious label/content mismatch.
 """
@@ -84,6 +88,66 @@ def _accessible_body(app, pagename, templatename, context, doctree):
     context["body"] = body
 
 
+KATEX_JS = Path("node_modules", "katex", "dist", "katex.min.js")
+KATEX_CSS = ("katex.min.css", "katex-math.css")
+
+
+def _use_vendored_katex(app, config):
+    """Render math with the npm katex that `make assets` vendors, not the extension's copy."""
+    if not getattr(config, "katex_prerender", False):
+        return
+    katex_js = Path(app.srcdir, KATEX_JS).resolve()
+    if not katex_js.exists():
+        from sphinx.errors import ConfigError
+
+        raise ConfigError(f"{katex_js} is missing: run `make assets` (npm ci) first")
+    config.katex_js_path = str(katex_js)
+    _strict_katex(app)
+
+
+def _strict_katex(app):
+    """Make every formula KaTeX cannot render a build warning (an error under -W).
+
+    sphinxcontrib-katex renders with ``throwOnError: false``: a parse error or an unknown
+    command only comes out red in the page, and TeX that real LaTeX would reject only
+    prints a note on node's console. Each formula is rendered strictly first (throwOnError,
+    strict "error"); on an error the warning names the page and the TeX, and the page still
+    gets the lenient rendering.
+    """
+    import sphinxcontrib.katex as katex
+    from sphinx.util import logging
+
+    # The extension allows node 5 s to start and 5 s per formula: on a loaded machine the
+    # start timed out (and left node running). Generous limits cost nothing when all is well.
+    katex.STARTUP_TIMEOUT = max(katex.STARTUP_TIMEOUT, 60.0)
+    katex.RENDER_TIMEOUT = max(katex.RENDER_TIMEOUT, 60.0)
+    lenient = katex.render_latex
+    if getattr(lenient, "strict_wrapper", False):
+        return
+    logger = logging.getLogger(__name__)
+
+    def render_latex(latex, options=None):
+        try:
+            return lenient(latex, {**(options or {}), "throwOnError": True, "strict": "error"})
+        except katex.KaTeXError as error:
+            docname = getattr(app.builder, "current_docname", None)
+            logger.warning("KaTeX cannot render %r: %s", latex, error,
+                           location=docname, type="katex", subtype="error")
+            return lenient(latex, options)
+
+    render_latex.strict_wrapper = True
+    katex.render_latex = render_latex
+
+
+def _katex_css_only_with_math(app, pagename, templatename, context, doctree):
+    """Pages without math do not load KaTeX's stylesheets (nor, so, its fonts)."""
+    if 'class="katex"' in (context.get("body") or ""):
+        return
+    if "css_files" in context:
+        context["css_files"] = [c for c in context["css_files"]
+                                if not str(getattr(c, "filename", c)).endswith(KATEX_CSS)]
+
+
 def _add_theme_overrides(app, config):
     if str(TEMPLATES) not in config.templates_path:
         config.templates_path.insert(0, str(TEMPLATES))
@@ -93,6 +157,8 @@ def _add_theme_overrides(app, config):
 
 def setup(app):
     app.connect("config-inited", _add_theme_overrides)
+    app.connect("config-inited", _use_vendored_katex)
+    app.connect("html-page-context", _katex_css_only_with_math, priority=900)
     app.add_css_file("book-site.css")
     app.connect("html-page-context", _notebook_download, priority=400)
     app.connect("html-page-context", _strip_thebe, priority=900)

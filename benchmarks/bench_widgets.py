@@ -5,8 +5,8 @@ Debian Chromium with the site served on 127.0.0.1:
 
 * bytes: every byte the page loads (navigation + resources, from the Resource Timing API;
   the local server does not compress), the same for a plain text page of the book
-  (``chapters/references.html``), their difference broken down (most of it is MathJax and
-  the page's own prose and figures, which a page without widgets would load too), and the
+  (``chapters/references.html``), their difference broken down (most of it is KaTeX's CSS and
+  fonts and the page's own prose and figures, which a page without widgets would load too), and the
   bytes that belong to the widget itself (the loader script, the embedded widget state, the
   view tags and the static fallback): the 300 KB goal applies to these;
 * redraw: time from a slider's input event to the finished redraw (the synchronous handler
@@ -54,8 +54,8 @@ _BYTES_JS = """() => {
 
 
 def _category(path: str) -> str:
-    if "/vendor/mathjax/" in path:
-        return "MathJax (math on the page)"
+    if "/vendor/katex/" in path or path.endswith("/katex-math.css"):
+        return "KaTeX CSS and fonts (math on the page)"
     if path.endswith(".html"):
         return "the page's HTML (prose, figures, widget state)"
     if "attn-widgets-loader" in path:

@@ -1,7 +1,7 @@
 """Every page of the built book is accessible: axe-core finds no serious or critical
 violation (light and dark colour modes), every image has alt text, the page can be read and
 every control reached with the keyboard alone, and math stays readable by assistive
-technology (MathJax's assistive MathML)."""
+technology (the MathML KaTeX writes beside its HTML rendering at build time)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ PAGES = harness.book_pages() if BUILT else ["chapters/index.html"]
 AXE = "vendor/axe.min.js"  # vendored from npm (axe-core, pinned in package.json) by `make assets`
 BLOCKING_IMPACTS = {"serious", "critical"}
 
-# Waits until the page's own scripts are done: MathJax typesetting and widget rendering.
+# Waits until the page's own scripts (widget rendering) and its fonts (KaTeX's) are done.
 SETTLE = """async () => {
-  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  await document.fonts.ready;
   await new Promise(r => setTimeout(r, 250));
 }"""
 
@@ -215,14 +215,16 @@ def test_every_widget_control_works_from_the_keyboard(guarded_page, site_url, pa
     guarded_page.assert_clean()
 
 
+# KaTeX (output 'htmlAndMathml') writes each formula as <span class="katex"> holding a
+# <span class="katex-mathml"><math>...</math></span> and an aria-hidden visual rendering.
 MATH_STATUS = """() => {
-  const containers = [...document.querySelectorAll('mjx-container')];
+  const formulas = [...document.querySelectorAll('.katex')];
   return {
-    containers: containers.length,
-    without_mml: containers.filter(c => !c.querySelector('mjx-assistive-mml math')).length,
-    hidden_visual: containers.filter(c => {
-      const visual = c.querySelector('mjx-math');
-      return visual && visual.getAttribute('aria-hidden') !== 'true';
+    containers: formulas.length,
+    without_mml: formulas.filter(c => !c.querySelector(':scope > .katex-mathml > math')).length,
+    hidden_visual: formulas.filter(c => {
+      const visual = c.querySelector(':scope > .katex-html');
+      return !visual || visual.getAttribute('aria-hidden') !== 'true';
     }).length,
   };
 }"""
@@ -244,7 +246,7 @@ def test_the_book_has_math_to_check():
 def test_math_is_exposed_to_assistive_technology_as_mathml(guarded_page, site_url, page_path):
     page = open_settled(guarded_page, site_url, page_path)
     status = page.evaluate(MATH_STATUS)
-    assert status["containers"] > 0, f"{page_path}: math in the HTML but MathJax typeset nothing"
+    assert status["containers"] > 0, f"{page_path}: math in the HTML but no KaTeX rendering of it"
     assert status["without_mml"] == 0, (
         f"{page_path}: {status['without_mml']} of {status['containers']} formulas have no assistive MathML")
     # The visual rendering is hidden from screen readers, so they read the MathML once, not glyphs.

@@ -1,6 +1,9 @@
 """Every page of the built book loads in Chromium with no outside request and a clean console."""
 
+import re
+
 import pytest
+from bs4 import BeautifulSoup
 
 from tests import harness
 
@@ -10,13 +13,33 @@ PAGES = harness.book_pages() if (harness.HTML / "index.html").exists() else ["in
 @pytest.mark.parametrize("page_path", PAGES)
 def test_page_loads_clean_with_no_request_outside_the_origin(guarded_page, site_url, page_path):
     guarded_page.goto(site_url + page_path)
-    guarded_page.page.wait_for_timeout(300)  # let late scripts (MathJax, widgets) report
+    guarded_page.page.wait_for_timeout(300)  # let late scripts (widgets, fonts) report
     guarded_page.assert_clean()
     assert guarded_page.outside_requests == []
 
 
-def test_math_is_typeset_by_the_vendored_mathjax(guarded_page, site_url):
+def test_math_is_rendered_at_build_time_with_the_vendored_katex_fonts(guarded_page, site_url):
     guarded_page.goto(site_url + "chapters/index.html")
-    guarded_page.page.wait_for_selector("mjx-container", timeout=15000)
-    assert guarded_page.page.locator("mjx-container").count() > 0
+    page = guarded_page.page
+    assert page.locator(".katex .katex-html").count() > 0
+    assert page.evaluate("window.katex === undefined && window.MathJax === undefined")  # no math script
+    assert page.evaluate("document.fonts.ready.then(() => true)")
+    assert page.evaluate("document.fonts.check('1em KaTeX_Main') && document.fonts.check('italic 1em KaTeX_Math')")
+    fonts = [u for u in page.evaluate("performance.getEntriesByType('resource').map(e => e.name)") if "/fonts/KaTeX_" in u]
+    assert fonts and all(u.startswith(site_url + "vendor/katex/fonts/") for u in fonts), fonts
     guarded_page.assert_clean()
+
+
+# TeX left in the text a reader sees (outside code): $...$, $$, \( \[ or a \command.
+RAW_TEX = re.compile(r"\$\$|\$[^$\s][^$]*?\$|\\[()\[\]]|\\[A-Za-z]+")
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_every_formula_is_rendered_and_no_tex_is_left_raw(built_html, page_path):
+    soup = BeautifulSoup((built_html / page_path).read_text(encoding="utf-8"), "html.parser")
+    errors = [e.get("title", "") for e in soup.select(".katex-error")]
+    assert not errors, f"{page_path}: KaTeX could not render: {errors}"
+    for element in soup.select(".katex, pre, code, script, style, .cell_input, .highlight"):
+        element.decompose()
+    raw = sorted({m.group(0) for m in RAW_TEX.finditer(soup.get_text())})
+    assert not raw, f"{page_path}: TeX left unrendered: {raw}"
