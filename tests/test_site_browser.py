@@ -43,3 +43,15 @@ def test_every_formula_is_rendered_and_no_tex_is_left_raw(built_html, page_path)
         element.decompose()
     raw = sorted({m.group(0) for m in RAW_TEX.finditer(soup.get_text())})
     assert not raw, f"{page_path}: TeX left unrendered: {raw}"
+
+
+@pytest.mark.parametrize("page_path", [p for p in PAGES if p.startswith("chapters/")])
+def test_every_display_equation_fits_the_text_column_on_a_desktop_screen(guarded_page, site_url, page_path):
+    # An equation wider than the column has to be scrolled sideways (and, in a reversed flex
+    # row, used to spill out of the left edge): break it over lines instead.
+    guarded_page.goto(site_url + page_path)
+    too_wide = guarded_page.page.evaluate("""() => [...document.querySelectorAll('div.math')]
+        .map(d => [d.id, d.querySelector('.katex-html'), d])
+        .filter(([, h, d]) => (h && h.scrollWidth > h.clientWidth + 1) || d.scrollWidth > d.clientWidth + 1)
+        .map(([id, h]) => `${id}: ${h.scrollWidth}px of content in ${h.clientWidth}px`)""")
+    assert not too_wide, f"{page_path}: display equations wider than the column: {too_wide}"
