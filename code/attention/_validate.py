@@ -27,7 +27,10 @@ def as_float_array(x, name: str, *, allow_neg_inf: bool = False) -> np.ndarray:
         arr = arr.astype(np.float64)
     elif not np.issubdtype(arr.dtype, np.floating):
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
-    if arr.size:
+    # One BLAS dot product decides the common case: a NaN or an inf anywhere makes the sum of
+    # squares NaN or inf. A non-finite sum can also be an overflow of large finite values, so
+    # only then look closer.
+    if arr.size and not np.isfinite(np.vdot(arr, arr)):
         if np.isnan(arr).any():
             raise ValueError(f"{name} contains NaN")
         if allow_neg_inf:

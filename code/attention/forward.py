@@ -6,6 +6,8 @@ masks"; the tiled one, which never forms the T_q x T_k score matrix, in the latt
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validate import (
@@ -59,7 +61,30 @@ def score_scale(d_k: int, temperature: float = 1.0) -> float:
     return float(1.0 / (temperature * np.sqrt(d_k)))
 
 
-def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):
+# How the plain version is computed (the arithmetic of the pages, arranged for speed):
+# * the factor c multiplies Q (T_q d_k numbers), not Q K^T (T_q T_k numbers);
+# * scores are kept in base 2: 2^(s log2 e) = e^s, and NumPy's exp2 is faster than its exp
+#   (FlashAttention kernels make the same substitution);
+# * the scores are processed a block of query rows at a time, so that the exponential, the
+#   row sums and the product with V find the block still in cache;
+# * the shift by the row maximum (page "Numerical stability and masks") is skipped when the
+#   Cauchy-Schwarz bound |s_ij| <= c |q_i| |k_j| proves every score of the block lies within
+#   +-SHIFT_FREE_BOUND: then nothing can overflow or underflow, and since softmax ignores a
+#   shift, the weights differ from the shifted ones by rounding only.
+LOG2_E = float(np.log2(np.e))
+
+# e^60 ~ 1.1e26: no float32 overflow even summed over 10^12 keys; e^-60 ~ 8.8e-27 is a normal
+# float32, so a row's largest weight keeps full precision.
+SHIFT_FREE_BOUND = 60.0
+
+# Score entries per block (2^20 float32 = 4 MiB), but never fewer than MIN_BLOCK_ROWS query
+# rows: thinner products run well below BLAS's best rate.
+BLOCK_ENTRIES = 1 << 20
+MIN_BLOCK_ROWS = 512
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
+                                 need_weights: bool = True):
     """Attention O = softmax(Q K^T / (temperature sqrt(d_k))) V, returning (O, A).
 
     Shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v); leading batch and
@@ -67,44 +92,126 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):
     ``mask`` is boolean and broadcasts to (..., T_q, T_k); True = may attend, False gets
     weight exactly 0. A query whose every key is masked (or a query with T_k = 0 keys)
     gets all-zero weights and a zero output, never NaN: the same policy as torch 2.13's
-    built-in. Integer inputs are promoted to float64; float16 softmax runs in float32.
+    built-in. Integer inputs are promoted to float64; float16 is computed in float32 and
+    the results cast back.
+
+    ``need_weights=False`` returns (O, None) and never holds more than one block of query
+    rows' scores (a few MiB) instead of all T_q x T_k weights: the O(T^2) memory of
+    attention is the price of *returning* A, not of computing O. (torch's
+    ``nn.MultiheadAttention`` has the same switch.)
     """
     Q, K, V = check_qkv(Q, K, V)
     temperature = check_positive(temperature, "temperature")
-    d_k = Q.shape[-1]
-    S = Q @ np.swapaxes(K, -1, -2)  # (..., T_q, T_k)
-    # In place from here on: each extra T_q x T_k temporary would add to the peak memory
-    # and cost one more pass over the largest array of the computation.
-    S *= score_scale(d_k, temperature)
+    if not isinstance(need_weights, (bool, np.bool_)):
+        raise TypeError(f"need_weights must be True or False, got {need_weights!r}")
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    T_q, d_k = Q.shape[-2:]
+    T_k, d_v = V.shape[-2:]
     if mask is not None:
-        m = check_mask(mask, S.shape)
-        np.copyto(S, -np.inf, where=~m)
-    A = S.astype(np.promote_types(S.dtype, np.float32), copy=False)  # float16: softmax in float32
-    _softmax_in_place(A)
-    A = A.astype(S.dtype, copy=False)
-    return A @ V, A  # (..., T_q, d_v), (..., T_q, T_k)
+        mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
+    dtype = Q.dtype
+    work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
+    N = math.prod(batch)
+    O = np.zeros((N, T_q, d_v), dtype=work)
+    A = np.zeros((N, T_q, T_k), dtype=work) if need_weights else None
+    if N and T_q and T_k:
+        _attention_blocks(Q, K, V, mask, batch, score_scale(d_k, temperature), O, A)
+    O = O.reshape(batch + (T_q, d_v)).astype(dtype, copy=False)
+    if A is not None:
+        A = A.reshape(batch + (T_q, T_k)).astype(dtype, copy=False)
+    return O, A
 
 
-def _softmax_in_place(S: np.ndarray) -> None:
-    """Overwrite the float32/float64 array S with :func:`attention.softmax` (S, axis=-1).
+def _flat(x: np.ndarray, batch: tuple, N: int) -> np.ndarray:
+    """x broadcast to ``batch`` and flattened to (N, rows, columns): a view unless it must copy."""
+    return np.broadcast_to(x, batch + x.shape[x.ndim - 2:]).reshape((N,) + x.shape[x.ndim - 2:])
 
-    The same policy (a row that is all -inf gives zeros) and the same errors, but no
-    temporaries of S's size: only the row maxima are checked, and a row's maximum is NaN
-    exactly when the row holds a NaN, +inf when it holds a +inf (and no NaN).
+
+def _mask_items(mask: np.ndarray, batch: tuple, i0: int, i1: int) -> np.ndarray:
+    """Items i0..i1-1 of a mask of shape batch + (T_q, T_k), without copying the others.
+
+    A mask is often one (T_q, T_k) matrix broadcast over every batch item and head, so it
+    is never flattened whole (that would copy it N times).
     """
-    if S.size == 0:
-        return
-    m = S.max(axis=-1, keepdims=True)  # (..., T_q, 1)
-    if np.isnan(m).any():
-        raise ValueError("x contains NaN")
-    if np.isposinf(m).any():
-        raise ValueError("x contains +inf")
-    m[np.isneginf(m)] = 0.0  # a fully masked row: exp(-inf - 0) = 0, no NaN
+    if not batch:
+        return mask[None]
+    if i1 - i0 == 1:
+        return mask[np.unravel_index(i0, batch)][None]  # a view
+    return mask[np.unravel_index(np.arange(i0, i1), batch)]  # a copy of these items only
+
+
+def _blocks(N: int, T_q: int, T_k: int):
+    """(i0, i1, q0, q1): batch items i0..i1-1, query rows q0..q1-1, about BLOCK_ENTRIES scores each.
+
+    Small problems group several whole items per block (one block is common: a page's
+    example); large ones take a block of at least MIN_BLOCK_ROWS rows of one item.
+    """
+    if T_q * T_k <= BLOCK_ENTRIES:
+        group = BLOCK_ENTRIES // (T_q * T_k)
+        for i0 in range(0, N, group):
+            yield i0, min(i0 + group, N), 0, T_q
+    else:
+        rows = max(MIN_BLOCK_ROWS, BLOCK_ENTRIES // T_k)
+        for i in range(N):
+            for q0 in range(0, T_q, rows):
+                yield i, i + 1, q0, min(q0 + rows, T_q)
+
+
+def _squared_norms(x: np.ndarray) -> np.ndarray:
+    """|x_i|^2 of every row x_i (last axis), without a temporary of x's size."""
+    return np.vecdot(x, x)
+
+
+def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
+    """Fill O (N, T_q, d_v), and A (N, T_q, T_k) unless it is None, block by block."""
+    N, T_q, T_k = O.shape[0], Q.shape[-2], K.shape[-2]
+    work = O.dtype
+    Q = _flat(Q, batch, N)
+    K = _flat(K, batch, N).astype(work, copy=False)
+    K_t = np.swapaxes(K, -1, -2)  # (N, d_k, T_k), a view: BLAS reads it transposed
+    V = _flat(V, batch, N).astype(work, copy=False)
+    k_max = np.sqrt(_squared_norms(K).max(axis=-1))  # largest |k_j| of each item
+    shift_free = SHIFT_FREE_BOUND * LOG2_E  # the bound, in base-2 units
+    base2_scale = c * LOG2_E
+    buffer = None
+    ones = np.ones(T_k, dtype=work)
+    for i0, i1, q0, q1 in _blocks(N, T_q, T_k):
+        Qb = np.multiply(Q[i0:i1, q0:q1], base2_scale, dtype=work)
+        if A is not None:
+            S = A[i0:i1, q0:q1]
+        else:
+            if buffer is None:
+                buffer = np.empty((i1 - i0, q1 - q0, T_k), dtype=work)
+            S = buffer[: i1 - i0, : q1 - q0]
+        np.matmul(Qb, K_t[i0:i1], out=S)  # base-2 scores (c log2 e) q_i . k_j
+        if mask is not None:
+            np.copyto(S, -np.inf, where=~_mask_items(mask, batch, i0, i1)[:, q0:q1])
+        q_max = np.sqrt(_squared_norms(Qb).max(axis=-1))
+        if not np.all(q_max * k_max[i0:i1] <= shift_free):  # Cauchy-Schwarz bound on |score|
+            _shift_by_row_max(S)
+        np.exp2(S, out=S)
+        total = (S @ ones)[..., None]  # (items, rows, 1): each row's sum, by BLAS
+        total[total == 0] = 1.0  # a row with every key masked: zero weights, zero output
+        Ob = O[i0:i1, q0:q1]
+        np.matmul(S, V[i0:i1], out=Ob)
+        Ob /= total
+        if A is not None:
+            S /= total  # division, not a reciprocal: a lone key's weight is exactly 1
+
+
+def _shift_by_row_max(S: np.ndarray) -> None:
+    """Subtract each row's maximum in place (a fully masked row, all -inf, is left as it is).
+
+    The inputs are finite, so a NaN or +inf score means that Q K^T itself overflowed.
+    """
+    m = S.max(axis=-1, keepdims=True)
+    if np.isnan(m).any() or np.isposinf(m).any():
+        raise ValueError(
+            f"the scores Q K^T overflowed {S.dtype.name}: some |q . k| exceeds the "
+            "largest representable number; scale Q or K down, or compute in float64"
+        )
+    m[np.isneginf(m)] = 0.0
     S -= m
-    np.exp(S, out=S)
-    total = S.sum(axis=-1, keepdims=True)
-    total[total == 0] = 1.0
-    S /= total
 
 
 def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0) -> np.ndarray:
