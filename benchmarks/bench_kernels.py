@@ -39,28 +39,34 @@ def numpy_products_seconds(T: int, repeats: int) -> float:
 
 def forward_vs_torch(repeats: int = 5) -> dict:
     heading(f"2. Forward pass: NumPy vs torch SDPA vs matmul (float32, B=1, H={HEADS}, d={D})")
-    print("  rates in GFLOP/s counting 4 T^2 d flops per head; matmul = one (T x d)(d x T) product")
-    print(f"  {'T':>5}  {'numpy':>7} {'torch':>7} {'np/torch':>9}  {'mm numpy':>9} {'mm torch':>9}"
+    print("  numpy = scaled_dot_product_attention(..., need_weights=False): the output O only, which"
+          " is all torch's function computes;")
+    print("  +A = the same call returning the T x T weights too (the book's default), for comparison;"
+          " rates in GFLOP/s counting 4 T^2 d flops per head; mm = one (T x d)(d x T) product")
+    print(f"  {'T':>5}  {'numpy':>7} {'torch':>7} {'np/torch':>9} {'+A/torch':>9}  {'mm numpy':>9} {'mm torch':>9}"
           f"  {'numpy/mm':>8} {'torch/mm':>8}  {'np products/torch':>17}")
     rows, goals = [], []
     for T in FORWARD_NS:
         r = repeats if T <= 2048 else max(3, repeats // 2)
-        numpy_rec, torch_rec = measure.attention_cost([T], d=D, heads=HEADS, repeats=r,
-                                                      impls=("numpy", "torch"), memory=False)
+        numpy_rec, weights_rec, torch_rec = measure.attention_cost(
+            [T], d=D, heads=HEADS, repeats=r, impls=("numpy_no_weights", "numpy", "torch"), memory=False)
         mm_numpy = measure.matmul_rate(T, D, HEADS, repeats=r)
         mm_torch = measure.matmul_rate(T, D, HEADS, backend="torch", repeats=r)
         mm = max(mm_numpy, mm_torch)  # the machine's best measured matmul rate at this size
         products = numpy_products_seconds(T, r)
-        row = dict(T=T, numpy_s=numpy_rec["seconds"], torch_s=torch_rec["seconds"],
+        row = dict(T=T, numpy_s=numpy_rec["seconds"], numpy_with_weights_s=weights_rec["seconds"],
+                   torch_s=torch_rec["seconds"],
                    numpy_gflops=numpy_rec["gflops"], torch_gflops=torch_rec["gflops"],
                    matmul_numpy_gflops=mm_numpy / 1e9, matmul_torch_gflops=mm_torch / 1e9,
                    numpy_vs_torch=numpy_rec["seconds"] / torch_rec["seconds"],
+                   numpy_with_weights_vs_torch=weights_rec["seconds"] / torch_rec["seconds"],
                    numpy_vs_matmul=numpy_rec["gflops"] * 1e9 / mm,
                    torch_vs_matmul=torch_rec["gflops"] * 1e9 / mm,
                    numpy_products_s=products,
                    numpy_products_vs_torch=products / torch_rec["seconds"])
         rows.append(row)
         print(f"  {T:>5}  {row['numpy_gflops']:7.1f} {row['torch_gflops']:7.1f} {row['numpy_vs_torch']:8.2f}x"
+              f" {row['numpy_with_weights_vs_torch']:8.2f}x"
               f"  {row['matmul_numpy_gflops']:9.1f} {row['matmul_torch_gflops']:9.1f}"
               f"  {row['numpy_vs_matmul']:8.2f} {row['torch_vs_matmul']:8.2f}"
               f"  {row['numpy_products_vs_torch']:16.2f}x", flush=True)
@@ -102,20 +108,22 @@ def tiled_vs_plain(repeats: int = 3) -> dict:
 
 def backward(repeats: int = 3) -> dict:
     heading(f"4. Backward pass: hand-written (NumPy) vs autograd, vs 2x forward (H={HEADS}, d={D})")
-    print("  numpy bwd = attention_backward as called (it recomputes the forward pass first);")
-    print("  numpy grads = that minus one forward; torch bwd = autograd.grad of the built-in SDPA;")
-    print("  torch math = autograd through the readable attention.torch version (unfused)")
-    print(f"  {'T':>5}  {'np fwd':>7} {'np bwd':>7} {'grads/fwd':>9}  {'t fwd':>7} {'t bwd':>7} {'bwd/fwd':>7}"
-          f"  {'math bwd/fwd':>12}  {'np bwd / t bwd':>14}")
+    print("  each backward pass starts from what its forward pass kept, as in training:")
+    print("  np bwd = attention_backward(..., O=O, A=A); np recompute = the same without O and A;")
+    print("  t bwd = autograd.grad of the built-in SDPA; torch math = autograd through the readable"
+          " attention.torch version (unfused)")
+    print(f"  {'T':>5}  {'np fwd':>7} {'np bwd':>7} {'bwd/fwd':>7}  {'t fwd':>7} {'t bwd':>7} {'bwd/fwd':>7}"
+          f"  {'math bwd/fwd':>12}  {'np bwd / t bwd':>14} {'np recompute / t bwd':>20}")
     rows, goals = [], []
     for T in BACKWARD_NS:
         c = measure.backward_cost(T, D, HEADS, repeats=repeats)
         rows.append(c)
-        print(f"  {T:>5}  {c['numpy_forward']:7.3f} {c['numpy_backward']:7.3f} {c['numpy_ratio']:9.2f}"
+        print(f"  {T:>5}  {c['numpy_forward']:7.3f} {c['numpy_backward']:7.3f} {c['numpy_ratio']:7.2f}"
               f"  {c['torch_forward']:7.3f} {c['torch_backward']:7.3f} {c['torch_ratio']:7.2f}"
-              f"  {c['torch_math_ratio']:12.2f}  {c['numpy_vs_autograd']:13.2f}x", flush=True)
+              f"  {c['torch_math_ratio']:12.2f}  {c['numpy_vs_autograd']:13.2f}x"
+              f" {c['numpy_recompute_vs_autograd']:19.2f}x", flush=True)
         goals.append(Goal(f"T={T}: hand-written backward / autograd backward", c["numpy_vs_autograd"],
                           BACKWARD_VS_AUTOGRAD, "<=", "x"))
     print("  rule of thumb: the gradients cost about 2x the forward pass (four matrix products"
-          " against two); compare the 'grads/fwd' column with 2")
+          " against two); compare the NumPy 'bwd/fwd' column with 2")
     return dict(rows=rows, goals=goals)

@@ -183,6 +183,30 @@ def test_attention_backward_refuses_bad_output_gradients(bad, error, words):
         attention.attention_backward(Q, K, V, bad)
 
 
+O_fwd, A_fwd = attention.scaled_dot_product_attention(Q, K, V)
+
+
+@pytest.mark.parametrize("saved, error, words", [
+    (dict(O=O_fwd), TypeError, "both O and A"),
+    (dict(A=A_fwd), TypeError, "both O and A"),
+    (dict(O=O_fwd, A=A_fwd.T), ValueError, "(4, 5)"),
+    (dict(O=O_fwd[:, :1], A=A_fwd), ValueError, "(4, 2)"),
+    (dict(O=O_fwd, A=_with(A_fwd, (0, 0), np.nan)), ValueError, "NaN"),
+    (dict(O=O_fwd, A=A_fwd, temperature=0.0), ValueError, "temperature"),
+    (dict(O=O_fwd, A=A_fwd, mask=np.ones((4, 5))), TypeError, "boolean"),
+], ids=["O alone", "A alone", "A transposed", "O too narrow", "NaN in A", "bad temperature",
+        "non-boolean mask"])
+def test_attention_backward_refuses_bad_saved_forward_results(saved, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.attention_backward(Q, K, V, dO, **saved)
+
+
+@pytest.mark.parametrize("flag", ["yes", 1, None])
+def test_scaled_dot_product_attention_refuses_a_non_boolean_need_weights(flag):
+    with pytest.raises(TypeError, match="need_weights"):
+        attention.scaled_dot_product_attention(Q, K, V, need_weights=flag)
+
+
 # Softmax family ----------------------------------------------------------------------------
 
 

@@ -165,7 +165,7 @@ def _traced_peak(fn) -> int:
 
 def test_plain_attention_memory_is_quadratic_and_tiled_is_not():
     T, block = int(g(PAGE4, "memory_T_big")), int(g(PAGE4, "memory_block"))
-    assert (T, block) == (2048, 256)
+    assert (T, block) == (4096, 256) and g(PAGE4, "memory_slope_from") == 1024
     Q, K, V = (np.random.default_rng(s).standard_normal((1, 1, T, 64), dtype=np.float32) for s in (1, 2, 3))
     plain = _traced_peak(lambda: attention.scaled_dot_product_attention(Q, K, V))
     tiled = _traced_peak(lambda: attention.tiled_attention(Q, K, V, block))
@@ -291,7 +291,7 @@ def test_measured_backward_forward_ratios_agree_with_the_glued_times():
     s = {k: g(PAGE5, f"cost_{k}_s") for k in ("numpy_forward", "numpy_backward", "torch_forward",
                                               "torch_backward", "torch_math_forward", "torch_math_backward")}
     assert all(v > 0 for v in s.values())
-    assert g(PAGE5, "numpy_bwd_ratio") == pytest.approx((s["numpy_backward"] - s["numpy_forward"]) / s["numpy_forward"])
+    assert g(PAGE5, "numpy_bwd_ratio") == pytest.approx(s["numpy_backward"] / s["numpy_forward"])
     assert g(PAGE5, "torch_bwd_ratio") == pytest.approx(s["torch_backward"] / s["torch_forward"])
     assert g(PAGE5, "torch_math_bwd_ratio") == pytest.approx(s["torch_math_backward"] / s["torch_math_forward"])
     assert (g(PAGE5, "cost_T"), g(PAGE5, "cost_heads")) == (512, 4)
@@ -498,7 +498,7 @@ def test_cost_figures_are_consistent_and_plain_memory_is_quadratic():
     assert g(PAGE6, "flops_big") == 4 * n * n * d * heads
     seconds = ast.literal_eval(glued(PAGE6)["cost_seconds"])
     ns = [256, 512, 1024, 2048, 4096]
-    for impl in ("numpy", "tiled", "torch"):
+    for impl in ("numpy", "numpy_no_weights", "tiled", "torch"):
         assert g(PAGE6, f"cost_ms_{impl}") == pytest.approx(1e3 * seconds[impl][-1])
         big = [(m, t) for m, t in zip(ns, seconds[impl]) if m >= g(PAGE6, "slope_from")]
         slope = np.polyfit(np.log([m for m, _ in big]), np.log([t for _, t in big]), 1)[0]
@@ -509,6 +509,13 @@ def test_cost_figures_are_consistent_and_plain_memory_is_quadratic():
     assert g(PAGE6, "cost_mib_numpy") == pytest.approx(plain / 2**20, rel=0.05)
     assert g(PAGE6, "cost_mib_tiled") < 0.1 * g(PAGE6, "cost_mib_numpy")
     assert 1.8 < g(PAGE6, "plain_memory_slope") < 2.1
+    # The output-only version: one block of scores instead of all of A, as the text says.
+    entries, rows = int(g(PAGE6, "block_entries")), int(g(PAGE6, "block_min_rows"))
+    assert (entries, rows) == (attention.forward.BLOCK_ENTRIES, attention.forward.MIN_BLOCK_ROWS)
+    assert 1024 * 1024 <= entries and n * rows > entries  # n = 1024 fits one block; n = 4096 does not
+    block_bytes = max(entries, rows * n) * 4
+    assert g(PAGE6, "cost_mib_numpy_no_weights") * 2**20 <= block_bytes + 4 * n * d * 4
+    assert g(PAGE6, "cost_mib_numpy_no_weights") < g(PAGE6, "cost_mib_numpy") / 4
 
 
 # --- static diagrams, labels, citations -----------------------------------------------------

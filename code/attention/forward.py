@@ -170,7 +170,8 @@ def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
     K = _flat(K, batch, N).astype(work, copy=False)
     K_t = np.swapaxes(K, -1, -2)  # (N, d_k, T_k), a view: BLAS reads it transposed
     V = _flat(V, batch, N).astype(work, copy=False)
-    k_max = np.sqrt(_squared_norms(K).max(axis=-1))  # largest |k_j| of each item
+    with np.errstate(over="ignore"):
+        k_max = np.sqrt(_squared_norms(K).max(axis=-1))  # largest |k_j| of each item
     shift_free = SHIFT_FREE_BOUND * LOG2_E  # the bound, in base-2 units
     base2_scale = c * LOG2_E
     buffer = None
@@ -183,10 +184,12 @@ def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
             if buffer is None:
                 buffer = np.empty((i1 - i0, q1 - q0, T_k), dtype=work)
             S = buffer[: i1 - i0, : q1 - q0]
-        np.matmul(Qb, K_t[i0:i1], out=S)  # base-2 scores (c log2 e) q_i . k_j
+        with np.errstate(over="ignore"):  # an overflow is reported by _shift_by_row_max
+            np.matmul(Qb, K_t[i0:i1], out=S)  # base-2 scores (c log2 e) q_i . k_j
         if mask is not None:
             np.copyto(S, -np.inf, where=~_mask_items(mask, batch, i0, i1)[:, q0:q1])
-        q_max = np.sqrt(_squared_norms(Qb).max(axis=-1))
+        with np.errstate(over="ignore"):  # an infinite norm only means "shift"
+            q_max = np.sqrt(_squared_norms(Qb).max(axis=-1))
         if not np.all(q_max * k_max[i0:i1] <= shift_free):  # Cauchy-Schwarz bound on |score|
             _shift_by_row_max(S)
         np.exp2(S, out=S)

@@ -41,7 +41,8 @@ __all__ = [
     "threads",
 ]
 
-IMPLEMENTATIONS = ("numpy", "tiled", "torch")
+IMPLEMENTATIONS = ("numpy", "tiled", "torch")  # the default of attention_cost
+ALL_IMPLEMENTATIONS = ("numpy", "numpy_no_weights", "tiled", "torch")
 
 
 def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> float:
@@ -211,6 +212,8 @@ def matmul_rate(T: int, d: int = 64, heads: int = 8, batch: int = 1, backend: st
 def _forward(impl: str, Q, K, V, block_size: int) -> Callable[[], object]:
     if impl == "numpy":
         return lambda: scaled_dot_product_attention(Q, K, V)[0]
+    if impl == "numpy_no_weights":
+        return lambda: scaled_dot_product_attention(Q, K, V, need_weights=False)[0]
     if impl == "tiled":
         return lambda: tiled_attention(Q, K, V, block_size)
     if impl == "torch":
@@ -222,7 +225,7 @@ def _forward(impl: str, Q, K, V, block_size: int) -> Callable[[], object]:
             with torch.inference_mode():
                 return F.scaled_dot_product_attention(q, k, v)
         return run
-    raise ValueError(f"impl must be one of {IMPLEMENTATIONS}, got {impl!r}")
+    raise ValueError(f"impl must be one of {ALL_IMPLEMENTATIONS}, got {impl!r}")
 
 
 def attention_cost(ns, d: int = 64, heads: int = 8, batch: int = 1, block_size: int = 256,
@@ -231,10 +234,12 @@ def attention_cost(ns, d: int = 64, heads: int = 8, batch: int = 1, block_size: 
     """Time and peak memory of one forward pass against sequence length T, per implementation.
 
     For each T in ``ns`` and each implementation in ``impls``:
-    ``"numpy"`` (:func:`attention.scaled_dot_product_attention`, which forms the full
-    (batch, heads, T, T) weights), ``"tiled"`` (:func:`attention.tiled_attention` with
-    ``block_size``) and ``"torch"`` (``torch.nn.functional.scaled_dot_product_attention``
-    on the CPU), on float32 Q, K, V of shape (batch, heads, T, d) from :func:`random_qkv`.
+    ``"numpy"`` (:func:`attention.scaled_dot_product_attention`, which returns the full
+    (batch, heads, T, T) weights), ``"numpy_no_weights"`` (the same with
+    ``need_weights=False``: the output only, which is all that torch's function returns),
+    ``"tiled"`` (:func:`attention.tiled_attention` with ``block_size``) and ``"torch"``
+    (``torch.nn.functional.scaled_dot_product_attention`` on the CPU), on float32 Q, K, V
+    of shape (batch, heads, T, d) from :func:`random_qkv`.
 
     Returns one record (a dict) per (T, impl): ``impl, T, d, heads, batch, block_size,
     seconds`` (median of ``repeats``), ``flops`` (:func:`attention_flops`), ``gflops``
@@ -263,20 +268,22 @@ def backward_cost(T: int, d: int = 64, heads: int = 8, batch: int = 1, repeats: 
     """Backward against forward pass, hand-written (NumPy) and torch autograd, in seconds.
 
     Q, K, V (batch, heads, T, d) float32 and dO of the output's shape, all from ``seed``.
-    Keys of the returned dict (all medians of ``repeats`` calls):
+    Each backward pass starts from what its forward pass kept, as in training. Keys of the
+    returned dict (all medians of ``repeats`` calls):
 
-    * ``numpy_forward``: :func:`attention.scaled_dot_product_attention`;
-    * ``numpy_backward``: :func:`attention.attention_backward` as called, which recomputes
-      the forward pass first (it needs A and O), then the gradients;
-      ``numpy_backward_only`` = ``numpy_backward - numpy_forward`` (the gradient part);
+    * ``numpy_forward``: :func:`attention.scaled_dot_product_attention`, returning O and A;
+    * ``numpy_backward``: :func:`attention.attention_backward` given that O and A (four
+      matrix products); ``numpy_backward_recompute``: the same without them, so that it
+      recomputes the forward pass first;
     * ``torch_forward``: the built-in ``F.scaled_dot_product_attention`` with autograd
       recording; ``torch_backward``: ``torch.autograd.grad`` of that output (the graph is
-      kept, so each call is the backward pass alone);
+      kept, so each call is the backward pass alone, from what the forward pass saved);
     * ``torch_math_forward`` / ``torch_math_backward``: the same for the readable
       :func:`attention.torch.scaled_dot_product_attention` (unfused, like the NumPy one);
-    * ratios: ``numpy_ratio`` = numpy_backward_only / numpy_forward (the rule of thumb says
-      about 2: twice the matrix products), ``torch_ratio``, ``torch_math_ratio``, and
-      ``numpy_vs_autograd`` = numpy_backward / torch_backward.
+    * ratios: ``numpy_ratio`` = numpy_backward / numpy_forward (the rule of thumb says
+      about 2: twice the matrix products), ``torch_ratio``, ``torch_math_ratio``,
+      ``numpy_vs_autograd`` = numpy_backward / torch_backward and
+      ``numpy_recompute_vs_autograd``.
     """
     import torch
     import torch.nn.functional as F
@@ -287,8 +294,10 @@ def backward_cost(T: int, d: int = 64, heads: int = 8, batch: int = 1, repeats: 
     dO = np.random.default_rng(seed + 1).standard_normal(Q.shape, dtype=np.float32)
     out = dict(T=T, d=d, heads=heads, batch=batch)
     out["numpy_forward"] = median_time(lambda: scaled_dot_product_attention(Q, K, V), repeats)
-    out["numpy_backward"] = median_time(lambda: attention_backward(Q, K, V, dO), repeats)
-    out["numpy_backward_only"] = out["numpy_backward"] - out["numpy_forward"]
+    O, A = scaled_dot_product_attention(Q, K, V)
+    out["numpy_backward"] = median_time(lambda: attention_backward(Q, K, V, dO, O=O, A=A), repeats)
+    del O, A
+    out["numpy_backward_recompute"] = median_time(lambda: attention_backward(Q, K, V, dO), repeats)
 
     q, k, v = (torch.from_numpy(x.copy()).requires_grad_(True) for x in (Q, K, V))
     do = torch.from_numpy(dO)
@@ -299,10 +308,11 @@ def backward_cost(T: int, d: int = 64, heads: int = 8, batch: int = 1, repeats: 
         out[f"{name}_backward"] = median_time(
             lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True), repeats)
         del o
-    out["numpy_ratio"] = out["numpy_backward_only"] / out["numpy_forward"]
+    out["numpy_ratio"] = out["numpy_backward"] / out["numpy_forward"]
     out["torch_ratio"] = out["torch_backward"] / out["torch_forward"]
     out["torch_math_ratio"] = out["torch_math_backward"] / out["torch_math_forward"]
     out["numpy_vs_autograd"] = out["numpy_backward"] / out["torch_backward"]
+    out["numpy_recompute_vs_autograd"] = out["numpy_backward_recompute"] / out["torch_backward"]
     return out
 
 
