@@ -112,9 +112,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
     N = math.prod(batch)
-    O = np.zeros((N, T_q, d_v), dtype=work)
-    A = np.zeros((N, T_q, T_k), dtype=work) if need_weights else None
-    if N and T_q and T_k:
+    filled = bool(N and T_q and T_k)  # else there is nothing to compute: zero weights, zero output
+    new = np.empty if filled else np.zeros  # the blocks write every entry
+    O = new((N, T_q, d_v), dtype=work)
+    A = new((N, T_q, T_k), dtype=work) if need_weights else None
+    if filled:
         _attention_blocks(Q, K, V, mask, batch, score_scale(d_k, temperature), O, A)
     O = O.reshape(batch + (T_q, d_v)).astype(dtype, copy=False)
     if A is not None:
