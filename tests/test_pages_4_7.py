@@ -14,7 +14,6 @@ import math
 import re
 import runpy
 import shutil
-import tracemalloc
 import warnings
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import attention
-from attention import checkers
+from attention import checkers, measure
 from tests.glue import glued, glued_number
 from tests.harness import HTML
 
@@ -151,25 +150,12 @@ def test_tiled_attention_matches_plain_attention_to_rounding():
     assert 0 <= g(PAGE4, "library_tiled_max_err") < 1e-12
 
 
-def _traced_peak(fn) -> int:
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base, _ = tracemalloc.get_traced_memory()
-        out = fn()
-        _, peak = tracemalloc.get_traced_memory()
-        del out
-    finally:
-        tracemalloc.stop()
-    return peak - base
-
-
 def test_plain_attention_memory_is_quadratic_and_tiled_is_not():
     T, block = int(g(PAGE4, "memory_T_big")), int(g(PAGE4, "memory_block"))
     assert (T, block) == (4096, 256) and g(PAGE4, "memory_slope_from") == 1024
     Q, K, V = (np.random.default_rng(s).standard_normal((1, 1, T, 64), dtype=np.float32) for s in (1, 2, 3))
-    plain = _traced_peak(lambda: attention.scaled_dot_product_attention(Q, K, V))
-    tiled = _traced_peak(lambda: attention.tiled_attention(Q, K, V, block))
+    plain = measure.peak_memory(lambda: attention.scaled_dot_product_attention(Q, K, V))
+    tiled = measure.peak_memory(lambda: attention.tiled_attention(Q, K, V, block))
     MiB = 2**20
     assert g(PAGE4, "plain_peak_mib_big") == pytest.approx(plain / MiB, rel=0.05)
     assert g(PAGE4, "tiled_peak_mib_big") == pytest.approx(tiled / MiB, rel=0.2)
@@ -506,7 +492,7 @@ def test_cost_figures_are_consistent_and_plain_memory_is_quadratic():
         assert g(PAGE6, f"time_slope_{impl}") == pytest.approx(slope)
     assert g(PAGE6, "builtin_speedup") == pytest.approx(seconds["numpy"][-1] / seconds["torch"][-1])
     Q, K, V = (np.random.default_rng(s).standard_normal((1, heads, n, d), dtype=np.float32) for s in (4, 5, 6))
-    plain = _traced_peak(lambda: attention.scaled_dot_product_attention(Q, K, V))
+    plain = measure.peak_memory(lambda: attention.scaled_dot_product_attention(Q, K, V))
     assert g(PAGE6, "cost_mib_numpy") == pytest.approx(plain / 2**20, rel=0.05)
     assert g(PAGE6, "cost_mib_tiled") < 0.1 * g(PAGE6, "cost_mib_numpy")
     assert 1.8 < g(PAGE6, "plain_memory_slope") < 2.1

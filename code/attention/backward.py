@@ -48,11 +48,10 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
                 raise ValueError(f"{name} must have shape {shape} (from the forward pass), got {x.shape}")
         if mask is not None:
             check_mask(mask, a_shape)
-        score_scale(Q.shape[-1], temperature)  # validates temperature
+    c = score_scale(Q.shape[-1], temperature)  # also validates the temperature
     dO = as_float_array(dO, "dO")
     if dO.shape != o_shape:
         raise ValueError(f"dO must have the output's shape {o_shape}, got {dO.shape}")
-    c = score_scale(Q.shape[-1], temperature)
     dtype = Q.dtype  # the gradients have the inputs' dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
     N = math.prod(batch)
@@ -88,13 +87,8 @@ def _gradient_blocks(Q, K, V, O, A, dO, c):
         dS -= D
         dS *= A_b  # dS = A * (dA - D)
         np.matmul(dS, K[items], out=dQ[items, rows])
-        dS_t = np.swapaxes(dS, -1, -2)
-        if q0 == 0 and q1 == T_q:  # the block holds every query: no sum over blocks
-            np.matmul(A_bt, dO_b, out=dV[items])
-            np.matmul(dS_t, Q[items, rows], out=dK[items])
-        else:
-            dV[items] += A_bt @ dO_b
-            dK[items] += dS_t @ Q[items, rows]
+        dV[items] += A_bt @ dO_b  # every block of queries adds to the keys' and values' gradients
+        dK[items] += np.swapaxes(dS, -1, -2) @ Q[items, rows]
     dQ *= c
     dK *= c
     return dQ, dK, dV

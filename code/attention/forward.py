@@ -159,11 +159,6 @@ def _blocks(N: int, T_q: int, T_k: int):
                 yield i, i + 1, q0, min(q0 + rows, T_q)
 
 
-def _squared_norms(x: np.ndarray) -> np.ndarray:
-    """|x_i|^2 of every row x_i (last axis), without a temporary of x's size."""
-    return np.vecdot(x, x)
-
-
 def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
     """Fill O (N, T_q, d_v), and A (N, T_q, T_k) unless it is None, block by block."""
     N, T_q, T_k = O.shape[0], Q.shape[-2], K.shape[-2]
@@ -173,7 +168,7 @@ def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
     K_t = np.swapaxes(K, -1, -2)  # (N, d_k, T_k), a view: BLAS reads it transposed
     V = _flat(V, batch, N).astype(work, copy=False)
     with np.errstate(over="ignore"):
-        k_max = np.sqrt(_squared_norms(K).max(axis=-1))  # largest |k_j| of each item
+        k_max = np.sqrt(np.vecdot(K, K).max(axis=-1))  # largest |k_j| of each item
     shift_free = SHIFT_FREE_BOUND * LOG2_E  # the bound, in base-2 units
     base2_scale = c * LOG2_E
     buffer = None
@@ -191,7 +186,7 @@ def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
         if mask is not None:
             np.copyto(S, -np.inf, where=~_mask_items(mask, batch, i0, i1)[:, q0:q1])
         with np.errstate(over="ignore"):  # an infinite norm only means "shift"
-            q_max = np.sqrt(_squared_norms(Qb).max(axis=-1))
+            q_max = np.sqrt(np.vecdot(Qb, Qb).max(axis=-1))
         if not np.all(q_max * k_max[i0:i1] <= shift_free):  # Cauchy-Schwarz bound on |score|
             _shift_by_row_max(S)
         np.exp2(S, out=S)
