@@ -500,6 +500,7 @@ def test_cost_figures_are_consistent_and_plain_memory_is_quadratic():
     entries, rows = int(g(PAGE6, "block_entries")), int(g(PAGE6, "block_min_rows"))
     assert (entries, rows) == (attention.forward.BLOCK_ENTRIES, attention.forward.MIN_BLOCK_ROWS)
     assert 1024 * 1024 <= entries and n * rows > entries  # n = 1024 fits one block; n = 4096 does not
+    assert g(PAGE6, "one_block_n") == 1024
     block_bytes = max(entries, rows * n) * 4
     assert g(PAGE6, "cost_mib_numpy_no_weights") * 2**20 <= block_bytes + 4 * n * d * 4
     assert g(PAGE6, "cost_mib_numpy_no_weights") < g(PAGE6, "cost_mib_numpy") / 4
