@@ -3,23 +3,28 @@
 ``make book`` executes every page into ``_build/jupyter_execute/chapters/PAGE.ipynb``;
 each ``glue(name, value)`` leaves an output whose metadata names it. The tests compare
 these values, the very ones the prose quotes, against independent computations.
+
+Set ``BOOK_EXECUTED=DIR`` to read them instead from ``DIR/chapters/PAGE.ipynb``, as written
+by ``python -m tests.notebooks --out DIR chapters/PAGE.md`` (one page, no book build).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
 from pathlib import Path
 
 from tests.harness import HTML
 
-EXECUTED = HTML.parent / "jupyter_execute"
+EXECUTED = Path(os.environ.get("BOOK_EXECUTED") or HTML.parent / "jupyter_execute")
 
 
 def executed_notebook(page: str) -> dict:
     path = EXECUTED / "chapters" / f"{page}.ipynb"
     if not path.exists():
-        raise RuntimeError(f"{path} is missing: run `make book` first")
+        raise RuntimeError(f"{path} is missing: run `make book` first, or "
+                           f"`python -m tests.notebooks --out DIR chapters/{page}.md` with BOOK_EXECUTED=DIR")
     return json.loads(path.read_text())
 
 

@@ -9,6 +9,12 @@ error. Pages run in separate processes, two at a time (the machine has two cores
 Usable on its own while writing a page::
 
     .venv/bin/python -m tests.notebooks chapters/variance.md chapters/saturation.md
+
+With ``--out DIR`` each executed notebook is also written to ``DIR/chapters/PAGE.ipynb``,
+where the page tests read its glued values when ``BOOK_EXECUTED=DIR`` is set::
+
+    .venv/bin/python -m tests.notebooks --out _build/check chapters/variance.md
+    BOOK_EXECUTED=_build/check .venv/bin/pytest tests/pages/test_variance.py
 """
 
 from __future__ import annotations
@@ -91,7 +97,7 @@ def _md_line_of_code_cell(source: Path, code_index: int) -> int | None:
     return None
 
 
-def run_page(source: Path, cwd: Path = CHAPTERS) -> RunResult:
+def run_page(source: Path, cwd: Path = CHAPTERS, out: Path | None = None) -> RunResult:
     """Execute one page top to bottom in a fresh kernel; never raises for a failing cell."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -125,14 +131,25 @@ def run_page(source: Path, cwd: Path = CHAPTERS) -> RunResult:
         message = (f"{page}: code cell {code_index} (notebook cell {index}, {where}) failed\n"
                    f"  first line: {first}\n  error: {reason}")
         return RunResult(page, False, time.perf_counter() - start, n_code, message)
-    return RunResult(page, True, time.perf_counter() - start, n_code)
+    seconds = time.perf_counter() - start
+    if out is not None:
+        import nbformat
+
+        target = out / "chapters" / f"{source.stem}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, target)
+    return RunResult(page, True, seconds, n_code)
 
 
-def run_pages(sources: list[Path], workers: int = 2) -> dict[str, RunResult]:
-    """Run pages in separate Python processes, ``workers`` at a time; keyed by page path."""
+def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None) -> dict[str, RunResult]:
+    """Run pages in separate Python processes, ``workers`` at a time; keyed by page path.
+
+    With ``out``, each executed notebook is written to ``out/chapters/PAGE.ipynb``.
+    """
 
     def one(source: Path) -> RunResult:
-        proc = subprocess.run([sys.executable, "-m", "tests.notebooks", "--json", str(source)],
+        extra = ["--out", str(out)] if out is not None else []
+        proc = subprocess.run([sys.executable, "-m", "tests.notebooks", "--json", *extra, str(source)],
                               cwd=ROOT, capture_output=True, text=True,
                               env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -157,13 +174,20 @@ def page_runs() -> dict[str, RunResult]:
 
 
 def main(argv: list[str]) -> int:
-    as_json = "--json" in argv
-    paths = [Path(a).resolve() for a in argv if a != "--json"] or toc_pages()
-    if as_json:  # one page, one JSON line: what run_pages reads
-        result = run_page(paths[0])
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m tests.notebooks", description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="*", type=Path, help="page sources (default: every page of _toc.yml)")
+    parser.add_argument("--out", type=Path, help="also write each executed notebook to OUT/chapters/PAGE.ipynb")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    paths = [p.resolve() for p in args.pages] or toc_pages()
+    out = args.out.resolve() if args.out else None
+    if args.json:  # one page, one JSON line: what run_pages reads
+        result = run_page(paths[0], out=out)
         print(json.dumps(asdict(result)))
         return 0 if result.ok else 1
-    results = run_pages(paths)
+    results = run_pages(paths, out=out)
     for result in results.values():
         print(f"{'ok  ' if result.ok else 'FAIL'} {result.page} ({result.code_cells} code cells, {result.seconds:.1f} s)")
         if not result.ok:

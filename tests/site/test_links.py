@@ -17,7 +17,7 @@ from bs4 import BeautifulSoup
 
 from tests import harness
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXTERNAL_LIST = ROOT / "external-links.txt"
 BUILT = (harness.HTML / "index.html").exists()
 PAGES = harness.book_pages() if BUILT else []

@@ -35,7 +35,7 @@ import pytest
 
 from tests import harness
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FIRST = harness.HTML.parent  # _build of `make book` (or $BOOK_HTML/..)
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

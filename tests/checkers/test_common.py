@@ -1,0 +1,83 @@
+"""Exercise checkers (attention.checkers): the library's own functions pass, typical
+mistakes fail the matching checker, and a crashing attempt is reported, not raised."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import attention
+from attention import checkers
+from attention.softmax import softmax
+
+
+def _sdpa(Q, K, V, mask=None):
+    return attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+
+
+def _sdpa_tau(Q, K, V, tau):
+    return attention.scaled_dot_product_attention(Q, K, V, temperature=tau)
+
+
+def _backward(Q, K, V, dO, mask=None):
+    return attention.attention_backward(Q, K, V, dO, mask=mask)
+
+
+def _raises(*args, **kwargs):
+    raise RuntimeError("my attempt crashed")
+
+
+# Checker name -> (arguments built from the library's reference functions).
+REFERENCE = {
+    "check_scaled_dot_product_attention": (_sdpa,),
+    "check_attention_with_temperature": (_sdpa_tau,),
+    "check_attention_backward": (_backward,),
+    "check_scaled_score_moments": (attention.scaled_score_moments,),
+    "check_softmax_jacobian": (attention.softmax_jacobian, attention.softmax_vjp),
+}
+
+
+def test_every_checker_is_covered_by_these_tests():
+    public = {n for n, f in inspect.getmembers(checkers, inspect.isfunction)
+              if n.startswith("check_") and f.__module__.startswith(checkers.__name__)}
+    assert public == set(REFERENCE)
+
+
+@pytest.mark.parametrize("name", list(REFERENCE))
+def test_reference_implementations_pass_their_checker(name, capsys):
+    assert getattr(checkers, name)(*REFERENCE[name]) is True
+    out = capsys.readouterr().out
+    assert "✗" not in out and "checks passed" in out
+
+
+@pytest.mark.parametrize("name", list(REFERENCE))
+def test_an_attempt_that_raises_is_reported_as_failed_not_raised(name, capsys):
+    args = tuple(_raises for _ in REFERENCE[name])
+    assert getattr(checkers, name)(*args) is False
+    assert "raised RuntimeError: my attempt crashed" in capsys.readouterr().out
+
+
+def _nan_attention(Q, K, V, *args, **kwargs):
+    n = np.nan
+    return np.full(Q.shape[:-1] + V.shape[-1:], n), np.full(Q.shape[:-1] + K.shape[-2:-1], n)
+
+
+NAN_ATTEMPTS = {
+    "check_scaled_dot_product_attention": (_nan_attention,),
+    "check_attention_with_temperature": (_nan_attention,),
+    "check_attention_backward": (lambda Q, K, V, dO, mask=None: tuple(np.full_like(x, np.nan) for x in (Q, K, V)),),
+    "check_scaled_score_moments": (lambda d_k, rho: (np.nan, np.nan),),
+    "check_softmax_jacobian": (lambda a: np.full((a.size, a.size), np.nan), lambda a, g: np.full_like(a, np.nan)),
+}
+
+
+@pytest.mark.parametrize("name", list(REFERENCE))
+def test_an_attempt_returning_nan_of_the_right_shape_fails(name):
+    assert getattr(checkers, name)(*NAN_ATTEMPTS[name], verbose=False) is False
+
+
+def test_verbose_false_prints_nothing(capsys):
+    assert checkers.check_scaled_score_moments(attention.scaled_score_moments, verbose=False)
+    assert capsys.readouterr().out == ""

@@ -1,0 +1,127 @@
+"""Across pages: exercises, their labels and solutions, static diagrams, citations."""
+
+from __future__ import annotations
+
+import math
+import re
+import runpy
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attention
+from attention import checkers, measure
+from attention.checkers import (
+    check_attention_with_temperature,
+    check_scaled_score_moments,
+    check_softmax_jacobian,
+)
+from tests.glue import executed_notebook, glued, glued_number
+from tests.harness import HTML, ROOT
+from tests.pages._common import (
+    CHAPTERS,
+    g,
+    g_bool,
+    g_text,
+    page_cell,
+    softmax_rows,
+    solution_namespace,
+    torch_softmax_attention,
+)
+
+
+# --- the exercises ---------------------------------------------------------------------
+
+def test_exercise_5_reference_solution_passes_and_a_wrong_one_fails():
+    ns = solution_namespace("soft-retrieval", "attention_with_temperature")
+    assert check_attention_with_temperature(ns["attention_with_temperature"], verbose=False)
+
+    def times_tau(Q, K, V, tau):  # multiplies by tau instead of dividing
+        A = softmax_rows(tau * Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+        return A @ V, A
+
+    assert not check_attention_with_temperature(times_tau, verbose=False)
+
+
+def test_exercise_8_reference_solution_passes_and_a_wrong_one_fails():
+    ns = solution_namespace("variance", "scaled_score_moments")
+    assert check_scaled_score_moments(ns["scaled_score_moments"], verbose=False)
+    # forgets the correlated term's extra variance
+    assert not check_scaled_score_moments(lambda d_k, rho: (rho * math.sqrt(d_k), 1.0), verbose=False)
+
+
+def test_exercise_9_reference_solution_passes_and_a_wrong_one_fails():
+    ns = solution_namespace("saturation", "vjp")
+    assert check_softmax_jacobian(ns["jacobian"], ns["vjp"], verbose=False)
+    assert not check_softmax_jacobian(lambda a: np.diag(a), lambda a, g_: a * g_, verbose=False)
+
+
+def test_executed_pages_show_every_checker_passing():
+    for page, expected in (("soft-retrieval", "5 of 5 checks passed."), ("variance", "4 of 4 checks passed."),
+                           ("saturation", "4 of 4 checks passed.")):
+        nb_text = str(executed_notebook(page))
+        assert expected in nb_text and "✗" not in nb_text
+
+
+@pytest.mark.parametrize("page, labels", [
+    ("soft-retrieval", ["ex-qkv-roles", "ex-convex-hull", "ex-temperature", "soft-retrieval"]),
+    ("variance", ["ex-score-moments", "variance"]),
+    ("saturation", ["ex-raw-vs-scaled", "ex-one-hot-jacobian", "saturation"]),
+])
+def test_exercise_labels_other_pages_link_to_exist(page, labels):
+    html = (HTML / "chapters" / f"{page}.html").read_text()
+    for label in labels:
+        assert f'id="{label}"' in html, label
+
+
+@pytest.mark.parametrize("page", ["soft-retrieval", "variance", "saturation"])
+def test_pages_quote_no_unformatted_glue(page):
+    html = (HTML / "chapters" / f"{page}.html").read_text()
+    assert "np.float64" not in html and "glue:text" not in html
+    assert len(glued(page)) > 5
+
+
+# --- static diagrams, labels, citations -----------------------------------------------------
+
+@pytest.mark.parametrize("script, svg", [("masks.py", "masks.svg"), ("backward_graph.py", "backward-graph.svg")])
+def test_static_diagram_scripts_write_svg(script, svg, tmp_path):
+    # Run a copy in a temporary folder (a script writes into the folder above its own), so
+    # that the book's figures/ keeps its files and modification times: a rewritten figure
+    # would make the next incremental build read its page again.
+    (tmp_path / "src").mkdir()
+    shutil.copy2(ROOT / "figures" / "src" / script, tmp_path / "src" / script)
+    runpy.run_path(str(tmp_path / "src" / script), run_name="__main__")
+    text = (tmp_path / svg).read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert text == (ROOT / "figures" / svg).read_text(), f"figures/{svg} is stale: run `make figures`"
+
+
+@pytest.mark.parametrize("page, ids", [
+    ("stability", ["ex-mask-inf", "ex-numpy-attention", "fig-mask-patterns", "fig-tiled-memory"]),
+    ("backward", ["ex-backward", "fig-backward-graph"]),
+    ("pytorch", ["fig-attention-cost"]),
+])
+def test_pages_carry_their_exercises_and_figures(page, ids):
+    html = (HTML / "chapters" / f"{page}.html").read_text()
+    for anchor in ids:
+        assert f'id="{anchor}"' in html, anchor
+
+
+def test_exercises_page_links_all_nine_exercises():
+    source = (CHAPTERS / "exercises.md").read_text()
+    labels = ["ex-qkv-roles", "ex-convex-hull", "ex-raw-vs-scaled", "ex-mask-inf", "ex-temperature",
+              "ex-numpy-attention", "ex-backward", "ex-score-moments", "ex-one-hot-jacobian"]
+    for label in labels:
+        assert "{ref}`" + label + "`" in source
+
+
+def test_every_bibliography_entry_is_cited_somewhere():
+    keys = re.findall(r"@\w+\{(\w+),", (ROOT / "references.bib").read_text())
+    text = "".join(p.read_text() for p in CHAPTERS.glob("*.md"))
+    cited = set(re.findall(r"\{cite:[pt]\}`([^`]+)`", text))
+    cited = {k.strip() for group in cited for k in group.split(",")}
+    assert set(keys) <= cited, set(keys) - cited
