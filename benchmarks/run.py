@@ -35,7 +35,7 @@ SECTIONS = ("build", "kernels", "pages", "widgets")
 
 
 def machine() -> dict:
-    from attention.measure import library_versions
+    from common import library_versions
 
     info = library_versions()
     info["load_average_at_start"] = load_average()
@@ -133,7 +133,8 @@ def main(argv=None) -> int:
                 html = Path(results["sections"]["build"]["html"])
         if "kernels" not in skip:
             import bench_kernels
-            from attention.measure import library_versions, threads
+            from attention.measure import threads
+            from common import library_versions
 
             with threads(args.threads or None):
                 info = library_versions()

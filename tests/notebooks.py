@@ -151,7 +151,9 @@ def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None) ->
         extra = ["--out", str(out)] if out is not None else []
         proc = subprocess.run([sys.executable, "-m", "tests.notebooks", "--json", *extra, str(source)],
                               cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+                              env={"SOURCE_DATE_EPOCH": "1767225600", **os.environ,  # as the Makefile
+                                   "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
+                                   "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         if proc.returncode not in (0, 1) or not lines:
             page = source.relative_to(ROOT).as_posix()
@@ -167,10 +169,38 @@ def page_id(source: Path) -> str:
     return source.relative_to(ROOT).as_posix()
 
 
+#: Where one test session's Run-All execution of every page writes its notebooks: the page
+#: tests read glued values from them under ``make check``, and the determinism test compares
+#: them with the build's own execution under ``make test``.
+RUN_DIR = ROOT / "_build" / "nbclient"
+RUNS_FILE = "runs.json"
+
+
 @functools.cache
 def page_runs() -> dict[str, RunResult]:
-    """Every page of the book run once per test session (shared by the tests that need it)."""
-    return run_pages(toc_pages())
+    """Every page of the book run once per test session (shared by the tests that need it).
+
+    When ``BOOK_EXECUTED=DIR`` names a folder that ``python -m tests.notebooks --out DIR``
+    filled (it holds ``runs.json``), those runs are used and nothing is executed again:
+    ``make check`` executes each page once, before pytest starts. Otherwise every page is
+    executed now, into :data:`RUN_DIR`.
+    """
+    executed = os.environ.get("BOOK_EXECUTED")
+    if executed and (Path(executed) / RUNS_FILE).exists():
+        runs = json.loads((Path(executed) / RUNS_FILE).read_text())
+        return {page: RunResult(**run) for page, run in runs.items()}
+    import shutil
+
+    shutil.rmtree(RUN_DIR, ignore_errors=True)  # never read an earlier session's notebook
+    return run_pages(toc_pages(), out=RUN_DIR)
+
+
+def run_dir() -> Path:
+    """The folder holding this session's Run-All notebooks (after :func:`page_runs`)."""
+    executed = os.environ.get("BOOK_EXECUTED")
+    if executed and (Path(executed) / RUNS_FILE).exists():
+        return Path(executed)
+    return RUN_DIR
 
 
 def main(argv: list[str]) -> int:
@@ -187,7 +217,15 @@ def main(argv: list[str]) -> int:
         result = run_page(paths[0], out=out)
         print(json.dumps(asdict(result)))
         return 0 if result.ok else 1
+    if out is not None:  # a fresh folder: no notebook of an earlier run may be read as this one's
+        import shutil
+
+        shutil.rmtree(out / "chapters", ignore_errors=True)
+        (out / RUNS_FILE).unlink(missing_ok=True)
     results = run_pages(paths, out=out)
+    if out is not None and not args.pages:  # every page: the tests may use these runs
+        out.mkdir(parents=True, exist_ok=True)
+        (out / RUNS_FILE).write_text(json.dumps({k: asdict(r) for k, r in results.items()}, indent=1))
     for result in results.values():
         print(f"{'ok  ' if result.ok else 'FAIL'} {result.page} ({result.code_cells} code cells, {result.seconds:.1f} s)")
         if not result.ok:

@@ -4,7 +4,8 @@ One set of functions for the book's cost sections (pages "Numerical stability an
 which compares the tiled and the plain forward pass, and "Attention in PyTorch", which
 compares NumPy, torch's built-in and the backward pass) and for ``make bench``
 (``benchmarks/run.py``), so the figures the text quotes and the benchmark's come from the
-same code. Sizes are always the caller's choice: a page uses small ones so it executes in
+same code. What describes the machine (library versions, BLAS, the CPU, the matrix-product
+rate) lives in ``benchmarks/common.py``: no page needs it. Sizes are always the caller's choice: a page uses small ones so it executes in
 seconds, the benchmark the sizes its goals name.
 
 Conventions: Q, K, V are (B, H, T, d) float32 with a fixed seed; times are seconds (the
@@ -17,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
-import os
 import statistics
 import threading
 import time
@@ -34,10 +34,8 @@ __all__ = [
     "peak_memory",
     "attention_flops",
     "random_qkv",
-    "matmul_rate",
     "attention_cost",
     "backward_cost",
-    "library_versions",
     "threads",
 ]
 
@@ -184,31 +182,6 @@ def random_qkv(T: int, d: int = 64, heads: int = 8, batch: int = 1, seed: int = 
                  for _ in range(3))
 
 
-def matmul_rate(T: int, d: int = 64, heads: int = 8, batch: int = 1, backend: str = "numpy",
-                repeats: int = 5, seed: int = 0) -> float:
-    """The machine's matrix-product throughput in flop/s at attention's size.
-
-    Times the batched float32 product (batch, heads, T, d) @ (batch, heads, d, T), i.e.
-    S = Q K^T alone, which is 2 T^2 d flops per head, with NumPy (``backend="numpy"``) or
-    torch (``"torch"``). An attention pass doing 4 T^2 d flops at half this rate or better
-    spends at most half its time outside its two matrix products.
-    """
-    Q, K, _ = random_qkv(T, d, heads, batch, seed)
-    K_t = np.ascontiguousarray(np.swapaxes(K, -1, -2))
-    if backend == "numpy":
-        out = np.empty((batch, heads, T, T), dtype=np.float32)
-        seconds = median_time(lambda: np.matmul(Q, K_t, out=out), repeats)
-    elif backend == "torch":
-        import torch
-        q, k_t = torch.from_numpy(Q), torch.from_numpy(K_t)
-        out = torch.empty((batch, heads, T, T), dtype=torch.float32)
-        with torch.inference_mode():
-            seconds = median_time(lambda: torch.matmul(q, k_t, out=out), repeats)
-    else:
-        raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
-    return 2 * T * T * d * heads * batch / seconds
-
-
 def _forward(impl: str, Q, K, V, block_size: int) -> Callable[[], object]:
     if impl == "numpy":
         return lambda: scaled_dot_product_attention(Q, K, V)[0]
@@ -316,92 +289,29 @@ def backward_cost(T: int, d: int = 64, heads: int = 8, batch: int = 1, repeats: 
     return out
 
 
-def library_versions() -> dict:
-    """Versions and thread counts that the figures depend on (print them beside the figures)."""
-    import platform
-
-    info = dict(python=platform.python_version(), numpy=np.__version__,
-                cpu_count=os.cpu_count(), machine=platform.machine(),
-                processor=_cpu_model())
-    try:
-        import torch
-        info.update(torch=torch.__version__, torch_threads=torch.get_num_threads())
-    except ImportError:
-        info.update(torch=None)
-    info.update(_numpy_blas())
-    return info
-
-
-def _openblas_function(name: str):
-    """A function of the OpenBLAS bundled with NumPy (``get_num_threads`` ...), or None."""
-    import glob
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "*openblas*"))
-    for path in libs:
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in ("scipy_openblas_", "openblas_"):
-            for suffix in ("64_", ""):
-                fn = getattr(lib, f"{prefix}{name}{suffix}", None)
-                if fn is not None:
-                    return fn
-    return None
-
-
 @contextlib.contextmanager
 def threads(n: int | None):
     """Run the block with ``n`` threads in NumPy's BLAS and in torch (None: leave as is).
 
     Figures measured on a shared or busy machine depend strongly on the thread count
-    (BLAS threads that wait for each other slow small products down); the benchmark
-    prints the count it used.
+    (BLAS threads that wait for each other slow small products down). ``threadpoolctl``
+    sets the BLAS of every loaded library; torch's intra-op pool is set directly.
     """
     if n is None:
         yield
         return
-    get_blas, set_blas = _openblas_function("get_num_threads"), _openblas_function("set_num_threads")
-    old_blas = get_blas() if get_blas else None
+    from threadpoolctl import threadpool_limits
+
     try:
         import torch
     except ImportError:
         torch = None
     old_torch = torch.get_num_threads() if torch else None
-    try:
-        if set_blas:
-            set_blas(n)
+    with threadpool_limits(limits=n):
         if torch:
             torch.set_num_threads(n)
-        yield
-    finally:
-        if set_blas and old_blas:
-            set_blas(old_blas)
-        if torch:
-            torch.set_num_threads(old_torch)
-
-
-def _numpy_blas() -> dict:
-    # NumPy's wheel bundles OpenBLAS; ask the loaded library for its threads and core type.
-    info = {}
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        info.update(blas=blas.get("name"), blas_version=blas.get("version"))
-    except Exception:  # the layout of show_config is not a stable API
-        return info
-    get_threads, get_core = _openblas_function("get_num_threads"), _openblas_function("get_corename")
-    if get_threads and get_core:
-        get_core.restype = ctypes.c_char_p
-        info.update(blas_threads=get_threads(), blas_core=get_core().decode())
-    return info
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-    return platform.processor()
+        try:
+            yield
+        finally:
+            if torch:
+                torch.set_num_threads(old_torch)

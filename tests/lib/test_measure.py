@@ -7,6 +7,8 @@ import time
 import numpy as np
 import pytest
 
+from threadpoolctl import threadpool_info
+
 from attention import measure
 
 
@@ -92,19 +94,11 @@ def test_backward_cost_ratios_match_its_times():
     assert cost["numpy_vs_autograd"] == pytest.approx(cost["numpy_backward"] / cost["torch_backward"])
 
 
-def test_matmul_rate_is_a_positive_flop_rate():
-    assert measure.matmul_rate(T=64, d=16, heads=2, repeats=2) > 1e6
-
-
-def test_library_versions_name_numpy_and_torch():
-    info = measure.library_versions()
-    assert info["numpy"] == np.__version__ and "torch" in info
-
-
 def test_threads_sets_and_restores_the_torch_thread_count():
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
     with measure.threads(1):
         assert torch.get_num_threads() == 1
-        assert measure.library_versions().get("blas_threads", 1) == 1
+        blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+        assert blas and all(p["num_threads"] == 1 for p in blas)
     assert torch.get_num_threads() == before

@@ -1,12 +1,13 @@
-"""Two clean builds of the book write the same numbers and the same figures.
+"""Two fresh executions of every page give the same numbers, widget data and figures.
 
-``make test`` builds the book first (``make book``: every page executed fresh into
-``_build``). This module builds it once more, from scratch, into a temporary folder, and
-compares the two builds:
+``make test`` executes every page twice, and only twice: once in the book's build
+(``make book``: myst-nb, into ``_build/jupyter_execute``) and once as a reader's "Run All"
+(``tests/notebooks.py``: nbclient in a fresh kernel, into ``_build/nbclient``; the test
+``tests/pages/test_notebooks_run.py`` needs that run anyway). This module compares the two:
 
 * every glued value (the numbers the prose quotes, and glued figures), byte for byte;
 * the state embedded for every widget (its precomputed data);
-* every image file of the site (``_images``: page figures and the static diagrams);
+* every figure a cell displays;
 * the static diagrams redrawn from ``figures/src`` into a temporary copy.
 
 Widget model ids are random UUIDs that ipywidgets draws from the operating system for every
@@ -15,16 +16,16 @@ sees them. They are replaced by names that follow the page's order before compar
 everything the reader can see or read back must be identical while the ids may differ.
 
 Measurements of the machine (wall-clock times, peak memory) cannot repeat to the byte. A
-page marks the cell that glues such a value, or draws such a figure, with the cell tag
-``measurement`` (``:tags: [measurement]`` under its ``{code-cell}``); its glued values and
-figures must then exist in both builds but may differ. Every other value must be identical.
+page marks each cell that glues or draws such a value with the cell tag ``measurement``
+(``:tags: [measurement]``, or ``[remove-cell, measurement]`` for a hidden glue cell). The tag
+alone decides: the Run-All notebook keeps every glue output in the cell that made it, so the
+glue names and figures of tagged cells are known without looking at the code. Those must
+exist in both executions but may differ; every other value must be identical.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -33,42 +34,34 @@ from pathlib import Path
 
 import pytest
 
-from tests import harness
+from tests import harness, notebooks
 
-ROOT = Path(__file__).resolve().parents[2]
-FIRST = harness.HTML.parent  # _build of `make book` (or $BOOK_HTML/..)
+ROOT = harness.ROOT
+BUILD = harness.HTML.parent / "jupyter_execute"  # `make book`'s execution (or $BOOK_HTML/..)
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-BUILD_TIMEOUT = 1800  # seconds
+MEASUREMENT_TAG = "measurement"
+IMAGES = ("image/svg+xml", "image/png", "image/jpeg", "image/gif")
+MODEL_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")  # ipywidgets: uuid4().hex
 
 
-def build_env() -> dict[str, str]:
-    # The same fixed environment as the Makefile's (make exports these for `make test` too).
-    env = dict(os.environ)
-    env.setdefault("SOURCE_DATE_EPOCH", "1767225600")
-    env.update(PYTHONHASHSEED="0", MPLBACKEND="Agg")
-    return env
+def built(page: str) -> dict:
+    return json.loads((BUILD / "chapters" / f"{page}.ipynb").read_text())
+
+
+def run_all(page: str) -> dict:
+    return json.loads((notebooks.run_dir() / "chapters" / f"{page}.ipynb").read_text())
 
 
 @pytest.fixture(scope="module")
-def second_build(tmp_path_factory) -> Path:
-    """A second fresh build (execute every page again) into a temporary folder."""
-    out = tmp_path_factory.mktemp("second-build")
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    proc = subprocess.run([str(jupyter_book), "build", "--all", "-W", "-n", "--keep-going", ".", "--path-output", str(out)],
-                          cwd=ROOT, env=build_env(), capture_output=True, text=True, timeout=BUILD_TIMEOUT)
-    assert proc.returncode == 0, f"the second build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return out / "_build"
-
-
-@functools.cache
-def executed_notebooks(build: Path) -> dict[str, dict]:
-    root = build / "jupyter_execute"
-    return {p.relative_to(root).as_posix(): json.loads(p.read_text()) for p in sorted(root.rglob("*.ipynb"))
-            if ".ipynb_checkpoints" not in p.parts}
-
-
-MODEL_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")  # ipywidgets: uuid4().hex
+def pages() -> list[str]:
+    """The pages with code, after both executions (the Run-All one happens here if needed)."""
+    runs = notebooks.page_runs()
+    failed = [r.message for r in runs.values() if not r.ok]
+    assert not failed, "a page failed to run, so it cannot be compared:\n" + "\n".join(failed)
+    names = [Path(page).stem for page, r in runs.items() if r.code_cells]
+    assert names, "no page with code was executed"
+    return names
 
 
 def model_id_names(notebook: dict) -> dict[str, str]:
@@ -106,79 +99,47 @@ def canonical(value, names: dict[str, str]) -> str:
     return json.dumps(json.loads(renamed), sort_keys=True)  # sort again: keys were ids
 
 
-MEASUREMENT_TAG = "measurement"
-GLUE_CALL = re.compile(r"""\bglue\(\s*(f?)(['"])(.*?)\2""")
+def is_measurement(cell: dict) -> bool:
+    return cell.get("cell_type") == "code" and MEASUREMENT_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def source_of(cell: dict) -> str:
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+def glue_name(output: dict) -> str | None:
+    return output.get("metadata", {}).get("scrapbook", {}).get("name")
 
 
-def measurement_cells(notebook: dict) -> list[dict]:
-    return [c for c in notebook.get("cells", [])
-            if c.get("cell_type") == "code" and MEASUREMENT_TAG in c.get("metadata", {}).get("tags", [])]
+def measured_glue_names(run: dict) -> set[str]:
+    """Glue names set by cells tagged ``measurement``, read from the Run-All notebook."""
+    return {name for cell in run["cells"] if is_measurement(cell)
+            for output in cell.get("outputs", []) if (name := glue_name(output))}
 
 
-def measured_glue_names(notebook: dict) -> list[re.Pattern]:
-    """Patterns of the glue names set in cells tagged ``measurement`` (f-string parts match anything)."""
-    patterns = []
-    for cell in measurement_cells(notebook):
-        for is_f, _, name in GLUE_CALL.findall(source_of(cell)):
-            parts = re.split(r"(\{[^}]*\})", name) if is_f else [name]
-            patterns.append(re.compile("".join(".+" if part.startswith("{") else re.escape(part) for part in parts)))
-    return patterns
+def glued_outputs(notebook: dict, side: Path | None = None) -> dict[str, str]:
+    """glue name -> the data the page stored for it, as canonical JSON.
 
-
-def is_measured(name: str, patterns: list[re.Pattern]) -> bool:
-    return any(p.fullmatch(name) for p in patterns)
-
-
-def glued_outputs(build: Path, page: str) -> dict[str, str]:
-    """glue name -> every representation the page stored for it, as canonical JSON.
-
-    myst-nb keeps the outputs of ``glue(..., display=False)`` in ``PAGE.glue.json`` beside
-    the executed notebook and the displayed ones in the notebook: both are read.
+    In the build, myst-nb moves the outputs of ``glue(..., display=False)`` into
+    ``PAGE.glue.json`` beside the executed notebook; both places are read.
     """
-    notebook = executed_notebooks(build)[page]
     names = model_id_names(notebook)
-    outputs = {}
-    side = build / "jupyter_execute" / page.replace(".ipynb", ".glue.json")
-    if side.exists():
-        outputs.update(json.loads(side.read_text()))
+    outputs = json.loads(side.read_text()) if side is not None and side.exists() else {}
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
-            name = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            if name:
+            if name := glue_name(output):
                 outputs[name] = output
     return {name: canonical(output.get("data", {}), names) for name, output in outputs.items()}
 
 
-def image_file_name(mime: str, content) -> str | None:
-    """The name myst-nb gives an image output in _images (the SHA-256 of its bytes)."""
-    import base64
-    import hashlib
-
-    text = "".join(content) if isinstance(content, list) else content
-    if mime == "image/svg+xml":
-        data = os.linesep.join(text.splitlines()).encode("utf-8")
-    elif mime in {"image/png", "image/jpeg", "image/gif"}:
-        data = base64.b64decode(text)
-    else:
-        return None
-    extension = {"image/svg+xml": ".svg", "image/png": ".png", "image/jpeg": ".jpeg", "image/gif": ".gif"}[mime]
-    return hashlib.sha256(data).hexdigest() + extension
-
-
-def measured_image_files(build: Path, page: str) -> set[str]:
-    """_images names of the figures drawn or glued by the page's measurement cells."""
-    notebook = executed_notebooks(build)[page]
-    patterns = measured_glue_names(notebook)
-    outputs = [o for cell in measurement_cells(notebook) for o in cell.get("outputs", [])]
-    side = build / "jupyter_execute" / page.replace(".ipynb", ".glue.json")
-    if side.exists():
-        outputs += [o for name, o in json.loads(side.read_text()).items() if is_measured(name, patterns)]
-    names = {image_file_name(mime, content) for o in outputs for mime, content in o.get("data", {}).items()}
-    return names - {None}
+def displayed_figures(notebook: dict) -> list[tuple[bool, str]]:
+    """(drawn by a measurement cell?, image data) for every figure a cell displays (not glue)."""
+    figures = []
+    for cell in notebook.get("cells", []):
+        for output in cell.get("outputs", []):
+            if glue_name(output):
+                continue
+            for mime in IMAGES:
+                if mime in output.get("data", {}):
+                    content = output["data"][mime]
+                    figures.append((is_measurement(cell), "".join(content) if isinstance(content, list) else content))
+    return figures
 
 
 def widget_states(notebook: dict) -> str:
@@ -190,20 +151,22 @@ def first_difference(a: str, b: str, context: int = 60) -> str:
     return f"at character {i}: {a[max(0, i - context):i + context]!r}\n      vs {b[max(0, i - context):i + context]!r}"
 
 
-def test_both_builds_executed_the_same_pages(second_build):
-    assert sorted(executed_notebooks(FIRST)) == sorted(executed_notebooks(second_build))
+def test_the_build_and_run_all_executed_the_same_pages(pages):
+    executed = sorted(p.stem for p in (BUILD / "chapters").glob("*.ipynb"))
+    assert executed == sorted(pages)
 
 
-def test_every_glued_value_is_byte_identical_in_two_fresh_builds(second_build):
-    first = executed_notebooks(FIRST)
+def test_every_glued_value_is_byte_identical_in_both_executions(pages):
     compared, measured, differences = 0, 0, []
-    for page, notebook in first.items():
-        a, b = glued_outputs(FIRST, page), glued_outputs(second_build, page)
+    for page in pages:
+        run = run_all(page)
+        a = glued_outputs(built(page), BUILD / "chapters" / f"{page}.glue.json")
+        b = glued_outputs(run)
         if set(a) != set(b):
             differences.append(f"{page}: glued names differ: {sorted(set(a) ^ set(b))}")
-        patterns = measured_glue_names(notebook)
+        tagged = measured_glue_names(run)
         for name in sorted(set(a) & set(b)):
-            if is_measured(name, patterns):
+            if name in tagged:
                 measured += 1
                 continue
             compared += 1
@@ -212,51 +175,42 @@ def test_every_glued_value_is_byte_identical_in_two_fresh_builds(second_build):
     print(f"{compared} glued values compared byte for byte, {measured} measurements (tagged) only checked present")
     assert compared > 0, "no glued value in the book: nothing was compared"
     assert not differences, (
-        f"{len(differences)} of {compared} glued values differ between two builds (a timing or memory measurement "
-        f"belongs in a cell tagged '{MEASUREMENT_TAG}'; anything else needs a fixed seed):\n  " + "\n  ".join(differences))
+        f"{len(differences)} of {compared} glued values differ between the build and Run All (a timing or "
+        f"memory measurement belongs in a cell tagged '{MEASUREMENT_TAG}'; anything else needs a fixed "
+        "seed):\n  " + "\n  ".join(differences))
 
 
-def test_every_widget_state_is_identical_in_two_fresh_builds(second_build):
-    first, second = executed_notebooks(FIRST), executed_notebooks(second_build)
-    differences = [f"{page}: {first_difference(widget_states(nb), widget_states(second[page]))}"
-                   for page, nb in first.items() if page in second and widget_states(nb) != widget_states(second[page])]
-    assert not differences, "widget state differs between two builds:\n  " + "\n  ".join(differences)
+def test_a_value_glued_outside_a_measurement_cell_is_compared():
+    """The tag, not the name, decides: a glue in an untagged cell is never exempt."""
+    cell = {"cell_type": "code", "metadata": {"tags": ["remove-cell"]},
+            "outputs": [{"metadata": {"scrapbook": {"name": "cost_ms"}}, "data": {}}]}
+    tagged = dict(cell, metadata={"tags": ["remove-cell", MEASUREMENT_TAG]})
+    assert measured_glue_names({"cells": [cell]}) == set()
+    assert measured_glue_names({"cells": [tagged]}) == {"cost_ms"}
 
 
-IMAGE_SRC = re.compile(r'<img[^>]*\ssrc="([^"]*_images/[^"]+)"')
+def test_every_widget_state_is_identical_in_both_executions(pages):
+    differences = [f"{page}: {first_difference(widget_states(built(page)), widget_states(run_all(page)))}"
+                   for page in pages if widget_states(built(page)) != widget_states(run_all(page))]
+    assert not differences, "widget state differs between the build and Run All:\n  " + "\n  ".join(differences)
 
 
-def page_images(build: Path, page_html: Path) -> list[str]:
-    return [src.rsplit("/", 1)[-1] for src in IMAGE_SRC.findall((build / "html" / page_html).read_text(encoding="utf-8"))]
-
-
-def test_every_figure_of_the_site_is_identical_in_two_fresh_builds(second_build):
-    """Page figures (named by the hash of their bytes) and the static diagrams, page by page."""
+def test_every_displayed_figure_is_identical_in_both_executions(pages):
     compared, differences = 0, []
-    for page in executed_notebooks(FIRST):
-        html = Path(page).with_suffix(".html")
-        a, b = page_images(FIRST, html), page_images(second_build, html)
-        measured_a, measured_b = measured_image_files(FIRST, page), measured_image_files(second_build, page)
+    for page in pages:
+        a, b = displayed_figures(built(page)), displayed_figures(run_all(page))
         if len(a) != len(b):
-            differences.append(f"{html}: {len(a)} figures in the first build, {len(b)} in the second")
+            differences.append(f"{page}: {len(a)} figures in the build, {len(b)} in Run All")
             continue
-        for x, y in zip(a, b):
-            if x in measured_a and y in measured_b:
+        for i, ((measured, x), (_, y)) in enumerate(zip(a, b)):
+            if measured:
                 continue
             compared += 1
-            if x != y or (FIRST / "html" / "_images" / x).read_bytes() != (second_build / "html" / "_images" / y).read_bytes():
-                differences.append(f"{html}: figure {x} of the first build is {y} in the second")
-    assert compared > 0, "the site has no figure: nothing was compared"
-    assert not differences, "figures differ between two builds (a measured figure belongs in a cell tagged " \
-        f"'{MEASUREMENT_TAG}'):\n  " + "\n  ".join(differences)
-
-
-def test_downloadable_notebooks_are_identical_in_two_fresh_builds(second_build):
-    a, b = FIRST / "html" / "_sources", second_build / "html" / "_sources"
-    names = sorted(p.relative_to(b).as_posix() for p in b.rglob("*.ipynb"))
-    assert names, "the second build wrote no downloadable notebook"
-    differing = [n for n in names if not (a / n).exists() or (a / n).read_bytes() != (b / n).read_bytes()]
-    assert not differing, f"downloadable notebooks that differ between two builds: {differing}"
+            if x != y:
+                differences.append(f"{page}: figure {i} differs {first_difference(x, y)}")
+    assert compared > 0, "no page displays a figure: nothing was compared"
+    assert not differences, "figures differ between the build and Run All (a measured figure belongs in a " \
+        f"cell tagged '{MEASUREMENT_TAG}'):\n  " + "\n  ".join(differences)
 
 
 def test_static_diagrams_redraw_to_identical_files(tmp_path):
@@ -266,7 +220,9 @@ def test_static_diagrams_redraw_to_identical_files(tmp_path):
     copy = tmp_path / "figures"
     shutil.copytree(figures / "src", copy / "src")
     shutil.copy2(figures / "draw.py", copy / "draw.py")
-    proc = subprocess.run([sys.executable, str(copy / "draw.py")], cwd=ROOT, env=build_env(),
+    env = {**__import__("os").environ, "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg"}
+    env.setdefault("SOURCE_DATE_EPOCH", "1767225600")
+    proc = subprocess.run([sys.executable, str(copy / "draw.py")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     redrawn = sorted(copy.glob("*.svg"))
