@@ -1,8 +1,12 @@
 """Boolean attention masks: True means "this query may attend to this key".
 
-Explained in the page "Numerical stability and masks". Masks combine with logical AND
+Explained in the page "Masks" (``chapters/masks.md``). Masks combine with logical AND
 (``causal_mask(T) & padding_mask(lengths, T)``); the attention functions turn every False
 into a score of -inf, so a forbidden key gets weight exactly 0.
+
+Three masks make three kinds of model out of the same attention function: no mask (a
+bidirectional encoder), :func:`causal_mask` (a decoder) and :func:`prefix_mask` (a
+prefix language model).
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+
+ALIGNMENTS = ("top-left", "bottom-right")
 
 
 def _check_length(value, name: str) -> int:
@@ -20,17 +26,45 @@ def _check_length(value, name: str) -> int:
     return int(value)
 
 
-def causal_mask(T_q: int, T_k: int | None = None) -> np.ndarray:
-    """Lower-triangular (T_q, T_k) mask: query i may attend to keys j <= i.
+def causal_mask(T_q: int, T_k: int | None = None, *,
+                align: str = "top-left") -> np.ndarray:
+    """Lower-triangular (T_q, T_k) mask: a query may attend to keys not after it.
 
-    With T_k != T_q the triangle is aligned top-left (query i sees keys 0..i), the
-    convention of ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``.
-    Decoding with a cache of earlier keys wants the bottom-right alignment instead:
-    ``causal_mask(T_q, T_k)`` shifted by ``T_k - T_q``, i.e. ``np.tril(ones, k=T_k - T_q)``.
+    With T_k = T_q (the default) query i sees keys 0..i. With T_k != T_q the triangle
+    must be placed, and ``align`` says where:
+
+    * ``"top-left"`` (the default): query i sees keys 0..i, the convention of
+      ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``;
+    * ``"bottom-right"``: query i sees keys 0..i + (T_k - T_q), so the last query sees
+      every key. This is the mask of decoding with a cache: the T_q new queries are the
+      last T_q positions of a sequence of T_k, and the earlier T_k - T_q keys come from
+      the cache (torch's ``causal_lower_right``). A row with no visible key (possible
+      when T_q > T_k) is fully masked.
+
+    The two agree when T_q = T_k.
     """
     T_q = _check_length(T_q, "T_q")
     T_k = T_q if T_k is None else _check_length(T_k, "T_k")
-    return np.tril(np.ones((T_q, T_k), dtype=bool))
+    if align not in ALIGNMENTS:
+        raise ValueError(f"align must be 'top-left' or 'bottom-right', got {align!r}")
+    offset = 0 if align == "top-left" else T_k - T_q
+    return np.tril(np.ones((T_q, T_k), dtype=bool), k=offset)
+
+
+def prefix_mask(T: int, prefix: int) -> np.ndarray:
+    """(T, T) mask of a prefix language model: bidirectional over the prefix, causal after.
+
+    Every query may attend to all of the first ``prefix`` positions (the prefix, read in
+    both directions, as an encoder reads its input) and, as in :func:`causal_mask`, to
+    every key up to its own position. ``prefix=0`` (or 1) is the causal mask and
+    ``prefix=T`` the full mask of an encoder.
+    """
+    T = _check_length(T, "T")
+    prefix = _check_length(prefix, "prefix")
+    if prefix > T:
+        raise ValueError(f"prefix must lie in [0, {T}], got {prefix}")
+    in_prefix = np.arange(T) < prefix  # (T,): keys every query may see
+    return causal_mask(T) | in_prefix[None, :]
 
 
 def padding_mask(lengths, T: int) -> np.ndarray:

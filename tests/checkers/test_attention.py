@@ -1,48 +1,258 @@
-"""The checker of the exercise 'Scaled dot-product attention in NumPy': it accepts the right answer and rejects each
-plausible wrong attempt with a message that names the mistake."""
+"""The checker of the exercise ``ex-numpy-attention`` is a specification: it accepts the
+right answers and rejects each plausible wrong attempt with a message that names the
+mistake (and only that mistake: a message about -1e9 for an inverted mask teaches the
+wrong thing)."""
 
 from __future__ import annotations
+
+import math
+import re
 
 import numpy as np
 import pytest
 
-import attention
 from attention import checkers
-from attention.softmax import softmax
+
+SQRT = math.sqrt
 
 
-def _attention_without_sqrt(Q, K, V, mask=None):
-    S = Q @ np.swapaxes(K, -1, -2) / Q.shape[-1]  # divides by d_k instead of sqrt(d_k)
+# --- right answers ----------------------------------------------------------------------
+
+def correct(Q, K, V, mask=None):
+    """The contract: stable, -inf masking, fully masked rows zero, dtype kept."""
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])   # (..., T_q, T_k)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = softmax(S)
-    return A @ V, A
+    m = S.max(axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)                 # a fully masked row
+    E = np.exp(S - m)
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
 
-def _attention_masking_with_zero(Q, K, V, mask=None):
-    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+def correct_in_float32(Q, K, V, mask=None):
+    """Half precision computed in float32 and cast back, as the library does."""
+    work = np.promote_types(Q.dtype, np.float32)
+    O, A = correct(*(x.astype(work) for x in (Q, K, V)), mask)
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
+def correct_with_guards_by_any(Q, K, V, mask=None):
+    """Another way to honour the fully-masked-row policy: zero the rows afterwards."""
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])
+    if mask is None:
+        mask = np.ones(S.shape, dtype=bool)
+    mask = np.broadcast_to(mask, S.shape)
+    S = np.where(mask, S, -np.inf)
+    visible = mask.any(axis=-1, keepdims=True)
+    S = np.where(visible, S, 0.0)                        # any finite row will do
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.where(visible, E / E.sum(axis=-1, keepdims=True), 0.0)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+# --- wrong answers, as a student writes them --------------------------------------------
+
+def _finish(S, V, Q, shift=True):
+    m = S.max(axis=-1, keepdims=True) if shift else 0.0
+    m = np.where(np.isneginf(m), 0.0, m)
+    E = np.exp(S - m)
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def _scores(Q, K, mask=None, fill=-np.inf):
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])
+    return S if mask is None else np.where(mask, S, fill)
+
+
+def naive_softmax(Q, K, V, mask=None):
+    return _finish(_scores(Q, K, mask), V, Q, shift=False)
+
+
+def fills_minus_1e9(Q, K, V, mask=None):
+    return _finish(_scores(Q, K, mask, fill=-1e9), V, Q)
+
+
+def masks_after_softmax(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = A / A.sum(axis=-1, keepdims=True)
     if mask is not None:
-        S = np.where(mask, S, 0.0)  # a zero score still gets weight
-    A = softmax(S)
-    return A @ V, A
+        A = np.where(mask, A, 0.0)
+        A = A / A.sum(axis=-1, keepdims=True)            # renormalise
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
 
-def _attention_ignoring_batch(Q, K, V, mask=None):
-    S = Q @ K.T / np.sqrt(Q.shape[-1])  # .T reverses every axis of a batched K
+def inverted_mask(Q, K, V, mask=None):
+    return _finish(_scores(Q, K, None if mask is None else ~mask), V, Q)
+
+
+def wrong_axis(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    E = np.exp(S - S.max(axis=-2, keepdims=True))
+    A = E / E.sum(axis=-2, keepdims=True)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def unscaled(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2)
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def divides_by_d_k(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / Q.shape[-1]
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def scale_from_d_v(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(V.shape[-1])
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def scales_the_output(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2)                       # unscaled scores
+    O, A = _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+    return (O / SQRT(Q.shape[-1])).astype(Q.dtype), A   # the scale, misplaced
+
+
+def scales_scores_and_output(Q, K, V, mask=None):
+    O, A = correct(Q, K, V, mask)
+    return (O / SQRT(Q.shape[-1])).astype(Q.dtype), A
+
+
+def transposes_with_T(Q, K, V, mask=None):
+    S = Q @ K.T / SQRT(Q.shape[-1])                     # .T reverses every axis
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def returns_float64(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # an np.float64 scalar
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = softmax(S)
+    m = S.max(axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)
+    E = np.exp(S - m)
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
     return A @ V, A
 
 
-@pytest.mark.parametrize("wrong", [_attention_without_sqrt, _attention_masking_with_zero,
-                                   _attention_ignoring_batch])
-def test_wrong_attention_fails_the_attention_checker(wrong, capsys):
-    assert checkers.check_scaled_dot_product_attention(wrong) is False
-    assert "✗" in capsys.readouterr().out
+def masks_with_zero(Q, K, V, mask=None):
+    return _finish(_scores(Q, K, mask, fill=0.0), V, Q)
 
 
-def test_masking_with_zero_fails_exactly_the_mask_cases(capsys):
-    checkers.check_scaled_dot_product_attention(_attention_masking_with_zero)
-    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
-    assert failed and all("mask" in line for line in failed)
+def unguarded_minus_inf(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def swapped_return(Q, K, V, mask=None):
+    O, A = correct(Q, K, V, mask)
+    return A, O
+
+
+def boolean_indexing(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    if mask is not None:
+        S[~mask] = -np.inf                               # needs a full-shape mask
+    return _finish(S, V, Q)
+
+
+def ignores_the_mask(Q, K, V, mask=None):
+    return _finish(_scores(Q, K), V, Q)
+
+
+def masks_with_minus_100(Q, K, V, mask=None):
+    return _finish(_scores(Q, K, mask, fill=-100.0), V, Q)
+
+
+# (attempt, a phrase its messages must contain)
+WRONG = [
+    (naive_softmax, "maximum before exp()"),
+    (fills_minus_1e9, "large negative number"),
+    (masks_after_softmax, "after the softmax and the weights renormalised"),
+    (inverted_mask, "mask is inverted"),
+    (wrong_axis, "wrong axis"),
+    (unscaled, "not scaled"),
+    (divides_by_d_k, "divided by d_k instead of sqrt(d_k)"),
+    (scale_from_d_v, "uses d_v"),
+    (scales_the_output, "divides the output instead of the scores"),
+    (scales_scores_and_output, "A V divided by sqrt(d_k)"),
+    (transposes_with_T, "K.T reverses every axis"),
+    (returns_float64, "use math.sqrt(d_k)"),
+    (masks_with_zero, "set to 0 instead of -inf"),
+    (unguarded_minus_inf, "-inf - (-inf) is NaN"),
+    (swapped_return, "O and A are swapped"),
+    (boolean_indexing, "S[~mask] = -np.inf does not"),
+    (ignores_the_mask, "mask is ignored"),
+    (masks_with_minus_100, "tiny weights"),
+]
+
+# Phrases that belong to some mistakes only: no other attempt may be told them.
+EXCLUSIVE = {
+    "large negative number": {fills_minus_1e9, masks_with_minus_100},
+    "mask is inverted": {inverted_mask},
+    "wrong axis": {wrong_axis},
+    "maximum before exp()": {naive_softmax},
+    "after the softmax and the weights renormalised": {masks_after_softmax},
+    "mask is ignored": {ignores_the_mask},
+    "cannot tell": set(),
+}
+
+
+def _failures(fn, capsys) -> list[str]:
+    assert checkers.check_scaled_dot_product_attention(fn) is False
+    out = capsys.readouterr().out
+    # A wrapped message continues on lines indented by four spaces.
+    text = re.sub(r"\n    ", " ", out)
+    return [line for line in text.splitlines() if line.startswith("✗")]
+
+
+@pytest.mark.parametrize("fn", [correct, correct_in_float32, correct_with_guards_by_any])
+def test_correct_attempts_pass_every_case(fn, capsys):
+    assert checkers.check_scaled_dot_product_attention(fn) is True
+    out = capsys.readouterr().out
+    assert "✗" not in out and "12 of 12 checks passed." in out
+
+
+@pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
+def test_each_wrong_attempt_is_rejected_with_a_message_that_names_its_mistake(
+        fn, phrase, capsys):
+    failures = _failures(fn, capsys)
+    assert failures, fn.__name__
+    assert any(phrase in line for line in failures), "\n".join(failures)
+
+
+@pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
+def test_no_wrong_attempt_is_told_another_mistakes_name(fn, phrase, capsys):
+    failures = "\n".join(_failures(fn, capsys))
+    for other_phrase, owner in EXCLUSIVE.items():
+        if fn not in owner:
+            assert other_phrase not in failures, (fn.__name__, other_phrase)
+
+
+def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
+    def skeleton(Q, K, V, mask=None):
+        raise NotImplementedError("your code here")
+
+    failures = _failures(skeleton, capsys)
+    assert len(failures) == 12
+    assert all("NotImplementedError" in line for line in failures)
+
+
+def test_every_printed_line_fits_the_book_column(capsys):
+    for fn, _ in WRONG:
+        checkers.check_scaled_dot_product_attention(fn)
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 76
+
+
+def test_the_checker_leaves_no_warnings_behind(recwarn):
+    for fn, _ in WRONG:
+        checkers.check_scaled_dot_product_attention(fn, verbose=False)
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]

@@ -281,6 +281,21 @@ def test_causal_mask_refuses_bad_lengths(args, error):
         attention.causal_mask(*args)
 
 
+def test_causal_mask_refuses_an_unknown_alignment():
+    with pytest.raises(ValueError, match="bottom-right"):
+        attention.causal_mask(3, 4, align="bottom")
+
+
+@pytest.mark.parametrize("args, error, words", [
+    ((4, 5), ValueError, "[0, 4]"), ((4, -1), ValueError, "prefix"),
+    ((4, 1.0), TypeError, "prefix"), ((4, True), TypeError, "prefix"),
+    ((-1, 0), ValueError, "T must"), ((3.0, 1), TypeError, "T must"),
+])
+def test_prefix_mask_refuses_bad_lengths(args, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.prefix_mask(*args)
+
+
 def test_causal_mask_of_length_zero_is_empty():
     assert attention.causal_mask(0).shape == (0, 0)
     assert attention.causal_mask(np.int64(2), 0).shape == (2, 0)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attention import causal_mask, padding_mask, scaled_dot_product_attention
+from attention import causal_mask, padding_mask, prefix_mask, scaled_dot_product_attention
 from tests._attn import FAST, qkv, random_qkv
 
 
@@ -25,6 +26,51 @@ def test_causal_mask_with_more_keys_than_queries_is_aligned_top_left_like_torch(
     assert np.array_equal(m, [[True, False, False, False], [True, True, False, False]])
     torch_rule = torch.ones(2, 4, dtype=torch.bool).tril()  # what is_causal=True uses
     assert np.array_equal(m, torch_rule.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:Lower right causal bias")
+def test_bottom_right_causal_mask_lets_the_last_query_see_every_key_like_torch():
+    from torch.nn.attention.bias import causal_lower_right
+
+    for T_q, T_k in [(2, 5), (1, 4), (3, 3), (4, 2)]:
+        m = causal_mask(T_q, T_k, align="bottom-right")
+        for i in range(T_q):
+            for j in range(T_k):
+                assert m[i, j] == (j <= i + T_k - T_q)
+        want = causal_lower_right(T_q, T_k)._materialize(torch.device("cpu"))
+        assert np.array_equal(m, want.numpy())
+
+
+def test_the_two_alignments_agree_on_square_masks():
+    for T in range(5):
+        assert np.array_equal(causal_mask(T, align="bottom-right"), causal_mask(T))
+
+
+def test_prefix_mask_is_bidirectional_over_the_prefix_and_causal_after():
+    m = prefix_mask(6, 3)
+    assert m.dtype == np.bool_ and m.shape == (6, 6)
+    for i in range(6):
+        for j in range(6):
+            assert m[i, j] == (j < 3 or j <= i)
+
+
+def test_prefix_mask_runs_from_the_causal_mask_to_the_full_one():
+    assert np.array_equal(prefix_mask(5, 0), causal_mask(5))
+    assert np.array_equal(prefix_mask(5, 1), causal_mask(5))
+    assert np.array_equal(prefix_mask(5, 5), np.ones((5, 5), dtype=bool))
+
+
+def test_prefix_outputs_ignore_the_tokens_after_the_prefix():
+    # A prefix position reads the whole prefix and nothing after it: changing the later
+    # tokens leaves its output unchanged, while a causal model's later outputs move.
+    rng = np.random.default_rng(3)
+    Q, K, V = (rng.standard_normal((6, 4)) for _ in range(3))
+    O, _ = scaled_dot_product_attention(Q, K, V, mask=prefix_mask(6, 3))
+    K2, V2 = K.copy(), V.copy()
+    K2[3:], V2[3:] = rng.standard_normal((2, 3, 4))
+    O2, _ = scaled_dot_product_attention(Q, K2, V2, mask=prefix_mask(6, 3))
+    np.testing.assert_array_equal(O[:3], O2[:3])
+    assert np.abs(O[3:] - O2[3:]).max() > 1e-3
 
 
 def test_causal_mask_gives_future_keys_zero_weight():
