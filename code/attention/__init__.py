@@ -8,7 +8,7 @@ page that derives it.
 from .backward import attention_backward
 from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
-from .masks import causal_mask, padding_mask
+from .masks import causal_mask, padding_mask, prefix_mask
 from .softmax import jacobian_trace, naive_softmax, softmax, softmax_jacobian, softmax_vjp
 from .stats import (
     SaturationStats,
@@ -27,6 +27,7 @@ __all__ = [
     "naive_softmax",
     "numerical_gradient",
     "padding_mask",
+    "prefix_mask",
     "relative_error",
     "sample_scores",
     "saturation_stats",
