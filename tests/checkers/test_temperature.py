@@ -1,19 +1,185 @@
-"""The checker of the exercise 'attention with a temperature': it accepts the right answer and rejects each
-plausible wrong attempt with a message that names the mistake."""
+"""The checker of the exercise 'attention with a temperature' (ex-temperature) is a
+specification: it accepts the right answer and rejects each plausible wrong attempt with a
+message that names the mistake."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import attention
 from attention import checkers
-from attention.softmax import softmax
 
 
-def test_temperature_applied_as_a_multiplier_fails_the_temperature_checker():
-    def wrong(Q, K, V, tau):
-        A = softmax(tau * Q @ K.T / np.sqrt(Q.shape[-1]))
-        return A @ V, A
+def _softmax(S, axis=-1):
+    E = np.exp(S - S.max(axis=axis, keepdims=True))
+    return E / E.sum(axis=axis, keepdims=True)
 
-    assert checkers.check_attention_with_temperature(wrong, verbose=False) is False
+
+def _scores(Q, K, tau):
+    return Q @ np.swapaxes(K, -1, -2) / (tau * np.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
+
+
+def right(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return A @ V, A
+
+
+def right_in_torch(Q, K, V, tau):
+    q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
+    A = torch.softmax(q @ k.transpose(-2, -1) / (tau * q.shape[-1] ** 0.5), dim=-1)
+    return (A @ v).numpy(), A.numpy()
+
+
+def right_by_the_library(Q, K, V, tau):
+    return attention.scaled_dot_product_attention(Q, K, V, temperature=tau)
+
+
+# --- plausible wrong attempts --------------------------------------------------------------
+
+def output_zeros(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return np.zeros(A.shape[:-1] + V.shape[-1:]), A  # forgot the last step
+
+
+def output_none(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return None, A
+
+
+def tau_multiplies(Q, K, V, tau):
+    A = _softmax(tau * Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+    return A @ V, A
+
+
+def tau_after_the_softmax(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, 1.0)) / tau
+    return A @ V, A
+
+
+def softmax_over_the_query_axis(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau), axis=-2)
+    return A @ V, A
+
+
+def sqrt_d_k_dropped(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / tau)
+    return A @ V, A
+
+
+def d_k_instead_of_sqrt(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (tau * Q.shape[-1]))
+    return A @ V, A
+
+
+def tau_inside_the_root(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(tau * Q.shape[-1]))
+    return A @ V, A
+
+
+def tau_ignored(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, 1.0))
+    return A @ V, A
+
+
+def weights_transposed(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return A @ V, np.swapaxes(A, -1, -2)
+
+
+def no_max_subtraction(Q, K, V, tau):
+    with np.errstate(over="ignore", invalid="ignore"):
+        E = np.exp(_scores(Q, K, tau))
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def transpose_with_dot_T(Q, K, V, tau):
+    A = _softmax(Q @ K.T / (tau * np.sqrt(Q.shape[-1])))  # .T reverses batch axes too
+    return A @ V, A
+
+
+def argmax_when_cold(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 0.01:  # "hard retrieval": one-hot on the best key
+        A = (np.arange(S.shape[-1]) == S.argmax(axis=-1)[..., None]).astype(float)
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
+def returns_weights_first(Q, K, V, tau):
+    O, A = right(Q, K, V, tau)
+    return A, O
+
+
+def output_divided_by_tau(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return A @ V / tau, A
+
+
+def output_from_unnormalised_exponentials(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return E @ V, A  # the product uses E, before the division by the row sums
+
+
+def returns_only_the_output(Q, K, V, tau):
+    return right(Q, K, V, tau)[0]
+
+
+# Each wrong attempt, and a word the checker's report must contain for it.
+WRONG = [
+    (output_zeros, "all zeros"),
+    (output_none, "is None"),
+    (tau_multiplies, "multiplies"),
+    (tau_after_the_softmax, "after the softmax"),
+    (softmax_over_the_query_axis, "query axis"),
+    (sqrt_d_k_dropped, "not by sqrt(d_k)"),
+    (d_k_instead_of_sqrt, "tau d_k instead"),
+    (tau_inside_the_root, "outside the square root"),
+    (tau_ignored, "ignored"),
+    (weights_transposed, "transposed"),
+    (no_max_subtraction, "overflow"),
+    (transpose_with_dot_T, "np.swapaxes(K, -1, -2)"),
+    (argmax_when_cold, "tied"),
+    (returns_weights_first, "wrong order"),
+    (output_divided_by_tau, "divided by tau"),
+    (output_from_unnormalised_exponentials, "not A V of your own weights"),
+    (returns_only_the_output, "pair (O, A)"),
+]
+
+
+@pytest.mark.parametrize("attempt, keyword", WRONG, ids=[f.__name__ for f, _ in WRONG])
+def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mistake(attempt, keyword, capsys):
+    assert checkers.check_attention_with_temperature(attempt) is False
+    report = capsys.readouterr().out
+    failed = [line for line in report.splitlines() if line.startswith("✗")]
+    assert failed, report
+    assert any(keyword in line for line in failed), report
+
+
+@pytest.mark.parametrize("attempt", [right, right_in_torch, right_by_the_library])
+def test_right_attempts_are_accepted(attempt, capsys):
+    assert checkers.check_attention_with_temperature(attempt) is True
+    report = capsys.readouterr().out
+    assert "✗" not in report and "checks passed" in report
+
+
+def test_the_output_is_checked_not_only_the_weights(capsys):
+    # The first version compared only A: returning zeros for O passed every case.
+    checkers.check_attention_with_temperature(output_zeros)
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
+    assert any("output at tau" in line for line in failed)
+    assert any("mean of the values" in line for line in failed)
+    assert any("best key's value" in line for line in failed)
+    assert not any("weights at tau" in line for line in failed)  # its weights are right
+
+
+def test_both_limits_and_a_batch_are_checked(capsys):
+    checkers.check_attention_with_temperature(right)
+    report = capsys.readouterr().out
+    for case in ("tau -> 0+", "tau -> infinity", "tie", "batch"):
+        assert case in report, case
