@@ -8,6 +8,7 @@ page that derives it.
 from .backward import attention_backward
 from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
+from .kernel import additive_scores, gaussian_kernel_weights
 from .masks import causal_mask, padding_mask, prefix_mask
 from .softmax import jacobian_trace, naive_softmax, softmax, softmax_jacobian, softmax_vjp
 from .stats import (
@@ -20,9 +21,11 @@ from .stats import (
 
 __all__ = [
     "SaturationStats",
+    "additive_scores",
     "attention_backward",
     "attention_rows",
     "causal_mask",
+    "gaussian_kernel_weights",
     "jacobian_trace",
     "naive_softmax",
     "numerical_gradient",

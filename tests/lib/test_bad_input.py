@@ -320,6 +320,65 @@ def test_padding_mask_with_T_zero_and_no_sequences():
     assert attention.padding_mask(np.array([], dtype=int), 3).shape == (0, 1, 3)
 
 
+# Kernel regression and additive scores (page "Why the dot product") ---------------------
+
+KERNEL_FUNCTIONS = {
+    "gaussian_kernel_weights": lambda Q, K: attention.gaussian_kernel_weights(Q, K, 1.0),
+    "additive_scores": lambda Q, K: attention.additive_scores(Q, K, np.ones((3, 2)), np.ones((3, 2)),
+                                                              np.ones(2)),
+}
+
+
+@pytest.mark.parametrize("fn", list(KERNEL_FUNCTIONS))
+@pytest.mark.parametrize("kind", list(BAD_ARRAYS))
+@pytest.mark.parametrize("which", ["Q", "K"])
+def test_kernel_functions_reject_bad_arrays(fn, kind, which):
+    bad, error, words = BAD_ARRAYS[kind]
+    args = {"Q": Q, "K": K}
+    args[which] = bad
+    with pytest.raises(error, match=re.escape(words)):
+        KERNEL_FUNCTIONS[fn](args["Q"], args["K"])
+
+
+@pytest.mark.parametrize("fn", list(KERNEL_FUNCTIONS))
+def test_kernel_functions_refuse_vectors_and_unbroadcastable_batches(fn):
+    with pytest.raises(ValueError, match=r"\(3,\)"):
+        KERNEL_FUNCTIONS[fn](Q[0], K)
+    with pytest.raises(ValueError) as excinfo:
+        KERNEL_FUNCTIONS[fn](np.ones((2, 4, 3)), np.ones((3, 5, 3)))
+    assert _names_both(excinfo, (2, 4, 3), (3, 5, 3)), str(excinfo.value)
+
+
+def test_gaussian_kernel_weights_refuse_mismatched_widths_and_bad_bandwidths():
+    with pytest.raises(ValueError) as excinfo:
+        attention.gaussian_kernel_weights(Q, np.ones((5, 2)))
+    assert _names_both(excinfo, (4, 3), (5, 2))
+    for bandwidth, error in [(0.0, ValueError), (-1.0, ValueError), (np.nan, ValueError),
+                             (np.inf, ValueError), ("1", TypeError), (True, TypeError)]:
+        with pytest.raises(error, match="bandwidth"):
+            attention.gaussian_kernel_weights(Q, K, bandwidth)
+
+
+def test_gaussian_kernel_weights_with_no_keys_are_empty():
+    assert attention.gaussian_kernel_weights(Q, K[:0]).shape == (4, 0)
+
+
+@pytest.mark.parametrize("W_q, W_k, w, words", [
+    (np.ones((3, 2)), np.ones((3, 2)), np.ones((2, 1)), "w must be a vector"),
+    (np.ones((2, 2)), np.ones((3, 2)), np.ones(2), "W_q must have shape (3, 2)"),
+    (np.ones((3, 2)), np.ones((3, 4)), np.ones(2), "W_k must have shape (3, 2)"),
+    (np.ones((3, 2)), np.ones((3, 2)), np.array([1.0, np.nan]), "w contains NaN"),
+])
+def test_additive_scores_refuse_projections_of_the_wrong_shape(W_q, W_k, w, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        attention.additive_scores(Q, K, W_q, W_k, w)
+
+
+def test_additive_scores_refuse_non_real_projections():
+    with pytest.raises(TypeError, match="complex"):
+        attention.additive_scores(Q, K, np.ones((3, 2), dtype=complex), np.ones((3, 2)), np.ones(2))
+
+
 # Gradient checking ----------------------------------------------------------------------
 
 

@@ -1,0 +1,74 @@
+"""Where the dot product comes from, and an alternative to it (page "Why the dot product").
+
+* :func:`gaussian_kernel_weights`: the weights of Nadaraya-Watson kernel regression with a
+  Gaussian kernel, a softmax of -|q_i - k_j|^2 / (2 sigma^2). With keys of equal length they
+  equal the softmax of q_i . k_j / sigma^2: dot-product attention at temperature sigma^2.
+* :func:`additive_scores`: the additive ("Bahdanau") score tanh(q_i W_q + k_j W_k) . w.
+
+Both are written for reading, not speed: each forms a (..., T_q, T_k, width) array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._validate import as_float_array, check_matrix_like, check_positive
+
+
+def _pair(Q, K, name_q: str = "Q", name_k: str = "K", same_width: bool = True):
+    Q = as_float_array(Q, name_q)
+    K = as_float_array(K, name_k)
+    check_matrix_like(Q, name_q)
+    check_matrix_like(K, name_k)
+    if same_width and Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"{name_q} and {name_k} must have the same width d_k: "
+                         f"{name_q} has shape {Q.shape}, {name_k} has shape {K.shape}")
+    try:
+        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the leading (batch, head) dimensions of {name_q} and {name_k} do not "
+                         f"broadcast: {Q.shape} and {K.shape}") from None
+    return Q, K
+
+
+def gaussian_kernel_weights(Q, K, bandwidth: float = 1.0) -> np.ndarray:
+    """Nadaraya-Watson weights with a Gaussian kernel: A_ij proportional to
+    exp(-|q_i - k_j|^2 / (2 bandwidth^2)), normalised over the keys j.
+
+    Computed from the squared distances themselves (not from their expansion into dot
+    products), so that the page can compare it with dot-product attention. Shapes: Q
+    (..., T_q, d_k), K (..., T_k, d_k) -> (..., T_q, T_k). ``bandwidth`` must be positive
+    and finite. A row is a softmax, shifted by its maximum, so it never overflows.
+    """
+    Q, K = _pair(Q, K)
+    sigma = check_positive(bandwidth, "bandwidth")
+    diff = Q[..., :, None, :] - K[..., None, :, :]  # (..., T_q, T_k, d_k)
+    S = -np.sum(diff * diff, axis=-1) / (2.0 * sigma**2)  # (..., T_q, T_k)
+    if S.shape[-1] == 0:
+        return S
+    S = S - S.max(axis=-1, keepdims=True)
+    E = np.exp(S)
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+def additive_scores(Q, K, W_q, W_k, w) -> np.ndarray:
+    """Additive attention scores S_ij = tanh(q_i W_q + k_j W_k) . w (Bahdanau et al., 2014).
+
+    Shapes: Q (..., T_q, d_q), K (..., T_k, d_k), W_q (d_q, h), W_k (d_k, h), w (h,)
+    -> (..., T_q, T_k). Queries and keys may have different widths. Every score lies in
+    [-sum |w|, sum |w|], however large q and k are. Forms the (..., T_q, T_k, h) array of
+    pre-activations: unlike a dot product, no single matrix product gives the scores.
+    """
+    Q, K = _pair(Q, K, same_width=False)
+    W_q = as_float_array(W_q, "W_q")
+    W_k = as_float_array(W_k, "W_k")
+    w = as_float_array(w, "w")
+    if w.ndim != 1:
+        raise ValueError(f"w must be a vector of shape (h,), got shape {w.shape}")
+    h = w.shape[0]
+    for name, W, x in (("W_q", W_q, Q), ("W_k", W_k, K)):
+        if W.shape != (x.shape[-1], h):
+            raise ValueError(f"{name} must have shape {(x.shape[-1], h)} for inputs of shape "
+                             f"{x.shape} and w of shape {w.shape}, got shape {W.shape}")
+    pre = (Q @ W_q)[..., :, None, :] + (K @ W_k)[..., None, :, :]  # (..., T_q, T_k, h)
+    return np.tanh(pre) @ w  # (..., T_q, T_k)

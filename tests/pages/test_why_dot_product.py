@@ -1,0 +1,254 @@
+"""Why the dot product: every number the prose quotes, recomputed independently (torch, or
+the formula), every claim tried at other settings, and the page's rules."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from tests.glue import executed_notebook
+from tests.pages._common import CHAPTERS, g
+
+PAGE = "why-dot-product"
+SOURCE = (CHAPTERS / f"{PAGE}.md").read_text()
+
+
+def t(x):
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+def torch_attention(Q, K, V, mask=None, bias=None):
+    """Scaled dot-product attention in float64 torch, independent of the library."""
+    q, k, v = t(Q), t(K), t(V)
+    s = q @ k.T / math.sqrt(q.shape[-1])
+    if bias is not None:
+        s = s + t(bias)
+    if mask is not None:
+        s = s.masked_fill(~torch.as_tensor(mask), float("-inf"))
+    a = torch.softmax(s, dim=-1)
+    return (a @ v).numpy(), a.numpy()
+
+
+def torch_kernel(Q, K, sigma):
+    return torch.softmax(-torch.cdist(t(Q), t(K)) ** 2 / (2 * sigma**2), dim=-1).numpy()
+
+
+# --- kernel regression ------------------------------------------------------------------------
+
+def page_kernel_data():
+    """The draws of the page's kernel cell, in the same order."""
+    rng = np.random.default_rng(1)
+    T_q, T_k, d_k = 4, 6, 8
+    Q = rng.standard_normal((T_q, d_k)) * rng.uniform(0.5, 3, (T_q, 1))
+    K = rng.standard_normal((T_k, d_k))
+    K_equal = 2.0 * K / np.linalg.norm(K, axis=1, keepdims=True)
+    V = rng.standard_normal((T_k, 3))
+    return Q, K, K_equal, V, d_k
+
+
+def test_kernel_and_dot_product_weights_agree_for_equal_lengths_and_differ_otherwise():
+    Q, K, K_equal, V, d_k = page_kernel_data()
+    sigma = d_k**0.25
+    gap_unequal = np.abs(torch_kernel(Q, K, sigma) - torch_attention(Q, K, V)[1]).max()
+    assert g(PAGE, "kernel_gap_unequal") == pytest.approx(gap_unequal, rel=1e-9)
+    assert g(PAGE, "kernel_gap_equal") < 1e-14
+    assert np.abs(torch_kernel(Q, K_equal, sigma) - torch_attention(Q, K_equal, V)[1]).max() < 1e-14
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("d_k, length", [(2, 0.3), (8, 2.0), (64, 8.0), (256, 30.0)])
+def test_the_identity_holds_at_other_widths_lengths_and_query_sizes(seed, d_k, length):
+    rng = np.random.default_rng(seed)
+    Q = rng.standard_normal((5, d_k)) * 4.0
+    K = rng.standard_normal((7, d_k))
+    K *= length / np.linalg.norm(K, axis=1, keepdims=True)
+    sigma = d_k**0.25
+    np.testing.assert_allclose(torch_kernel(Q, K, sigma), torch_attention(Q, K, K)[1], atol=1e-10)
+
+
+# --- length --------------------------------------------------------------------------------------
+
+def unit(degrees):
+    return np.array([math.cos(math.radians(degrees)), math.sin(math.radians(degrees))])
+
+
+def test_key_b_outscores_key_a_exactly_beyond_the_glued_length():
+    want = math.cos(math.radians(10)) / math.cos(math.radians(60))
+    assert g(PAGE, "length_b_wins") == pytest.approx(want, rel=1e-12)
+    q = unit(0)[None]
+    for length, b_wins in ((want * 0.999, False), (want * 1.001, True)):
+        K = np.stack([unit(10), length * unit(60)])
+        assert bool(torch_attention(q, K, K)[1][0, 1] > 0.5) is b_wins
+
+
+def test_from_there_b_only_grows_while_the_kernel_never_prefers_b():
+    q = unit(0)[None]
+    weights, kernel = [], []
+    for length in np.linspace(0.1, 50, 200):
+        K = np.stack([unit(10), length * unit(60)])
+        weights.append(torch_attention(q, K, K)[1][0, 1])
+        kernel.append(torch_kernel(q, K, 2**0.25)[0, 1])
+    beyond = [w for w, L in zip(weights, np.linspace(0.1, 50, 200)) if L > 1.97]
+    assert beyond == sorted(beyond)
+    assert max(kernel) <= 0.5  # B is never closer to q than A
+
+
+@pytest.mark.parametrize("angle", [30, 60, 80, 89])
+def test_any_key_with_a_positive_cosine_wins_once_long_enough_and_a_negative_one_never(angle):
+    q = unit(0)[None]
+    others = np.stack([unit(5), 3 * unit(-20), unit(40)])
+    long_key = 1e4 * unit(angle)
+    K = np.vstack([others, long_key])
+    assert torch_attention(q, K, K)[1][0].argmax() == 3
+    K_away = np.vstack([others, 1e4 * unit(180 - angle)])
+    assert torch_attention(q, K_away, K_away)[1][0, 3] < 1e-6
+
+
+def test_qk_norm_weights_do_not_depend_on_the_keys_lengths():
+    q = unit(0)[None]
+    seen = set()
+    for length in (0.1, 1.0, 3.0, 5.0, 100.0):
+        K = np.stack([unit(10), length * unit(60)])
+        K_hat = K / np.linalg.norm(K, axis=1, keepdims=True)
+        seen.add(round(float(torch.softmax(4.0 * t(q @ K_hat.T), -1)[0, 1]), 12))
+    assert len(seen) == 1
+
+
+# --- additive attention -----------------------------------------------------------------------
+
+def additive(Q, K, W_q, W_k, w):
+    return (torch.tanh(t(Q @ W_q)[:, None, :] + t(K @ W_k)[None, :, :]) @ t(w)).numpy()
+
+
+def spreads(d_k: int, draws: int = 10, h: int = 32, seed: int = 100):
+    """Mean over draws of the standard deviation of raw dot products and additive scores."""
+    rng = np.random.default_rng(seed)
+    sd_dot, sd_add = [], []
+    for _ in range(draws):
+        w = rng.standard_normal(h) / math.sqrt(h)
+        Q, K = rng.standard_normal((64, d_k)), rng.standard_normal((64, d_k))
+        W_q = rng.standard_normal((d_k, h)) / math.sqrt(d_k)
+        W_k = rng.standard_normal((d_k, h)) / math.sqrt(d_k)
+        S = additive(Q, K, W_q, W_k, w)
+        assert np.abs(S).max() <= np.abs(w).sum()  # the bound |w|_1
+        sd_dot.append((Q @ K.T).std())
+        sd_add.append(S.std())
+    return float(np.mean(sd_dot)), float(np.mean(sd_add))
+
+
+def test_additive_scores_keep_their_spread_while_dot_products_grow_like_sqrt_d_k():
+    dot_16, add_16 = spreads(16)
+    for d_k in (64, 1024, 4096):
+        dot, add = spreads(d_k)
+        assert 0.85 < add / add_16 < 1.15
+        ratio = math.sqrt(d_k / 16)
+        assert 0.9 * ratio < dot / dot_16 < 1.1 * ratio
+
+
+def test_the_page_leaves_the_training_comparison_to_the_training_page():
+    section = SOURCE.split("## Additive attention")[1].split("## Attention has no sense")[0]
+    assert "{ref}`training <training>`" in section
+    assert "{cite:t}`britz2017massive`" in section and "{cite:t}`vaswani2017attention`" in section
+
+
+# --- order -------------------------------------------------------------------------------------
+
+def page_order_data():
+    """The draws of the page's order cells, in the same order."""
+    rng = np.random.default_rng(4)
+    T, d_model, d_k = 6, 8, 4
+    X = rng.standard_normal((T, d_model))
+    W_Q, W_K, W_V = (rng.standard_normal((d_model, d_k)) for _ in range(3))
+    perm = rng.permutation(T)
+    embed = {word: rng.standard_normal(d_model) for word in ("dog", "bites", "man")}
+    return X, W_Q, W_K, W_V, np.eye(T)[perm], embed
+
+
+def self_attention(X, W_Q, W_K, W_V, **kw):
+    return torch_attention(X @ W_Q, X @ W_K, X @ W_V, **kw)[0]
+
+
+def test_self_attention_is_permutation_equivariant_on_the_page():
+    assert g(PAGE, "gap_perm") < 1e-13
+    assert g(PAGE, "gap_words") < 1e-13
+    X, W_Q, W_K, W_V, P, embed = page_order_data()
+    np.testing.assert_allclose(self_attention(P @ X, W_Q, W_K, W_V),
+                               P @ self_attention(X, W_Q, W_K, W_V), atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("T, d_model, d_k", [(3, 4, 2), (16, 32, 8), (64, 16, 64)])
+def test_equivariance_holds_for_other_sizes_seeds_and_permutations(seed, T, d_model, d_k):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((T, d_model)) * 2
+    W_Q, W_K, W_V = (rng.standard_normal((d_model, d_k)) for _ in range(3))
+    P = np.eye(T)[rng.permutation(T)]
+    np.testing.assert_allclose(self_attention(P @ X, W_Q, W_K, W_V),
+                               P @ self_attention(X, W_Q, W_K, W_V), atol=1e-12)
+
+
+def test_a_causal_mask_a_position_encoding_and_a_distance_bias_each_break_it():
+    X, W_Q, W_K, W_V, P, _ = page_order_data()
+    T, d_model = X.shape
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    gap_causal = np.abs(self_attention(P @ X, W_Q, W_K, W_V, mask=causal)
+                        - P @ self_attention(X, W_Q, W_K, W_V, mask=causal)).max()
+    assert g(PAGE, "gap_causal") == pytest.approx(gap_causal, rel=1e-9)
+    pos = np.arange(T)[:, None]
+    angles = pos * 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    E = np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d_model)
+    gap_encoding = np.abs(self_attention(P @ X + E, W_Q, W_K, W_V)
+                          - P @ self_attention(X + E, W_Q, W_K, W_V)).max()
+    assert g(PAGE, "gap_encoding") == pytest.approx(gap_encoding, rel=1e-9)
+    bias = -0.5 * np.abs(pos - pos.T)
+    gap_alibi = np.abs(self_attention(P @ X, W_Q, W_K, W_V, bias=bias)
+                       - P @ self_attention(X, W_Q, W_K, W_V, bias=bias)).max()
+    assert g(PAGE, "gap_alibi") == pytest.approx(gap_alibi, rel=1e-9)
+    for gap in (gap_causal, gap_encoding, gap_alibi):
+        assert gap > 0.1
+
+
+def test_under_a_causal_mask_the_first_output_is_the_first_value():
+    X, W_Q, W_K, W_V, _, _ = page_order_data()
+    causal = np.tril(np.ones((6, 6), dtype=bool))
+    np.testing.assert_allclose(self_attention(X, W_Q, W_K, W_V, mask=causal)[0], X[0] @ W_V, atol=1e-14)
+
+
+# --- the page's rules ------------------------------------------------------------------------
+
+def code_cells(text: str):
+    return re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, flags=re.S)
+
+
+def test_every_glue_call_is_in_a_removed_cell():
+    for cell in code_cells(SOURCE):
+        if "glue(" in cell:
+            assert cell.startswith(":tags: [remove-cell]"), cell[:200]
+
+
+def test_code_and_printed_lines_fit_76_characters():
+    for cell in code_cells(SOURCE):
+        for line in cell.splitlines():
+            assert len(line) <= 76, line
+    for cell in executed_notebook(PAGE)["cells"]:
+        for output in cell.get("outputs", []):
+            text = output.get("text") or output.get("data", {}).get("text/plain", "")
+            for line in "".join(text).splitlines():
+                assert len(line) <= 76, line
+
+
+def test_no_number_is_typed_into_the_caption_or_alt_text():
+    blocks = re.findall(r"```\{(?:glue:)?figure\}.*?\n(.*?)```", SOURCE, flags=re.S)
+    assert len(blocks) == 1
+    body = re.sub(r"\$[^$]*\$", "", blocks[0])
+    assert not re.search(r"\d", body), body
+
+
+def test_the_page_cites_its_sources():
+    for key in ("nadaraya1964estimating", "watson1964smooth", "henry2020query", "bahdanau2014neural",
+                "britz2017massive", "vaswani2017attention", "press2022train"):
+        assert f"`{key}`" in SOURCE, key
