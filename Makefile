@@ -6,15 +6,16 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
-HTML := _build/html
-ASSETS := _build/assets/vendor
+# The built site (a private folder with HTML=...: `make pdf HTML=/tmp/x/_build/html`).
+HTML ?= _build/html
+PDF := $(HTML)/downloads/scaled-dot-product-attention.pdf
 PORT ?= 8000
 # Fixed timestamps and seeds: two builds write the same bytes.
 export SOURCE_DATE_EPOCH ?= 1767225600
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help book html test lab serve clean bench assets figures venv test-deps chromium
+.PHONY: help book html pdf test lab serve clean bench assets figures venv test-deps chromium
 
 help:  ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -36,23 +37,26 @@ $(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --ignore-scripts --no-audit --no-fund
 
-assets: node_modules/.package-lock.json  ## Vendor the pinned front-end assets into _build/assets.
-	@rm -rf $(ASSETS) && mkdir -p $(ASSETS)
-	mkdir -p $(ASSETS)/katex && cp -r node_modules/katex/dist/katex.min.css node_modules/katex/dist/fonts $(ASSETS)/katex/
-	cp node_modules/axe-core/axe.min.js $(ASSETS)/axe.min.js
-	cp -r site/. $(ASSETS)/
+# The build renders math with node_modules/katex and publishes its CSS and fonts itself
+# (_ext/book_math.py); the tests load axe-core from node_modules. Nothing is copied by hand.
+assets: node_modules/.package-lock.json  ## Install the pinned front-end packages (npm ci: KaTeX, axe-core).
 
 figures: venv  ## Redraw the static diagrams in figures/ from their sources.
 	$(PY) figures/draw.py
 
 # --- the book ------------------------------------------------------------------------
-book: venv assets figures  ## Execute every page fresh and build the HTML into _build/html.
-	rm -rf _build/.jupyter_cache _build/jupyter_execute $(HTML)
+book: venv assets figures  ## Execute every page fresh, build the HTML into _build/html, then its PDF.
+	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
-	@echo "The book is built: open $(CURDIR)/$(HTML)/index.html, or run 'make serve'."
+	@$(MAKE) --no-print-directory pdf HTML=_build/html
+	@echo "The book is built: open $(CURDIR)/_build/html/index.html, or run 'make serve'."
 
 html: venv assets  ## Rebuild only what changed (no --all): quick edits while writing.
 	$(BIN)/jupyter-book build -W -n --keep-going .
+
+pdf: test-deps  ## Print the built site into one PDF (Playwright and Debian's chromium), linked from every page's download menu.
+	@test -f $(HTML)/index.html || { echo "No $(HTML) yet: run 'make book' first."; exit 1; }
+	$(PY) _ext/book_pdf.py --html $(HTML) --out $(PDF)
 
 serve:  ## Serve the built book on http://127.0.0.1:$(PORT)/
 	@test -d $(HTML) || { echo "No $(HTML) yet: run 'make book' first."; exit 1; }

@@ -1,10 +1,11 @@
 """Each page's download menu offers its notebook (.ipynb) and its source (.md), both are
 served, and the notebook is the one `make lab` opens, which runs top to bottom.
 
-The .ipynb is written by ``_ext/book_site.py``: the jupytext conversion of the page's MyST
-source. Its code is checked equal to jupytext's own conversion, so the single execution in
-tests/test_notebooks_run.py (fresh kernel, nbclient) covers the download too; the result is
-shared, not run twice.
+The .ipynb is written by ``_ext/book_downloads.py``: the jupytext conversion of the page's
+MyST source after one set-up cell (which tells a reader without the helper package where to
+get it: tests/site/test_archive.py runs it). Its other cells are checked equal to jupytext's
+own conversion, so the single execution in tests/pages/test_notebooks_run.py (fresh kernel,
+nbclient) covers the download too; the result is shared, not run twice.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def test_download_menu_serves_the_page_as_the_notebook_make_lab_opens(built_html
     nbformat.validate(downloaded)
     assert downloaded.metadata["kernelspec"]["name"] == notebooks.KERNEL
     lab = notebooks.jupytext_notebook(source)
+    setup, *cells = downloaded.cells
+    assert setup.cell_type == "code" and "setup-check" in setup.metadata.get("tags", []), "no set-up check first"
+    assert "import attention" not in setup.source and 'find_spec("attention")' in setup.source
+    downloaded.cells = cells
     assert notebooks.code_sources(downloaded) == notebooks.code_sources(lab), (
         f"the downloaded {source.stem}.ipynb and the notebook jupytext makes of {source.name} differ in code")
     assert [c.source for c in downloaded.cells] == [c.source for c in lab.cells]
@@ -80,11 +85,12 @@ def test_downloaded_notebook_runs_top_to_bottom_in_a_fresh_kernel(source):
     assert result.ok, result.message
 
 
-def test_download_menu_opens_and_shows_both_entries(guarded_page, site_url):
+def test_download_menu_opens_and_shows_every_entry(guarded_page, site_url):
     page = guarded_page.page
     guarded_page.goto(site_url + html_of(NOTEBOOKS[0]))
     page.click("button[aria-label='Download this page']")
-    for css in ("a.btn-download-notebook-button", "a.btn-download-source-button"):
+    for css in ("a.btn-download-notebook-button", "a.btn-download-source-button",
+                "a.btn-download-archive-button", "a.btn-download-chapter-pdf-button"):
         page.wait_for_selector(css, state="visible", timeout=5000)
     guarded_page.assert_clean()
 

@@ -1,0 +1,333 @@
+"""Downloads: a reader of the site can run the chapter.
+
+* Every notebook page is offered as a notebook: ``_sources/PAGE.ipynb`` is the jupytext
+  conversion of the MyST source (the notebook `make lab` opens) with one cell put in front,
+  the set-up check (SETUP_CELL): when ``import attention`` cannot work it stops "Run All"
+  with a short message (no traceback) saying what is missing and where to get it; on Colab,
+  when the repository is configured, it installs the package from the repository instead.
+* One archive that runs, ``downloads/ARCHIVE``: every notebook page as ``chapters/*.ipynb``,
+  the ``attention`` package (``code/``), the static diagrams the notebooks show, pinned
+  requirements and a README whose two commands install everything into a virtual
+  environment and open JupyterLab. Written with fixed dates and order: two builds give the
+  same bytes.
+* Every page's download menu offers the archive and the chapter's PDF (``downloads/PDF``,
+  written by `make pdf`, see ``_ext/book_pdf.py``) in place of the theme's "print this page".
+* One setting turns on Binder and Colab: ``repository: url:`` in ``_config.yml``. With it
+  the pages get the theme's repository button and Binder and Colab launch buttons; Colab
+  opens the page's notebook from the published site's branch (``gh-pages``, where the
+  Pages workflow puts ``_build/html``), whose set-up cell installs the package on Colab.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import stat
+import zipfile
+from pathlib import Path
+
+ARCHIVE = "attention-chapter.zip"
+ARCHIVE_FOLDER = "attention-chapter"
+PDF = "scaled-dot-product-attention.pdf"
+DOWNLOADS = "downloads"  # folder of the built site
+PAGES_BRANCH = "gh-pages"  # where .github/workflows/pages.yml publishes _build/html
+BINDER = "https://mybinder.org"
+COLAB = "https://colab.research.google.com"
+
+# What a reader's environment needs to run every notebook (the pages' and the package's
+# imports, JupyterLab and the kernel); their dependencies are added with the versions of
+# requirements.txt (see _reader_requirements).
+READER_PACKAGES = ("jupyterlab", "ipykernel", "ipywidgets", "anywidget", "myst-nb", "numpy",
+                   "matplotlib", "torch", "threadpoolctl")
+# Installed on Colab, which has numpy, matplotlib, torch and ipywidgets already.
+COLAB_PACKAGES = ("anywidget", "myst-nb", "threadpoolctl")
+
+ARCHIVE_README = """\
+# Scaled Dot-Product Attention: the chapter's notebooks
+
+Every page of the chapter as a Jupyter notebook (`chapters/`), the helper
+package `attention` they import (`code/`), and the exact version of every
+package they need (`requirements.txt`). You need Python 3.11 or newer.
+In this folder, run:
+
+```bash
+python3 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt
+.venv/bin/jupyter lab chapters
+```
+
+The first command makes a virtual environment in `.venv` and installs the
+packages and the helper package into it (a few minutes: PyTorch is large);
+the second opens the notebooks in JupyterLab. The explorers (sliders and
+figures) are live there. On Windows, use `py -m venv .venv`, then
+`.venv\\Scripts\\python -m pip install -r requirements.txt` and
+`.venv\\Scripts\\jupyter lab chapters`.
+
+The package is installed in editable mode: change `code/attention/` and
+restart the kernel to see the change.
+"""
+
+
+# --- the set-up cell of every downloaded notebook ------------------------------------------
+SETUP_CELL = '''\
+# Set-up check, added to the downloaded notebook: the cells below import
+# the book's helper package `attention`.
+import importlib.util
+import subprocess
+import sys
+
+REPOSITORY = {repository!r}
+COLAB_PACKAGES = {colab_packages!r}
+
+
+class MissingPackage(Exception):
+    """Stops Run All with a message instead of a traceback."""
+
+    def _render_traceback_(self):
+        return [str(self)]
+
+
+if importlib.util.find_spec("attention") is None:
+    if "google.colab" in sys.modules and REPOSITORY:
+        source = f"git+{{REPOSITORY}}#subdirectory=code"
+        subprocess.check_call([sys.executable, "-m", "pip", "install",
+                               "-q", source, *COLAB_PACKAGES])
+    else:
+        raise MissingPackage(
+            "This notebook needs the book's helper package `attention`,\\n"
+            "which this Python does not have:\\n  " + sys.executable + "\\n\\n"
+            "Get {archive}, the chapter's runnable archive: every\\n"
+            "page of the book's site offers it in its Download menu{where}.\\n"
+            "It holds every notebook, the package and pinned requirements;\\n"
+            "its README's two commands install them and open JupyterLab.")
+'''
+
+
+def _where(app) -> str:
+    """Where the archive is, as far as the configuration says."""
+    base = (app.config.html_baseurl or "").rstrip("/")
+    if base:
+        return f",\\n{base}/{DOWNLOADS}/{ARCHIVE}"
+    return ""
+
+
+def setup_cell_source(app) -> str:
+    repository = _repository(app)
+    branch = _branch(app)
+    return SETUP_CELL.format(
+        repository=f"{repository}@{branch}" if repository else "",
+        colab_packages=tuple(_pinned(app, COLAB_PACKAGES)),
+        archive=ARCHIVE, where=_where(app)).rstrip("\n")
+
+
+def notebook_of(app, pagename: str):
+    """The page's downloadable notebook (jupytext conversion + set-up cell), or None."""
+    import jupytext
+    import nbformat
+
+    source = Path(app.env.doc2path(pagename))
+    if source.suffix != ".md":
+        return None
+    notebook = jupytext.read(source, fmt="md:myst")
+    if "kernelspec" not in notebook.metadata:  # plain Markdown, not a notebook page
+        return None
+    setup = nbformat.v4.new_code_cell(setup_cell_source(app))
+    setup.metadata["tags"] = ["setup-check"]
+    notebook.cells.insert(0, setup)
+    for index, cell in enumerate(notebook.cells):  # jupytext's ids are random: fix them
+        cell["id"] = f"cell-{index}"
+    return notebook
+
+
+def _offer_notebook(app, pagename, templatename, context, doctree):
+    """Let the theme's download menu offer the page's .ipynb (written by _write_notebook)."""
+    if doctree is None or not context.get("sourcename", "").endswith(".md"):
+        return
+    if notebook_of(app, pagename) is not None:
+        # sphinx-book-theme's add_header_buttons (priority 501) adds the .ipynb entry from this.
+        context["ipynb_source"] = pagename + ".ipynb"
+
+
+def _write_notebook(app, pagename, templatename, context, doctree):
+    """Write the page's notebook into _sources/ (after the theme's launch buttons, which
+    would otherwise put the executed notebook, outputs and all, in its place)."""
+    if doctree is None or context.get("ipynb_source") != pagename + ".ipynb":
+        return
+    import jupytext
+
+    notebook = notebook_of(app, pagename)
+    target = Path(app.outdir, "_sources", pagename + ".ipynb")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(jupytext.writes(notebook, fmt="ipynb"), encoding="utf-8")
+
+
+def _download_entries(app, pagename, templatename, context, doctree):
+    """The archive and the PDF in every page's download menu (not the theme's print button)."""
+    pathto = context.get("pathto")
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "download-buttons":
+            continue
+        buttons = [b for b in group["buttons"] if b.get("label") != "download-pdf-button"]
+        buttons.append({
+            "type": "link", "url": pathto(f"{DOWNLOADS}/{ARCHIVE}", 1), "text": "notebooks .zip",
+            "tooltip": "Download every notebook with the helper package (runs in JupyterLab)",
+            "icon": "fas fa-file-zipper", "label": "download-archive-button"})
+        buttons.append({
+            "type": "link", "url": pathto(f"{DOWNLOADS}/{PDF}", 1), "text": "chapter .pdf",
+            "tooltip": "Download the whole chapter as a PDF",
+            "icon": "fas fa-file-pdf", "label": "download-chapter-pdf-button"})
+        group["buttons"] = buttons
+
+
+# --- the archive -------------------------------------------------------------------------
+def _pins(srcdir: Path) -> dict[str, str]:
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (srcdir / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if "==" in line and not line.startswith("-"):
+            name = line.split("==", 1)[0].strip()
+            pins[canonicalize_name(name)] = line
+    return pins
+
+
+def _pinned(app, names) -> list[str]:
+    from packaging.utils import canonicalize_name
+
+    pins = _pins(Path(app.srcdir))
+    return [pins[canonicalize_name(n)] for n in names]
+
+
+def reader_requirements(srcdir: Path) -> list[str]:
+    """READER_PACKAGES and everything they depend on (on this platform), each pinned.
+
+    Versions come from requirements.txt; a dependency it does not list (setuptools, which
+    torch asks for) gets the version installed in the build's environment.
+    """
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = _pins(srcdir)
+    seen: set[str] = set()
+    todo = [canonicalize_name(n) for n in READER_PACKAGES]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for spec in metadata.distribution(name).requires or []:
+            requirement = Requirement(spec)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(requirement.name))
+    lines = []
+    for name in sorted(seen):
+        if name in pins:
+            lines.append(pins[name])
+        else:
+            lines.append(f"{metadata.distribution(name).metadata['Name']}=={metadata.version(name)}")
+    return [re.sub(r"\+cpu$", "", line) for line in lines]
+
+
+def _zip_time() -> tuple:
+    import time
+
+    epoch = int(os.environ.get("SOURCE_DATE_EPOCH", "1767225600"))
+    return time.gmtime(max(epoch, 315532800))[:6]  # zip dates start in 1980
+
+
+def archive_members(app) -> dict[str, bytes]:
+    """Every file of the archive (path inside it -> bytes), before zipping."""
+    import jupytext
+
+    srcdir = Path(app.srcdir)
+    files: dict[str, bytes] = {}
+    figures = set()
+    for docname in sorted(app.env.found_docs):
+        notebook = notebook_of(app, docname)
+        if notebook is None:
+            continue
+        files[f"chapters/{Path(docname).name}.ipynb"] = jupytext.writes(notebook, fmt="ipynb").encode()
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                figures |= set(re.findall(r"\.\./figures/([\w.-]+\.(?:svg|png))", cell.source))
+    for name in sorted(figures):
+        path = srcdir / "figures" / name
+        if path.exists():
+            files[f"figures/{name}"] = path.read_bytes()
+    code = srcdir / "code"
+    for path in sorted(code.rglob("*")):
+        rel = path.relative_to(code)
+        if (path.is_file() and "__pycache__" not in rel.parts and not rel.parts[0].endswith(".egg-info")
+                and path.suffix not in {".pyc"}):
+            files[f"code/{rel.as_posix()}"] = path.read_bytes()
+    requirements = ["# Every package the notebooks need, pinned (generated from the book's",
+                    "# requirements.txt), and the helper package from code/ (editable).",
+                    *reader_requirements(srcdir), "-e ./code"]
+    files["requirements.txt"] = ("\n".join(requirements) + "\n").encode()
+    files["README.md"] = ARCHIVE_README.encode()
+    return files
+
+
+def write_archive(app, target: Path):
+    target.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name, data in sorted(archive_members(app).items()):
+            info = zipfile.ZipInfo(f"{ARCHIVE_FOLDER}/{name}", date_time=_zip_time())
+            info.external_attr = (stat.S_IFREG | 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    target.write_bytes(buffer.getvalue())
+
+
+def _write_archive(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    write_archive(app, Path(app.outdir, DOWNLOADS, ARCHIVE))
+
+
+# --- Binder and Colab, from one setting ------------------------------------------------------
+def _repository(app) -> str:
+    return (app.config.html_theme_options or {}).get("repository_url", "").strip().rstrip("/")
+
+
+def _branch(app) -> str:
+    return (app.config.html_theme_options or {}).get("repository_branch", "") or "main"
+
+
+def _launch_buttons(app, config):
+    """With ``repository: url:`` set, turn on the repository button and Binder and Colab."""
+    options = config.html_theme_options
+    if not options.get("repository_url", "").strip():
+        return
+    options["use_repository_button"] = True
+    launch = dict(options.get("launch_buttons") or {})
+    launch.setdefault("binderhub_url", BINDER)
+    launch.setdefault("colab_url", COLAB)
+    launch.setdefault("notebook_interface", "jupyterlab")
+    options["launch_buttons"] = launch
+
+
+def _colab_opens_the_published_notebook(app, pagename, templatename, context, doctree):
+    """Colab cannot open a MyST .md page: point it at the page's notebook on gh-pages."""
+    repository = _repository(app)
+    if not repository or not context.get("ipynb_source"):
+        return
+    org_repo = "/".join(repository.split("/")[-2:])
+    url = f"{COLAB}/github/{org_repo}/blob/{PAGES_BRANCH}/_sources/{context['ipynb_source']}"
+    for group in context.get("header_buttons", []):
+        for button in group.get("buttons", []):
+            if button.get("text") == "Colab":
+                button["url"] = url
+
+
+def setup(app):
+    app.connect("config-inited", _launch_buttons)
+    app.connect("html-page-context", _offer_notebook, priority=400)
+    app.connect("html-page-context", _download_entries, priority=600)
+    app.connect("html-page-context", _colab_opens_the_published_notebook, priority=600)
+    app.connect("html-page-context", _write_notebook, priority=600)
+    app.connect("build-finished", _write_archive)

@@ -1,0 +1,194 @@
+"""The chapter as one PDF, printed from the built site by Debian's chromium: `make pdf`.
+
+    .venv/bin/python _ext/book_pdf.py --html _build/html --out _build/html/downloads/NAME.pdf
+
+Reads the built pages in the order of ``_toc.yml``, takes each page's article (the text,
+its rendered math, figures and outputs; not the site's navigation), and joins them into one
+print document after a title page and a table of contents. Widgets appear as their static
+fallback figures (the page's scripts do not run; the fallback is what print media shows).
+Ids are prefixed by their page, so that links between pages become links inside the PDF.
+
+The site is served on 127.0.0.1 while Chromium prints (no request leaves it). Chromium
+numbers the pages in the footer and writes the PDF outline from the headings; the table of
+contents gets its page numbers from a first printing's outline, and the document is
+printed again with them (a third time if a number moved the layout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PRINT_CSS = ROOT / "site" / "print" / "chapter-pdf.css"
+FOOTER = ('<div style="font: 9px system-ui, sans-serif; color: #444; width: 100%; text-align: center;">'
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+
+
+def toc_pages() -> list[str]:
+    """Page names (chapters/NAME) in reading order, from _toc.yml."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                names.append(entry["file"])
+            walk(entry.get("sections"))
+
+    walk(toc.get("chapters"))
+    return names
+
+
+def _prefix_ids(article, page: str, pages: set[str]):
+    """Make ids unique across pages and turn links between pages into links inside the PDF."""
+    for tag in article.find_all(id=True):
+        tag["id"] = f"{page}--{tag['id']}"
+    for link in article.find_all("a", href=True):
+        href = link["href"]
+        if re.match(r"^[a-z]+:", href):
+            continue  # external: http(s), mailto
+        target, _, fragment = href.partition("#")
+        name = Path(target).stem if target else page
+        if target and (not target.endswith(".html") or name not in pages):
+            link["href"] = target  # a file of the site (a download): left relative, resolved by <base>
+            continue
+        link["href"] = f"#{name}--{fragment}" if fragment else f"#{name}"
+
+
+def _clean(article):
+    """What only makes sense on screen goes: scripts, permalinks, live widget hosts."""
+    for tag in article.select("script, .headerlink, .attn-live, .attn-widget-host, button.copybtn"):
+        tag.decompose()
+    for fallback in article.select(".attn-fallback"):
+        del fallback["hidden"]
+        fallback["class"] = [c for c in fallback.get("class", []) if c != "attn-replaced"]
+
+
+def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, list[tuple[str, str]]]:
+    """The print document and its chapters [(page, title)]."""
+    from bs4 import BeautifulSoup
+
+    names = [n for n in toc_pages() if (html / f"{n}.html").exists()]
+    stems = {Path(n).stem for n in names}
+    styles: list[str] = []
+    parts, chapters = [], []
+    for name in names:
+        soup = BeautifulSoup((html / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
+        for link in soup.select('link[rel="stylesheet"]'):
+            href = link["href"].split("?")[0]
+            if href not in styles:
+                styles.append(href)
+        for style in soup.select("style"):
+            if str(style) not in styles:
+                styles.append(str(style))
+        article = soup.select_one("article.bd-article")
+        if article is None:
+            continue
+        stem = Path(name).stem
+        _clean(article)
+        heading = article.find("h1")
+        title = heading.get_text(" ", strip=True) if heading else stem
+        _prefix_ids(article, stem, stems)
+        chapters.append((stem, title))
+        parts.append(f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>')
+
+    def head_item(item: str) -> str:
+        return item if item.startswith("<style") else f'<link rel="stylesheet" href="{item}">'
+
+    head = "\n".join(head_item(s) for s in styles)
+    title = chapters[0][1] if chapters else "Chapter"
+    entries = "\n".join(
+        f'<li><a href="#{stem}"><span class="pdf-toc-title">{text}</span>'
+        f'<span class="pdf-toc-page">{numbers.get(stem, "") if numbers else ""}</span></a></li>'
+        for stem, text in chapters)
+    body = (f'<section class="pdf-cover"><p class="pdf-book">{title}</p>'
+            f'<p class="pdf-subtitle">An interactive chapter, printed</p></section>'
+            f'<nav class="pdf-toc" aria-label="Contents"><h1 class="pdf-toc-heading">Contents</h1>'
+            f'<ol>{entries}</ol></nav>'
+            f'<article class="bd-article">{"".join(parts)}</article>')
+    print_css = PRINT_CSS.read_text(encoding="utf-8")
+    page = (f'<!DOCTYPE html><html lang="en" data-theme="light" data-mode="light"><head><meta charset="utf-8">'
+            f"<title>{title}</title>{head}<style>{print_css}</style></head>"
+            f'<body class="pdf">{body}</body></html>')
+    return page, chapters
+
+
+def chapter_pages(pdf: Path, chapters: list[tuple[str, str]]) -> dict[str, int]:
+    """The page (1-based) each chapter starts on, from the outline Chromium wrote."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(pdf))
+    found: dict[str, int] = {}
+
+    def walk(items):
+        for item in items:
+            if isinstance(item, list):
+                walk(item)
+                continue
+            title = " ".join(str(item.title).split())
+            for stem, text in chapters:
+                if stem not in found and title == " ".join(text.split()):
+                    found[stem] = reader.get_destination_page_number(item) + 1
+    walk(reader.outline)
+    return found
+
+
+def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
+    sys.path.insert(0, str(ROOT))
+    from playwright.sync_api import sync_playwright
+
+    from tests import harness
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    numbers: dict[str, int] | None = None
+    with harness.serve(html) as base, sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+        browser = harness.launch(p)
+        try:
+            context = browser.new_context(java_script_enabled=False)
+            guard = harness.GuardedPage.open(context)
+            page = guard.page
+            page.set_default_timeout(timeout_ms)
+            for attempt in range(3):
+                text, chapters = document(html, numbers)
+                text = text.replace("<head>", f'<head><base href="{base}chapters/">', 1)
+                guard.goto(base + "index.html", wait_until="load")  # an origin for the document
+                page.set_content(text, wait_until="networkidle")
+                page.emulate_media(media="print")
+                page.evaluate("document.fonts.ready.then(() => true)")
+                target = Path(tmp, f"pass{attempt}.pdf")
+                page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
+                         display_header_footer=True, header_template="<span></span>", footer_template=FOOTER,
+                         margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
+                found = chapter_pages(target, chapters)
+                if found == numbers:
+                    break
+                numbers = found
+            guard.assert_clean()
+            out.write_bytes(target.read_bytes())
+        finally:
+            browser.close()
+    return numbers or {}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="the built site")
+    parser.add_argument("--out", type=Path, required=True, help="the PDF to write")
+    args = parser.parse_args(argv)
+    numbers = render(args.html.resolve(), args.out.resolve())
+    from pypdf import PdfReader
+
+    pages = len(PdfReader(str(args.out)).pages)
+    print(f"PDF: {args.out} ({pages} pages, {args.out.stat().st_size:,} bytes); chapters start on pages "
+          + ", ".join(f"{k} {v}" for k, v in numbers.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

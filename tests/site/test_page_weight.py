@@ -1,0 +1,122 @@
+"""Light pages: every page at most 400 KB gzipped, nothing published that no page uses, and the
+theme's icons still drawn and still inside named controls without the theme's icon script.
+
+Bytes are counted as ``make bench`` counts them (benchmarks/bench_pages.py): every file the
+page fetched in Chromium, text gzipped as a static host sends it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+from tests import harness
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_pages  # noqa: E402
+
+BUILT = (harness.HTML / "index.html").exists()
+PAGES = harness.book_pages() if BUILT else ["index.html"]
+
+
+@pytest.fixture(scope="module")
+def weights(browser, site_url, built_html):
+    return {p: bench_pages.page_weight(built_html, site_url, bench_pages.load(browser, site_url, p)[0]["urls"])
+            for p in PAGES}
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_every_page_is_at_most_400_kb_gzipped(weights, page_path):
+    w = weights[page_path]
+    largest = sorted(w["files"].items(), key=lambda kv: -kv[1][1])[:5]
+    assert w["gzip"] <= bench_pages.WEIGHT_GOAL, (
+        f"{page_path}: {w['gzip']:,} B gzipped ({w['raw']:,} B raw); largest: "
+        + ", ".join(f"{n} {g:,}" for n, (_, g) in largest))
+    assert not any("fontawesome.js" in name for name in w["files"])
+
+
+def _references(path: Path, text: str) -> set[Path]:
+    if path.suffix == ".html":
+        soup = BeautifulSoup(text, "html.parser")
+        refs = [t.get(a) for t in soup.find_all(True) for a in ("src", "href") if t.get(a)]
+    elif path.suffix == ".css":
+        refs = re.findall(r"url\(\s*[\"']?([^)\"']+)", text) + re.findall(r"@import\s+[\"']([^\"']+)", text)
+    else:
+        return set()
+    out = set()
+    for ref in refs:
+        ref = ref.split("#")[0].split("?")[0]
+        if not ref or re.match(r"^[a-z]+:", ref):
+            continue
+        out.add((path.parent / ref).resolve())
+    return out
+
+
+def test_every_published_file_is_used_by_a_page(built_html):
+    """Each file of the site is a page, or a page (or a stylesheet it loads) references it."""
+    pages = [p for p in built_html.rglob("*.html") if "_static" not in p.relative_to(built_html).parts]
+    used = {p.resolve() for p in pages}
+    todo = list(used)
+    while todo:
+        current = todo.pop()
+        for ref in _references(current, current.read_text(encoding="utf-8", errors="replace")):
+            if ref.is_file() and ref not in used:
+                used.add(ref)
+                todo.append(ref)
+    # The PDF is written by `make pdf` after the build; the menu links it like the archive.
+    unused = sorted(p.relative_to(built_html).as_posix() for p in built_html.rglob("*")
+                    if p.is_file() and p.resolve() not in used and p.name != ".nojekyll")
+    assert not unused, f"{len(unused)} published files no page uses: {unused[:20]}"
+    assert not (built_html / "vendor" / "axe.min.js").exists(), "the test tool axe-core is published"
+
+
+ICONS = """() => [...document.querySelectorAll('[class*="fa-"]')]
+  .filter(i => /\\bfa-(solid|regular|brands)\\b|\\bfa[srb]?\\b/.test(i.className) && i.getClientRects().length > 0)
+  .map(i => {
+    const control = i.closest('a, button, label, summary');
+    const name = control ? (control.getAttribute('aria-label') || control.getAttribute('title') ||
+                            control.textContent.trim()) : '';
+    const glyph = getComputedStyle(i, '::before').content;
+    return {cls: i.className, hidden: i.getAttribute('aria-hidden'), control: !!control, name,
+            glyph, width: i.getBoundingClientRect().width};
+  })"""
+
+
+@pytest.mark.parametrize("page_path", ["chapters/index.html", "chapters/saturation.html"])
+def test_icons_are_drawn_from_the_subset_font_and_every_control_keeps_its_name(guarded_page, site_url, page_path):
+    guarded_page.goto(site_url + page_path)
+    page = guarded_page.page
+    page.evaluate("document.fonts.ready.then(() => true)")
+    icons = page.evaluate(ICONS)
+    assert icons, "no icon found"
+    for icon in icons:
+        assert icon["hidden"] == "true", f"{icon['cls']}: an icon is decoration, hidden from assistive technology"
+        assert icon["glyph"] not in ("none", "normal", '""'), f"{icon['cls']}: no glyph"
+        assert icon["width"] > 4, f"{icon['cls']}: drawn {icon['width']} px wide"
+        if icon["control"]:
+            assert icon["name"], f"{icon['cls']}: its control has no accessible name"
+    loaded = page.evaluate("""() => [...document.fonts].filter(f => f.family.includes('Font Awesome'))
+                                    .map(f => [f.family, f.weight, f.status])""")
+    assert any(status == "loaded" for *_, status in loaded), loaded
+    fonts = [u for u in page.evaluate("performance.getEntriesByType('resource').map(e => e.name)") if "webfonts" in u]
+    assert fonts and all(u.endswith(".subset.woff") for u in fonts), fonts
+    guarded_page.assert_clean()
+
+
+def test_the_subset_fonts_hold_every_glyph_the_site_asks_for(built_html):
+    from fontTools.ttLib import TTFont
+
+    css = (built_html / "_static" / "styles" / "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    wanted = {ord(c) for c in css if 0xE000 <= ord(c) < 0xF900}
+    wanted |= {int(h, 16) for h in re.findall(r"\\([0-9a-fA-F]{4,5})", css) if 0xE000 <= int(h, 16) < 0xF900}
+    fonts = list((built_html / "_static" / "vendor" / "fontawesome" / "webfonts").glob("*.subset.woff"))
+    assert fonts
+    have = set()
+    for font in fonts:
+        have |= set(TTFont(font).getBestCmap())
+    assert wanted <= have, f"glyphs missing from the subset fonts: {sorted(hex(c) for c in wanted - have)}"

@@ -1,0 +1,171 @@
+"""Every screen: a phone (390 px wide) and a desktop (1280 px), light and dark.
+
+* 390 px: no page scrolls sideways (the document is exactly as wide as the viewport); a
+  code cell or an output wider than the screen scrolls inside its own box; each explorer's
+  controls wrap inside it and its drawing's text is at least 10 px tall on screen (an SVG
+  scaled down to the screen shrinks its text with it).
+* 1280 px: no code cell and no printed output is wider than its column, and the column
+  holds a 76-character line of code (the longest the pages write) without a scrollbar.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import harness
+
+BUILT = (harness.HTML / "index.html").exists()
+PAGES = [p for p in (harness.book_pages() if BUILT else ["chapters/index.html"]) if p != "index.html"]
+WIDGET_PAGES = [p for p in PAGES if BUILT and "application/vnd.jupyter.widget-state+json" in (harness.HTML / p).read_text(encoding="utf-8")]
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 900}
+MODES = ["light", "dark"]
+
+SET_MODE = """(mode) => {
+  document.documentElement.dataset.mode = mode;
+  document.documentElement.dataset.theme = mode;
+}"""
+
+WIDE_THINGS = """() => {
+  const vw = document.documentElement.clientWidth;
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= vw + 1) continue;
+    // Inside a box that scrolls or clips sideways it cannot widen the page.
+    let p = el.parentElement, clipped = false;
+    while (p && p !== document.body) {
+      const s = getComputedStyle(p);
+      if (['auto', 'scroll', 'hidden', 'clip'].includes(s.overflowX) && p.getBoundingClientRect().right <= vw + 1) { clipped = true; break; }
+      p = p.parentElement;
+    }
+    if (!clipped) out.push(`${el.tagName.toLowerCase()}.${[...el.classList].join('.')} right=${Math.round(r.right)}`);
+  }
+  return out.slice(0, 8);
+}"""
+
+# Code inputs and text outputs: [what, scrollWidth, clientWidth, overflow-x].
+CODE_BOXES = """() => [...document.querySelectorAll(
+    'article .cell_input pre, article .cell_output pre, article div.highlight > pre, article .output pre')]
+  .filter(pre => pre.getClientRects().length > 0 && !pre.closest('details:not([open])'))
+  .map(pre => {
+    const cell = pre.closest('.cell');
+    const where = (cell && cell.id) || (pre.closest('[id]') || {}).id || '';
+    const line = (pre.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '')).slice(0, 90);
+    return [where, pre.closest('.cell_output, .output') ? 'output' : 'code', pre.scrollWidth, pre.clientWidth,
+            getComputedStyle(pre).overflowX, line];
+  })"""
+
+# A 76-character line put into a code cell's box of the page: does it fit?
+SEVENTY_SIX = """() => {
+  const host = document.querySelector('article .cell_input div.highlight, article div.highlight');
+  if (!host) return null;
+  const pre = host.querySelector('pre').cloneNode(false);
+  pre.textContent = 'x'.repeat(76);
+  host.appendChild(pre);
+  const result = [pre.scrollWidth, pre.clientWidth];
+  pre.remove();
+  return result;
+}"""
+
+# Every text of a widget's drawing: its size on screen (font size times the SVG's scale).
+WIDGET_TEXT = """() => [...document.querySelectorAll('.attn-live svg text')]
+  .filter(t => t.getClientRects().length > 0 && t.textContent.trim())
+  .map(t => {
+    const m = t.getScreenCTM();
+    const scale = m ? Math.sqrt(m.a * m.a + m.b * m.b) : 1;
+    const root = t.closest('.attn-live');
+    return [[...root.classList].find(c => c.startsWith('attn-') && !['attn-w', 'attn-live'].includes(c)) || '',
+            t.textContent.trim().slice(0, 20), parseFloat(getComputedStyle(t).fontSize) * scale];
+  })"""
+
+# Each control row and each control of each widget lies inside the widget's box.
+WIDGET_CONTROLS = """() => {
+  const out = [];
+  for (const w of document.querySelectorAll('.attn-live')) {
+    const box = w.querySelector('.attn-root').getBoundingClientRect();
+    for (const el of w.querySelectorAll('.attn-control, .attn-control > *')) {
+      const r = el.getBoundingClientRect();
+      if (r.width && (r.left < box.left - 1 || r.right > box.right + 1))
+        out.push(`${[...w.classList].join('.')}: ${el.tagName.toLowerCase()} ${Math.round(r.left)}..${Math.round(r.right)} outside ${Math.round(box.left)}..${Math.round(box.right)}`);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def phone(browser):
+    context = browser.new_context(viewport=PHONE, device_scale_factor=1, is_mobile=True, has_touch=True)
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def desktop(browser):
+    context = browser.new_context(viewport=DESKTOP)
+    yield context
+    context.close()
+
+
+def open_page(context, site_url, page_path, mode):
+    guard = harness.GuardedPage.open(context)
+    guard.goto(site_url + page_path)
+    page = guard.page
+    page.evaluate(SET_MODE, mode)
+    if "widget-state" in (harness.HTML / page_path).read_text(encoding="utf-8"):
+        page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
+    page.evaluate("document.fonts.ready.then(() => true)")
+    return guard
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("page_path", PAGES)
+def test_phone_no_page_scrolls_sideways_and_code_scrolls_in_its_own_box(phone, site_url, page_path, mode):
+    guard = open_page(phone, site_url, page_path, mode)
+    page = guard.page
+    try:
+        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth, window.innerWidth]")
+        assert widths[0] == widths[1] == PHONE["width"], (
+            f"{page_path} ({mode}) is {widths[0]} px wide on a {PHONE['width']} px screen; too wide: {page.evaluate(WIDE_THINGS)}")
+        for where, kind, scroll, client, overflow, line in page.evaluate(CODE_BOXES):
+            if scroll > client + 1:
+                assert overflow in ("auto", "scroll"), f"{page_path}: {kind} in {where} is cut off, not scrollable"
+        guard.assert_clean()
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("page_path", WIDGET_PAGES)
+def test_phone_explorer_controls_wrap_and_drawing_text_stays_legible(phone, site_url, page_path, mode):
+    guard = open_page(phone, site_url, page_path, mode)
+    page = guard.page
+    try:
+        assert page.locator(".attn-live").count() > 0, f"{page_path}: no explorer rendered"
+        outside = page.evaluate(WIDGET_CONTROLS)
+        assert not outside, f"{page_path} at {PHONE['width']} px, controls outside their explorer:\n  " + "\n  ".join(outside)
+        small = [f"{kind} '{text}' {size:.1f} px" for kind, text, size in page.evaluate(WIDGET_TEXT) if size < 10 - 0.05]
+        assert not small, (f"{page_path} at {PHONE['width']} px: text drawn smaller than 10 px "
+                           f"({len(small)}):\n  " + "\n  ".join(small[:12]))
+        guard.assert_clean()
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("page_path", PAGES)
+def test_desktop_no_code_cell_or_output_is_wider_than_its_column(desktop, site_url, page_path, mode):
+    guard = open_page(desktop, site_url, page_path, mode)
+    page = guard.page
+    try:
+        fit = page.evaluate(SEVENTY_SIX)
+        if fit is not None:
+            assert fit[0] <= fit[1], f"{page_path}: a 76-character line needs {fit[0]} px, the column gives {fit[1]} px"
+        wide = [f"{kind} in {where}: {scroll} px in {client} px: {line!r}"
+                for where, kind, scroll, client, overflow, line in page.evaluate(CODE_BOXES) if scroll > client + 1]
+        assert not wide, f"{page_path} at {DESKTOP['width']} px, {len(wide)} box(es) wider than the column:\n  " + "\n  ".join(wide)
+        assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+        guard.assert_clean()
+    finally:
+        page.close()
