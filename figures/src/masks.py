@@ -1,4 +1,4 @@
-"""Causal, padding and combined attention masks as three grids (page "Numerical stability and masks").
+"""Causal, padding and combined attention masks as three grids (page "Masks").
 
 Writes figures/masks.svg. Rows are queries i, columns keys j; a filled cell means
 "query i may attend to key j" (True in the boolean mask), an empty one gets weight 0.

@@ -1,0 +1,237 @@
+"""Masks: every number the prose quotes, recomputed independently of the page's cells
+(torch, plain Python or a fresh NumPy computation), and the page's exercises."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from attention import checkers
+from tests.glue import executed_notebook
+from tests.pages._common import CHAPTERS, g, g_bool, g_text, page_cell, torch_softmax_attention
+
+PAGE = "masks"
+
+
+def _mask_example():
+    rng = np.random.default_rng(1)
+    T, d_k = 6, 8
+    Q, K, V = (rng.standard_normal((T, d_k)) for _ in range(3))
+    return Q, K, V, np.tril(np.ones((T, T), dtype=bool))
+
+
+def test_exercise_weights_with_minus_infinity_and_with_zero():
+    e2, e1 = math.exp(2), math.exp(1)
+    inf_w = [e2 / (e2 + e1), e1 / (e2 + e1), 0.0]
+    zero_w = [e2 / (e2 + e1 + 1), e1 / (e2 + e1 + 1), 1 / (e2 + e1 + 1)]
+    for k in range(3):
+        assert g(PAGE, f"inf_w_{k}") == pytest.approx(inf_w[k], abs=1e-12)
+        assert g(PAGE, f"zero_w_{k}") == pytest.approx(zero_w[k], abs=1e-12)
+
+
+def test_causal_mask_gives_future_keys_zero_weight_and_row_zero_is_one_hot():
+    Q, K, V, M = _mask_example()
+    _, A = torch_softmax_attention(Q, K, V, M)
+    assert np.all(np.triu(A, k=1) == 0.0) and g(PAGE, "mask_upper_max") == 0.0
+    assert A[0, 0] == 1.0 == g(PAGE, "mask_row0_first")
+    assert 0 <= g(PAGE, "mask_lib_err") < 1e-12
+    assert g(PAGE, "bias_equals_mask_err") == 0.0
+
+
+def test_masking_with_zero_instead_of_minus_infinity_leaks_weight_to_the_future():
+    Q, K, _, M = _mask_example()
+    s = torch.from_numpy(Q @ K.T / math.sqrt(8)).masked_fill(~torch.from_numpy(M), 0.0)
+    leak = float(torch.softmax(s, dim=-1)[0, 1:].sum())
+    assert g(PAGE, "mask_zero_leak") == pytest.approx(leak, rel=1e-9)
+
+
+def test_alibi_moves_the_last_querys_weight_to_its_nearest_keys():
+    Q, K, _, M = _mask_example()
+    T = 6
+    i, j = np.indices((T, T))
+    s = torch.from_numpy(Q @ K.T / math.sqrt(8))
+    bias = torch.from_numpy(np.where(M, -0.5 * (i - j), -np.inf))
+    before = torch.softmax(s.masked_fill(~torch.from_numpy(M), float("-inf")), -1)
+    after = torch.softmax(s + bias, -1)
+    assert g(PAGE, "alibi_last_before") == pytest.approx(float(before[-1, -1]), rel=1e-9)
+    assert g(PAGE, "alibi_last_after") == pytest.approx(float(after[-1, -1]), rel=1e-9)
+    assert g(PAGE, "alibi_first_before") == pytest.approx(float(before[-1, 0]), rel=1e-9)
+    assert g(PAGE, "alibi_first_after") == pytest.approx(float(after[-1, 0]), rel=1e-9)
+    assert g(PAGE, "alibi_last_after") > g(PAGE, "alibi_last_before")
+    assert g(PAGE, "alibi_first_after") < g(PAGE, "alibi_first_before")
+
+
+# --- one machinery, three models ---------------------------------------------------------
+
+def _visible(kind: str, T: int, prefix: int) -> np.ndarray:
+    """The three masks from their definitions, in plain Python."""
+    rule = {"encoder": lambda i, j: True, "decoder": lambda i, j: j <= i,
+            "prefix LM": lambda i, j: j < prefix or j <= i}[kind]
+    return np.array([[rule(i, j) for j in range(T)] for i in range(T)])
+
+
+def _projections():
+    rng = np.random.default_rng(4)
+    d_model, d_k, T = 16, 8, 8
+    X = rng.standard_normal((T, d_model))
+    W_Q, W_K, W_V = (rng.standard_normal((d_model, d_k)) / math.sqrt(d_model) for _ in range(3))
+    return rng, X, W_Q, W_K, W_V
+
+
+def _torch_self_attention(X, W_Q, W_K, W_V, mask):
+    return torch_softmax_attention(X @ W_Q, X @ W_K, X @ W_V, mask)[0]
+
+
+def test_changing_a_token_moves_exactly_the_outputs_that_see_it():
+    assert (g(PAGE, "models_T"), g(PAGE, "models_prefix")) == (8, 3)
+    rng, X, W_Q, W_K, W_V = _projections()
+    moved = {}
+    for kind in ("encoder", "decoder", "prefix LM"):
+        M = _visible(kind, 8, 3)
+        for t in (1, 6):
+            X2 = X.copy()
+            X2[t] = rng.standard_normal(16)
+            d = np.abs(_torch_self_attention(X2, W_Q, W_K, W_V, M)
+                       - _torch_self_attention(X, W_Q, W_K, W_V, M)).max(-1)
+            moved[kind, t] = np.flatnonzero(d > 1e-12).tolist()
+            assert moved[kind, t] == [i for i in range(8) if M[i, t]]  # "sees" = depends on
+    assert moved["decoder", 1] == list(range(1, 8)) and g(PAGE, "moved_decoder_first") == 1
+    assert len(moved["prefix LM", 1]) == 8 == g(PAGE, "moved_prefix_count")
+    assert moved["prefix LM", 6] == moved["decoder", 6] == [6, 7]
+    assert g_bool(PAGE, "moved_prefix_after_as_decoder")
+
+
+def test_cached_decoding_reproduces_the_causal_forward_pass():
+    _, X, W_Q, W_K, W_V = _projections()
+    T = 8
+    full = _torch_self_attention(X, W_Q, W_K, W_V, _visible("decoder", T, 0))
+    for t in range(T):  # step t: one query against the t + 1 cached keys, no mask
+        o = torch_softmax_attention(X[t:t + 1] @ W_Q, X[:t + 1] @ W_K, X[:t + 1] @ W_V)[0]
+        np.testing.assert_allclose(o[0], full[t], atol=1e-14)
+    assert 0 <= g(PAGE, "cache_err") < 1e-13
+
+
+def test_a_cached_chunk_needs_the_bottom_right_mask_and_top_left_is_wrong():
+    _, X, W_Q, W_K, W_V = _projections()
+    T, cached = 8, 5
+    assert g(PAGE, "chunk_cached") == cached
+    full = _torch_self_attention(X, W_Q, W_K, W_V, _visible("decoder", T, 0))
+    from torch.nn.attention.bias import causal_lower_right
+
+    right = causal_lower_right(T - cached, T)._materialize(torch.device("cpu")).numpy()
+    left = np.tril(np.ones((T - cached, T), dtype=bool))
+    o_right = torch_softmax_attention(X[cached:] @ W_Q, X @ W_K, X @ W_V, right)[0]
+    o_left = torch_softmax_attention(X[cached:] @ W_Q, X @ W_K, X @ W_V, left)[0]
+    assert np.abs(o_right - full[cached:]).max() < 1e-13
+    assert 0 <= g(PAGE, "chunk_err_bottom_right") < 1e-13
+    assert g(PAGE, "chunk_err_top_left") == pytest.approx(np.abs(o_left - full[cached:]).max(), rel=1e-9)
+    assert g(PAGE, "chunk_err_top_left") > 0.1
+
+
+# --- when -inf fails ------------------------------------------------------------------
+
+def test_fully_masked_row_is_nan_naively_and_zero_under_the_policy():
+    row = torch.full((4,), float("-inf"))
+    naive = torch.exp(row - row.max())
+    assert int(torch.isnan(naive / naive.sum()).sum()) == g(PAGE, "empty_row_nan") == 4
+    assert g(PAGE, "policy_row_abs") == 0.0
+
+
+def test_torch_returns_zeros_for_a_fully_masked_row_with_every_cpu_kernel_and_dtype():
+    Q, K, V, M = _mask_example()
+    M = M.copy()
+    M[2] = False
+    q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))
+    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype),
+                                                     attn_mask=torch.from_numpy(M))
+            assert float(out[0, 0, 2].abs().max()) == 0.0
+            assert not torch.isnan(out).any()
+    assert g(PAGE, "torch_empty_row_abs") == 0.0 and g(PAGE, "torch_empty_row_nan") == 0
+    assert g_text(PAGE, "torch_version") == torch.__version__
+
+
+def test_an_empty_row_poisons_dV_and_W_V_but_not_dQ_dK_under_masked_fill():
+    # The same experiment, built independently: autograd through masked_fill and a
+    # hand-written stable softmax, a loss that ignores the empty query.
+    rng = np.random.default_rng(11)
+    T, d_model, d_k = 6, 16, 8
+    X = torch.from_numpy(rng.standard_normal((T, d_model)))
+    Ws = [torch.from_numpy(rng.standard_normal((d_model, d_k))).requires_grad_() for _ in range(3)]
+    Q, K, V = (X @ W for W in Ws)
+    for x in (Q, K, V):
+        x.retain_grad()
+    M = torch.ones(T, T, dtype=torch.bool).tril()
+    M[2] = False
+    S = (Q @ K.T / math.sqrt(d_k)).masked_fill(~M, float("-inf"))
+    E = torch.exp(S - S.amax(-1, keepdim=True))
+    O = (E / E.sum(-1, keepdim=True)) @ V
+    keep = torch.arange(T) != 2
+    (O[keep] * torch.ones_like(O[keep])).sum().backward()
+    assert not torch.isnan(Q.grad).any() and not torch.isnan(K.grad).any()
+    assert torch.isnan(V.grad).any(dim=-1).all()
+    assert torch.isnan(Ws[2].grad).all() and not torch.isnan(Ws[0].grad).any()
+    assert g(PAGE, "nan_T") == 6
+    assert (g(PAGE, "nan_dQ_rows"), g(PAGE, "nan_dK_rows"), g(PAGE, "nan_dV_rows")) == (0, 0, 6)
+    assert g(PAGE, "nan_WV_entries") == g(PAGE, "nan_WV_size") == 128
+    assert g(PAGE, "nan_WQK_entries") == 0
+
+
+def test_minus_1e9_and_added_finfo_min_overflow_float16():
+    assert float(torch.tensor(-1e9).to(torch.float16)) == -math.inf == g(PAGE, "big_neg_fp16")
+    assert float(torch.tensor(-1e9).to(torch.bfloat16)) == g(PAGE, "big_neg_bf16")
+    assert math.isfinite(g(PAGE, "big_neg_bf16"))
+    assert g(PAGE, "big_neg_nan") == 4
+    scores = torch.tensor([3.0, -20.0, 1.0, 0.5], dtype=torch.float16)
+    added = scores + torch.finfo(torch.float16).min
+    assert int(torch.isinf(added).sum()) == g(PAGE, "min_added_inf") == 1
+    replaced = torch.softmax(torch.full((4,), torch.finfo(torch.float16).min, dtype=torch.float16).float(), 0)
+    assert float(replaced[0]) == g(PAGE, "min_replaced_weight") == 0.25
+
+
+# --- the exercises -----------------------------------------------------------------------
+
+def test_numpy_attention_reference_solution_passes_its_checker():
+    namespace = {"np": np, "math": math, "glue": lambda *a, **k: None,
+                 "check_scaled_dot_product_attention": checkers.check_scaled_dot_product_attention}
+    exec(page_cell(PAGE, "def reference_scaled_dot_product_attention"), namespace)
+    reference = namespace["reference_scaled_dot_product_attention"]
+    assert checkers.check_scaled_dot_product_attention(reference, verbose=False)
+    assert g_bool(PAGE, "numpy_reference_passes")
+    text = str(executed_notebook(PAGE))
+    assert "12 of 12 checks passed." in text
+
+
+def test_exercises_come_before_their_answers():
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    # the -inf exercise precedes the cells that answer it
+    ex = text.index(":label: ex-mask-inf")
+    for reveal in ("A_zero = stable_softmax", "a_empty = stable_softmax", "big_neg_fp16 ="):
+        assert ex < text.index(reveal), reveal
+    # the NumPy exercise's implementation sits in its folded solution
+    start = text.index("```{solution-start} ex-numpy-attention")
+    end = text.index("```{solution-end}")
+    assert start < text.index("def reference_scaled_dot_product_attention") < end
+    assert ":class: dropdown" in text[start:end]
+    # the contract the checker tests is stated in the exercise
+    ex_np = text[text.index(":label: ex-numpy-attention"):start]
+    for term in ("True means", "broadcasts", "fully masked", "dtype", "exactly* 0"):
+        assert term in ex_np, term
+    # the solution of the -inf exercise says what happens to dV
+    sol = text[text.index("```{solution} ex-mask-inf"):text.index("### Why $-\\infty$ and not 0")]
+    assert "\\mathrm{d}V" in sol
+
+
+def test_page_labels_and_notation():
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert text.startswith("---") and "(masks)=" in text and "(masks-failures)=" in text
+    assert "stability-masks" not in text
+    assert "ex4_" not in text and "ex6_" not in text and "exercise 4" not in text.lower()
+    assert "$n$" not in text
