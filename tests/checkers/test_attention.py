@@ -52,6 +52,27 @@ def correct_with_guards_by_any(Q, K, V, mask=None):
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def correct_by_nan_to_num(Q, K, V, mask=None):
+    """Let the empty rows turn NaN, then zero them: the contract allows it."""
+    S = np.einsum("...qd,...kd->...qk", Q, K) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True))
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def correct_with_finfo_min(Q, K, V, mask=None):
+    """The dtype's most negative number by replacement, empty rows zeroed by hand."""
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])
+    mask = np.ones(S.shape, dtype=bool) if mask is None else np.broadcast_to(mask, S.shape)
+    S = np.where(mask, S, np.finfo(S.dtype).min)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.where(mask.any(axis=-1, keepdims=True), E / E.sum(axis=-1, keepdims=True), 0.0)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
 # --- wrong answers, as a student writes them --------------------------------------------
 
 def _finish(S, V, Q, shift=True):
@@ -213,7 +234,8 @@ def _failures(fn, capsys) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("✗")]
 
 
-@pytest.mark.parametrize("fn", [correct, correct_in_float32, correct_with_guards_by_any])
+@pytest.mark.parametrize("fn", [correct, correct_in_float32, correct_with_guards_by_any,
+                                correct_by_nan_to_num, correct_with_finfo_min])
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_scaled_dot_product_attention(fn) is True
     out = capsys.readouterr().out

@@ -87,6 +87,20 @@ def _torch_self_attention(X, W_Q, W_K, W_V, mask):
     return torch_softmax_attention(X @ W_Q, X @ W_K, X @ W_V, mask)[0]
 
 
+def test_seeing_is_depending_at_other_seeds_and_prefix_lengths():
+    for seed, T, prefix in ((0, 6, 2), (1, 9, 4), (2, 5, 5)):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((T, 6))
+        Ws = [rng.standard_normal((6, 4)) for _ in range(3)]
+        for kind in ("encoder", "decoder", "prefix LM"):
+            M = _visible(kind, T, prefix)
+            for t in range(T):
+                X2 = X.copy()
+                X2[t] += 1.0
+                d = np.abs(_torch_self_attention(X2, *Ws, M) - _torch_self_attention(X, *Ws, M)).max(-1)
+                assert np.flatnonzero(d > 1e-12).tolist() == [i for i in range(T) if M[i, t]]
+
+
 def test_changing_a_token_moves_exactly_the_outputs_that_see_it():
     assert (g(PAGE, "models_T"), g(PAGE, "models_prefix")) == (8, 3)
     rng, X, W_Q, W_K, W_V = _projections()
@@ -106,13 +120,15 @@ def test_changing_a_token_moves_exactly_the_outputs_that_see_it():
     assert g_bool(PAGE, "moved_prefix_after_as_decoder")
 
 
-def test_cached_decoding_reproduces_the_causal_forward_pass():
-    _, X, W_Q, W_K, W_V = _projections()
-    T = 8
-    full = _torch_self_attention(X, W_Q, W_K, W_V, _visible("decoder", T, 0))
-    for t in range(T):  # step t: one query against the t + 1 cached keys, no mask
-        o = torch_softmax_attention(X[t:t + 1] @ W_Q, X[:t + 1] @ W_K, X[:t + 1] @ W_V)[0]
-        np.testing.assert_allclose(o[0], full[t], atol=1e-14)
+def test_cached_decoding_reproduces_the_causal_forward_pass_at_several_seeds_and_lengths():
+    for seed, T in ((4, 8), (0, 3), (1, 17), (2, 30)):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((T, 16))
+        W_Q, W_K, W_V = (rng.standard_normal((16, 8)) / 4.0 for _ in range(3))
+        full = _torch_self_attention(X, W_Q, W_K, W_V, _visible("decoder", T, 0))
+        for t in range(T):  # step t: one query against the t + 1 cached keys, no mask
+            o = torch_softmax_attention(X[t:t + 1] @ W_Q, X[:t + 1] @ W_K, X[:t + 1] @ W_V)[0]
+            np.testing.assert_allclose(o[0], full[t], atol=1e-13)
     assert 0 <= g(PAGE, "cache_err") < 1e-13
 
 
@@ -129,6 +145,10 @@ def test_a_cached_chunk_needs_the_bottom_right_mask_and_top_left_is_wrong():
     o_left = torch_softmax_attention(X[cached:] @ W_Q, X @ W_K, X @ W_V, left)[0]
     assert np.abs(o_right - full[cached:]).max() < 1e-13
     assert 0 <= g(PAGE, "chunk_err_bottom_right") < 1e-13
+    for c in range(T):  # every split of the sequence into cache + chunk
+        m = np.tril(np.ones((T - c, T), dtype=bool), k=c)
+        o = torch_softmax_attention(X[c:] @ W_Q, X @ W_K, X @ W_V, m)[0]
+        assert np.abs(o - full[c:]).max() < 1e-13
     assert g(PAGE, "chunk_err_top_left") == pytest.approx(np.abs(o_left - full[cached:]).max(), rel=1e-9)
     assert g(PAGE, "chunk_err_top_left") > 0.1
 
@@ -174,7 +194,9 @@ def test_an_empty_row_poisons_dV_and_W_V_but_not_dQ_dK_under_masked_fill():
     E = torch.exp(S - S.amax(-1, keepdim=True))
     O = (E / E.sum(-1, keepdim=True)) @ V
     keep = torch.arange(T) != 2
-    (O[keep] * torch.ones_like(O[keep])).sum().backward()
+    loss = (O[keep] * torch.ones_like(O[keep])).sum()
+    assert torch.isfinite(loss)  # "the loss is finite, since it never looks at query 2"
+    loss.backward()
     assert not torch.isnan(Q.grad).any() and not torch.isnan(K.grad).any()
     assert torch.isnan(V.grad).any(dim=-1).all()
     assert torch.isnan(Ws[2].grad).all() and not torch.isnan(Ws[0].grad).any()
