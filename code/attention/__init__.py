@@ -6,6 +6,7 @@ page that derives it.
 """
 
 from .backward import attention_backward
+from .blocked import blocked_attention, blocked_attention_backward
 from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
 from .kernel import additive_scores, gaussian_kernel_weights
@@ -24,6 +25,8 @@ __all__ = [
     "additive_scores",
     "attention_backward",
     "attention_rows",
+    "blocked_attention",
+    "blocked_attention_backward",
     "causal_mask",
     "gaussian_kernel_weights",
     "jacobian_trace",

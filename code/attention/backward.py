@@ -1,4 +1,4 @@
-"""The backward pass of attention, derived by hand in the page "The backward pass, by hand".
+"""The backward pass of attention, derived by hand on the page "The backward pass, by hand".
 
 Forward: S = c Q K^T, A = softmax(S), O = A V with c = 1 / (temperature sqrt(d_k)).
 Backward, step by step (dX means dL/dX and has the shape of X):
@@ -6,18 +6,16 @@ Backward, step by step (dX means dL/dX and has the shape of X):
     D_i = sum_j A_ij dA_ij = dO_i . O_i            (one number per query)
     dS = A * (dA - D)                              (softmax VJP, row by row)
     dQ = c dS K,  dK = c dS^T Q                    (product rule of S = c Q K^T)
-Four matrix products, against the forward pass's two: the rule of thumb that gradients cost
-about twice the forward pass.
+Four matrix products of the forward pass's size, against its two. The same arithmetic
+arranged for speed: :func:`attention.blocked.blocked_attention_backward`.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ._validate import as_float_array, check_mask, sum_to_shape
-from .forward import _blocks, _flat, check_qkv, scaled_dot_product_attention, score_scale
+from .forward import check_qkv, scaled_dot_product_attention, score_scale
 
 
 def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=None, A=None):
@@ -26,12 +24,39 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     Shapes as in :func:`attention.scaled_dot_product_attention`; dO has O's shape
     (..., T_q, d_v). Each gradient has the shape of its input: where a leading dimension
     was broadcast (one K shared by several heads, say), the gradient is summed over it.
-    Masked entries need no special care: their weight A_ij is 0, so dS_ij is 0.
+    Masked entries need no special care: their weight A_ij is 0, so dS_ij is 0. The
+    gradients have the inputs' dtype (float16 is computed in float32).
 
     The backward pass needs the forward pass's output O and weights A. Pass both, as
     returned by ``scaled_dot_product_attention(Q, K, V, mask, temperature)``, to reuse them
     (what autograd does with the tensors it saved); without them they are recomputed,
     which costs one more forward pass.
+    """
+    Q, K, V, dO, O, A, c, _ = check_backward_inputs(Q, K, V, dO, mask, temperature, O, A)
+    dtype = Q.dtype
+    work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
+    Q_, K_, V_, dO, O, A = (x.astype(work, copy=False) for x in (Q, K, V, dO, O, A))
+
+    def T_(X):  # transpose the last two axes: X^T for every batch item and head
+        return np.swapaxes(X, -1, -2)
+
+    dV = T_(A) @ dO                                # (..., T_k, d_v)
+    dA = dO @ T_(V_)                               # (..., T_q, T_k)
+    D = np.sum(dO * O, axis=-1, keepdims=True)     # (..., T_q, 1): D_i = dO_i . O_i
+    dS = A * (dA - D)                              # (..., T_q, T_k)
+    dQ = c * (dS @ K_)                             # (..., T_q, d_k)
+    dK = c * (T_(dS) @ Q_)                         # (..., T_k, d_k)
+    return tuple(sum_to_shape(g, x.shape).astype(dtype, copy=False)
+                 for g, x in ((dQ, Q), (dK, K), (dV, V)))
+
+
+def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A, *,
+                          forward=scaled_dot_product_attention):
+    """Validated (Q, K, V, dO, O, A, c, batch) for a backward pass.
+
+    O and A are the forward pass's results: both given (checked against the shapes they
+    must have) or neither (then ``forward(Q, K, V, mask=mask, temperature=temperature)``
+    computes them). ``batch`` is the broadcast shape of the leading dimensions.
     """
     Q, K, V = check_qkv(Q, K, V)
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
@@ -40,7 +65,7 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     if (O is None) != (A is None):
         raise TypeError("pass both O and A (the forward pass's output and weights) or neither")
     if O is None:
-        O, A = scaled_dot_product_attention(Q, K, V, mask=mask, temperature=temperature)
+        O, A = forward(Q, K, V, mask=mask, temperature=temperature)
     else:
         O, A = as_float_array(O, "O"), as_float_array(A, "A")
         for name, x, shape in (("O", O, o_shape), ("A", A, a_shape)):
@@ -52,43 +77,4 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     dO = as_float_array(dO, "dO")
     if dO.shape != o_shape:
         raise ValueError(f"dO must have the output's shape {o_shape}, got {dO.shape}")
-    dtype = Q.dtype  # the gradients have the inputs' dtype
-    work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
-    N = math.prod(batch)
-    dQ, dK, dV = _gradient_blocks(*(_flat(x, batch, N).astype(work, copy=False) for x in (Q, K, V, O, A, dO)), c)
-    return tuple(sum_to_shape(g.reshape(batch + g.shape[1:]).astype(dtype, copy=False), x.shape)
-                 for g, x in ((dQ, Q), (dK, K), (dV, V)))
-
-
-def _gradient_blocks(Q, K, V, O, A, dO, c):
-    """dQ, dK, dV for flattened (N, ., .) operands, a block of query rows at a time.
-
-    Each block's dA = dO V^T is made, turned into dS in place and used while it is still
-    in cache; dK and dV gather every block's contribution.
-    """
-    N, T_q, d_k = Q.shape
-    T_k, d_v = V.shape[-2:]
-    dQ = np.zeros_like(Q)
-    dK = np.zeros((N, T_k, d_k), dtype=Q.dtype)
-    dV = np.zeros((N, T_k, d_v), dtype=Q.dtype)
-    if not (N and T_q and T_k):
-        return dQ, dK, dV
-    V_t = np.swapaxes(V, -1, -2)
-    buffer = None
-    for i0, i1, q0, q1 in _blocks(N, T_q, T_k):
-        items, rows = slice(i0, i1), slice(q0, q1)
-        A_b, dO_b = A[items, rows], dO[items, rows]
-        A_bt = np.swapaxes(A_b, -1, -2)
-        if buffer is None:
-            buffer = np.empty((i1 - i0, q1 - q0, T_k), dtype=Q.dtype)
-        dS = buffer[: i1 - i0, : q1 - q0]
-        np.matmul(dO_b, V_t[items], out=dS)  # dA = dO V^T
-        D = np.vecdot(dO_b, O[items, rows])[..., None]  # D_i = dO_i . O_i
-        dS -= D
-        dS *= A_b  # dS = A * (dA - D)
-        np.matmul(dS, K[items], out=dQ[items, rows])
-        dV[items] += A_bt @ dO_b  # every block of queries adds to the keys' and values' gradients
-        dK[items] += np.swapaxes(dS, -1, -2) @ Q[items, rows]
-    dQ *= c
-    dK *= c
-    return dQ, dK, dV
+    return Q, K, V, dO, O, A, c, batch

@@ -1,7 +1,11 @@
 """Scaled dot-product attention in NumPy: the plain version and the tiled (online-softmax) one.
 
-The plain version is built up in the pages "Soft retrieval" and "Numerical stability and
-masks"; the tiled one, which never forms the T_q x T_k score matrix, in the latter.
+The plain version, :func:`scaled_dot_product_attention`, is the algorithm of the pages
+"Soft retrieval" and "Numerical stability": scores, mask, shift by the row maximum,
+exponential, normalisation, product with the values, nothing else. The tiled version,
+:func:`tiled_attention`, which never forms the T_q x T_k score matrix, is derived on the
+page "Numerical stability". The same arithmetic arranged for speed lives in
+:mod:`attention.blocked`.
 """
 
 from __future__ import annotations
@@ -61,24 +65,9 @@ def score_scale(d_k: int, temperature: float = 1.0) -> float:
     return float(1.0 / (temperature * np.sqrt(d_k)))
 
 
-# How the plain version is computed (the arithmetic of the pages, arranged for speed):
-# * the factor c multiplies Q (T_q d_k numbers), not Q K^T (T_q T_k numbers);
-# * scores are kept in base 2: 2^(s log2 e) = e^s, and NumPy's exp2 is faster than its exp
-#   (FlashAttention kernels make the same substitution);
-# * the scores are processed a block of query rows at a time, so that the exponential, the
-#   row sums and the product with V find the block still in cache;
-# * the shift by the row maximum (page "Numerical stability and masks") is skipped when the
-#   Cauchy-Schwarz bound |s_ij| <= c |q_i| |k_j| proves every score of the block lies within
-#   +-SHIFT_FREE_BOUND: then nothing can overflow or underflow, and since softmax ignores a
-#   shift, the weights differ from the shifted ones by rounding only.
-LOG2_E = float(np.log2(np.e))
-
-# e^60 ~ 1.1e26: no float32 overflow even summed over 10^12 keys; e^-60 ~ 8.8e-27 is a normal
-# float32, so a row's largest weight keeps full precision.
-SHIFT_FREE_BOUND = 60.0
-
-# Score entries per block (2^20 float32 = 4 MiB), but never fewer than MIN_BLOCK_ROWS query
-# rows: thinner products run well below BLAS's best rate.
+# need_weights=False scores a block of query rows at a time: about BLOCK_ENTRIES scores
+# (2^20 float32 = 4 MiB) per batch item, but never fewer than MIN_BLOCK_ROWS rows, because
+# thinner matrix products run well below BLAS's best rate.
 BLOCK_ENTRIES = 1 << 20
 MIN_BLOCK_ROWS = 512
 
@@ -93,125 +82,70 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *
     weight exactly 0. A query whose every key is masked (or a query with T_k = 0 keys)
     gets all-zero weights and a zero output, never NaN: the same policy as torch 2.13's
     built-in. Integer inputs are promoted to float64; float16 is computed in float32 and
-    the results cast back.
+    the results cast back. Scores that overflow the dtype raise ``ValueError``.
 
-    ``need_weights=False`` returns (O, None) and never holds more than one block of query
-    rows' scores (a few MiB) instead of all T_q x T_k weights: the O(T^2) memory of
-    attention is the price of *returning* A, not of computing O. (torch's
-    ``nn.MultiheadAttention`` has the same switch.)
+    ``need_weights=False`` returns (O, None) and computes the same thing a block of query
+    rows at a time (see ``BLOCK_ENTRIES``), so that all T_q x T_k weights never exist at
+    once: the O(T^2) memory of attention is the price of *returning* A, not of computing
+    O. (torch's ``nn.MultiheadAttention`` has the same switch.)
+
+    The same arithmetic, arranged for speed: :func:`attention.blocked.blocked_attention`.
     """
     Q, K, V = check_qkv(Q, K, V)
-    temperature = check_positive(temperature, "temperature")
+    c = score_scale(Q.shape[-1], temperature)
     if not isinstance(need_weights, (bool, np.bool_)):
         raise TypeError(f"need_weights must be True or False, got {need_weights!r}")
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    T_q, d_k = Q.shape[-2:]
-    T_k, d_v = V.shape[-2:]
+    T_q, T_k = Q.shape[-2], K.shape[-2]
     if mask is not None:
         mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
+    if need_weights:
+        return _attend(Q, K, V, mask, c)
+    O = np.empty(batch + (T_q, V.shape[-1]), dtype=Q.dtype)
+    rows = max(MIN_BLOCK_ROWS, BLOCK_ENTRIES // max(1, math.prod(batch) * T_k))
+    for q0 in range(0, T_q, rows):
+        block = slice(q0, q0 + rows)  # the queries q0 .. q0 + rows - 1
+        O[..., block, :] = _attend(Q[..., block, :], K, V,
+                                   None if mask is None else mask[..., block, :], c)[0]
+    return O, None
+
+
+def _attend(Q, K, V, mask, c):
+    """(O, A) for validated operands: the steps of the pages, one line each.
+
+    The score matrix is overwritten in place by its shifted version, its exponential and
+    finally the weights, so that one T_q x T_k array is all the memory this needs.
+    """
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
-    N = math.prod(batch)
-    filled = bool(N and T_q and T_k)  # else there is nothing to compute: zero weights, zero output
-    new = np.empty if filled else np.zeros  # the blocks write every entry
-    O = new((N, T_q, d_v), dtype=work)
-    A = new((N, T_q, T_k), dtype=work) if need_weights else None
-    if filled:
-        _attention_blocks(Q, K, V, mask, batch, score_scale(d_k, temperature), O, A)
-    O = O.reshape(batch + (T_q, d_v)).astype(dtype, copy=False)
-    if A is not None:
-        A = A.reshape(batch + (T_q, T_k)).astype(dtype, copy=False)
-    return O, A
+    Q, K, V = (x.astype(work, copy=False) for x in (Q, K, V))
+    with np.errstate(over="ignore"):               # an overflow is reported below
+        S = Q @ np.swapaxes(K, -1, -2)             # (..., T_q, T_k): q_i . k_j
+    S *= c                                         # the scores s_ij = c q_i . k_j
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)             # a masked key scores -inf
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., T_q, 1): each row's max
+    _check_no_overflow(m, mask, K.shape[-2])
+    m[np.isneginf(m)] = 0.0                        # a fully masked row: shift by 0
+    S -= m                                         # every score <= 0: exp cannot overflow
+    A = np.exp(S, out=S)                           # e^(s_ij - m_i), masked keys give 0
+    total = A.sum(axis=-1, keepdims=True)          # (..., T_q, 1), >= 1 unless all masked
+    total[total == 0] = 1.0                        # a fully masked row: zero weights
+    A /= total                                     # each row now sums to 1 (or is zero)
+    O = A @ V                                      # (..., T_q, d_v)
+    return O.astype(dtype, copy=False), A.astype(dtype, copy=False)
 
 
-def _flat(x: np.ndarray, batch: tuple, N: int) -> np.ndarray:
-    """x broadcast to ``batch`` and flattened to (N, rows, columns): a view unless it must copy."""
-    return np.broadcast_to(x, batch + x.shape[x.ndim - 2:]).reshape((N,) + x.shape[x.ndim - 2:])
-
-
-def _mask_items(mask: np.ndarray, batch: tuple, i0: int, i1: int) -> np.ndarray:
-    """Items i0..i1-1 of a mask of shape batch + (T_q, T_k), without copying the others.
-
-    A mask is often one (T_q, T_k) matrix broadcast over every batch item and head, so it
-    is never flattened whole (that would copy it N times).
-    """
-    if not batch:
-        return mask[None]
-    if i1 - i0 == 1:
-        return mask[np.unravel_index(i0, batch)][None]  # a view
-    return mask[np.unravel_index(np.arange(i0, i1), batch)]  # a copy of these items only
-
-
-def _blocks(N: int, T_q: int, T_k: int):
-    """(i0, i1, q0, q1): batch items i0..i1-1, query rows q0..q1-1, about BLOCK_ENTRIES scores each.
-
-    Small problems group several whole items per block (one block is common: a page's
-    example); large ones take a block of at least MIN_BLOCK_ROWS rows of one item.
-    """
-    if T_q * T_k <= BLOCK_ENTRIES:
-        group = BLOCK_ENTRIES // (T_q * T_k)
-        for i0 in range(0, N, group):
-            yield i0, min(i0 + group, N), 0, T_q
-    else:
-        rows = max(MIN_BLOCK_ROWS, BLOCK_ENTRIES // T_k)
-        for i in range(N):
-            for q0 in range(0, T_q, rows):
-                yield i, i + 1, q0, min(q0 + rows, T_q)
-
-
-def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
-    """Fill O (N, T_q, d_v), and A (N, T_q, T_k) unless it is None, block by block."""
-    N, T_q, T_k = O.shape[0], Q.shape[-2], K.shape[-2]
-    work = O.dtype
-    Q = _flat(Q, batch, N)
-    K = _flat(K, batch, N).astype(work, copy=False)
-    K_t = np.swapaxes(K, -1, -2)  # (N, d_k, T_k), a view: BLAS reads it transposed
-    V = _flat(V, batch, N).astype(work, copy=False)
-    with np.errstate(over="ignore"):
-        k_max = np.sqrt(np.vecdot(K, K).max(axis=-1))  # largest |k_j| of each item
-    shift_free = SHIFT_FREE_BOUND * LOG2_E  # the bound, in base-2 units
-    base2_scale = c * LOG2_E
-    buffer = None
-    ones = np.ones(T_k, dtype=work)
-    for i0, i1, q0, q1 in _blocks(N, T_q, T_k):
-        Qb = np.multiply(Q[i0:i1, q0:q1], base2_scale, dtype=work)
-        if A is not None:
-            S = A[i0:i1, q0:q1]
-        else:
-            if buffer is None:
-                buffer = np.empty((i1 - i0, q1 - q0, T_k), dtype=work)
-            S = buffer[: i1 - i0, : q1 - q0]
-        with np.errstate(over="ignore"):  # an overflow is reported by _shift_by_row_max
-            np.matmul(Qb, K_t[i0:i1], out=S)  # base-2 scores (c log2 e) q_i . k_j
-        if mask is not None:
-            np.copyto(S, -np.inf, where=~_mask_items(mask, batch, i0, i1)[:, q0:q1])
-        with np.errstate(over="ignore"):  # an infinite norm only means "shift"
-            q_max = np.sqrt(np.vecdot(Qb, Qb).max(axis=-1))
-        if not np.all(q_max * k_max[i0:i1] <= shift_free):  # Cauchy-Schwarz bound on |score|
-            _shift_by_row_max(S)
-        np.exp2(S, out=S)
-        total = (S @ ones)[..., None]  # (items, rows, 1): each row's sum, by BLAS
-        total[total == 0] = 1.0  # a row with every key masked: zero weights, zero output
-        Ob = O[i0:i1, q0:q1]
-        np.matmul(S, V[i0:i1], out=Ob)
-        Ob /= total
-        if A is not None:
-            S /= total  # division, not a reciprocal: a lone key's weight is exactly 1
-
-
-def _shift_by_row_max(S: np.ndarray) -> None:
-    """Subtract each row's maximum in place (a fully masked row, all -inf, is left as it is).
-
-    The inputs are finite, so a NaN or +inf score means that Q K^T itself overflowed.
-    """
-    m = S.max(axis=-1, keepdims=True)
-    if np.isnan(m).any() or np.isposinf(m).any():
+def _check_no_overflow(m: np.ndarray, mask, T_k: int) -> None:
+    """Raise if Q K^T overflowed. The inputs are finite, so a NaN or an infinite row
+    maximum means just that; -inf is allowed only for a row with no visible key."""
+    visible = T_k > 0 if mask is None else mask.any(axis=-1, keepdims=True)
+    overflow = np.isnan(m) | np.isposinf(m) | (np.isneginf(m) & visible)
+    if overflow.any():
         raise ValueError(
-            f"the scores Q K^T overflowed {S.dtype.name}: some |q . k| exceeds the "
+            f"the scores Q K^T overflowed {m.dtype.name}: some |q . k| exceeds the "
             "largest representable number; scale Q or K down, or compute in float64"
         )
-    m[np.isneginf(m)] = 0.0
-    S -= m
 
 
 def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0) -> np.ndarray:
@@ -220,8 +154,10 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
     Queries are processed ``block_size`` at a time, and for each query block the keys are
     visited ``block_size`` at a time while a running row maximum ``m``, a running
     normaliser ``l`` and an unnormalised output ``acc`` are updated (Milakov and
-    Gimelshein 2018). Only a (block_size, block_size) tile of scores exists at any
-    moment, so extra memory is O(block_size^2) per batch element instead of O(T_q T_k).
+    Gimelshein 2018); ``acc`` is divided by ``l`` once, after the last block of keys, as
+    in FlashAttention-2 (Dao 2023). Only a (block_size, block_size) tile of scores exists
+    at any moment, so extra memory is O(block_size^2) per batch element instead of
+    O(T_q T_k).
     Equals :func:`scaled_dot_product_attention` to float rounding, including the
     fully-masked-row policy (zero output). ``block_size`` need not divide T.
     """

@@ -48,11 +48,14 @@ BAD_ARRAYS = {
     "-inf": (_with(Q, (0, 0), -np.inf), ValueError, "inf"),
 }
 
-# The three functions that take (Q, K, V[, ...]) and validate them the same way.
+# The functions that take (Q, K, V[, ...]) and validate them the same way.
 QKV_FUNCTIONS = {
     "plain": lambda Q, K, V, **kw: attention.scaled_dot_product_attention(Q, K, V, **kw),
+    "blocked": lambda Q, K, V, **kw: attention.blocked_attention(Q, K, V, **kw),
     "tiled": lambda Q, K, V, **kw: attention.tiled_attention(Q, K, V, 2, **kw),
     "backward": lambda Q, K, V, **kw: attention.attention_backward(
+        Q, K, V, np.ones(np.shape(Q)[:-1] + np.shape(V)[-1:]), **kw),
+    "blocked backward": lambda Q, K, V, **kw: attention.blocked_attention_backward(
         Q, K, V, np.ones(np.shape(Q)[:-1] + np.shape(V)[-1:]), **kw),
 }
 
@@ -101,20 +104,26 @@ def test_attention_rejects_vectors_and_zero_width_keys(fn):
         QKV_FUNCTIONS[fn](np.zeros((4, 0)), np.zeros((5, 0)), V)
 
 
-def test_attention_with_no_queries_gives_empty_results():
-    O, A = attention.scaled_dot_product_attention(Q[:0], K, V)
+@pytest.mark.parametrize("forward, backward", [
+    (attention.scaled_dot_product_attention, attention.attention_backward),
+    (attention.blocked_attention, attention.blocked_attention_backward)], ids=["plain", "blocked"])
+def test_attention_with_no_queries_gives_empty_results(forward, backward):
+    O, A = forward(Q[:0], K, V)
     assert O.shape == (0, 2) and A.shape == (0, 5)
     assert attention.tiled_attention(Q[:0], K, V, 2).shape == (0, 2)
-    dQ, dK, dV = attention.attention_backward(Q[:0], K, V, dO[:0])
+    dQ, dK, dV = backward(Q[:0], K, V, dO[:0])
     assert dQ.shape == (0, 3)
     assert np.array_equal(dK, np.zeros_like(K)) and np.array_equal(dV, np.zeros_like(V))
 
 
-def test_attention_with_no_keys_gives_zero_output_and_zero_gradients():
-    O, A = attention.scaled_dot_product_attention(Q, K[:0], V[:0])
+@pytest.mark.parametrize("forward, backward", [
+    (attention.scaled_dot_product_attention, attention.attention_backward),
+    (attention.blocked_attention, attention.blocked_attention_backward)], ids=["plain", "blocked"])
+def test_attention_with_no_keys_gives_zero_output_and_zero_gradients(forward, backward):
+    O, A = forward(Q, K[:0], V[:0])
     assert np.array_equal(O, np.zeros((4, 2))) and A.shape == (4, 0)
     assert np.array_equal(attention.tiled_attention(Q, K[:0], V[:0], 3), np.zeros((4, 2)))
-    dQ, dK, dV = attention.attention_backward(Q, K[:0], V[:0], dO)
+    dQ, dK, dV = backward(Q, K[:0], V[:0], dO)
     assert np.array_equal(dQ, np.zeros_like(Q)) and dK.shape == (0, 3) and dV.shape == (0, 2)
 
 
@@ -147,7 +156,7 @@ def test_attention_refuses_masks_that_do_not_broadcast_to_the_scores(fn, shape):
 # Temperature and block size -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fn", ["plain", "tiled", "backward"])
+@pytest.mark.parametrize("fn", list(QKV_FUNCTIONS))
 @pytest.mark.parametrize("tau, error", [(0.0, ValueError), (-1.0, ValueError), (np.nan, ValueError),
                                         (np.inf, ValueError), ("1", TypeError), (True, TypeError),
                                         (None, TypeError)])
@@ -178,9 +187,11 @@ def test_tiled_attention_accepts_numpy_integer_block_sizes():
     (_with(dO, (0, 0), np.nan), ValueError, "NaN"),
     (dO.astype(complex), TypeError, "complex"),
 ])
-def test_attention_backward_refuses_bad_output_gradients(bad, error, words):
+@pytest.mark.parametrize("backward", [attention.attention_backward, attention.blocked_attention_backward],
+                         ids=["plain", "blocked"])
+def test_attention_backward_refuses_bad_output_gradients(bad, error, words, backward):
     with pytest.raises(error, match=re.escape(words)):
-        attention.attention_backward(Q, K, V, bad)
+        backward(Q, K, V, bad)
 
 
 O_fwd, A_fwd = attention.scaled_dot_product_attention(Q, K, V)
@@ -196,15 +207,19 @@ O_fwd, A_fwd = attention.scaled_dot_product_attention(Q, K, V)
     (dict(O=O_fwd, A=A_fwd, mask=np.ones((4, 5))), TypeError, "boolean"),
 ], ids=["O alone", "A alone", "A transposed", "O too narrow", "NaN in A", "bad temperature",
         "non-boolean mask"])
-def test_attention_backward_refuses_bad_saved_forward_results(saved, error, words):
+@pytest.mark.parametrize("backward", [attention.attention_backward, attention.blocked_attention_backward],
+                         ids=["plain", "blocked"])
+def test_attention_backward_refuses_bad_saved_forward_results(saved, error, words, backward):
     with pytest.raises(error, match=re.escape(words)):
-        attention.attention_backward(Q, K, V, dO, **saved)
+        backward(Q, K, V, dO, **saved)
 
 
+@pytest.mark.parametrize("forward", [attention.scaled_dot_product_attention, attention.blocked_attention],
+                         ids=["plain", "blocked"])
 @pytest.mark.parametrize("flag", ["yes", 1, None])
-def test_scaled_dot_product_attention_refuses_a_non_boolean_need_weights(flag):
+def test_scaled_dot_product_attention_refuses_a_non_boolean_need_weights(flag, forward):
     with pytest.raises(TypeError, match="need_weights"):
-        attention.scaled_dot_product_attention(Q, K, V, need_weights=flag)
+        forward(Q, K, V, need_weights=flag)
 
 
 # Softmax family ----------------------------------------------------------------------------

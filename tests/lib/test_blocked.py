@@ -1,6 +1,7 @@
-"""The fast arrangement of the plain forward and backward passes (attention.forward,
-attention.backward): query-row blocks, grouped batch items, the base-2 exponential, the
-skipped max shift, need_weights=False and reusing the forward pass's O and A.
+"""The fast arrangement of the forward and backward passes (attention.blocked): query-row
+blocks, grouped batch items, the scale folded into Q, the max shift on every block,
+need_weights=False and reusing the forward pass's O and A; and the plain version's own
+output-only path (attention.forward, need_weights=False).
 
 Every result is compared with the formula of the pages written out directly, with block
 sizes shrunk so that small inputs exercise every kind of block.
@@ -12,8 +13,17 @@ import numpy as np
 import pytest
 
 import attention
+import attention.blocked as blocked
 import attention.forward as forward
-from attention import attention_backward, causal_mask, measure, scaled_dot_product_attention, softmax
+from attention import (
+    attention_backward,
+    blocked_attention,
+    blocked_attention_backward,
+    causal_mask,
+    measure,
+    scaled_dot_product_attention,
+    softmax,
+)
 
 
 def reference(Q, K, V, mask=None, temperature=1.0):
@@ -37,10 +47,10 @@ def block_sizes(request, monkeypatch):
     """Shrink the blocks: rows of one item split over several blocks, several items per block,
     or (the default sizes) everything in one block."""
     if request.param == "row blocks":
-        monkeypatch.setattr(forward, "BLOCK_ENTRIES", 12)
-        monkeypatch.setattr(forward, "MIN_BLOCK_ROWS", 2)  # 7 queries: blocks of 2, 2, 2, 1 rows
+        monkeypatch.setattr(blocked, "BLOCK_ENTRIES", 12)
+        monkeypatch.setattr(blocked, "MIN_BLOCK_ROWS", 2)  # 7 queries: blocks of 2, 2, 2, 1 rows
     elif request.param == "item groups":
-        monkeypatch.setattr(forward, "BLOCK_ENTRIES", 7 * 6 * 2)  # two whole items per block
+        monkeypatch.setattr(blocked, "BLOCK_ENTRIES", 7 * 6 * 2)  # two whole items per block
     return request.param
 
 
@@ -66,14 +76,14 @@ MASKS = {
 
 
 @pytest.mark.parametrize("mask", MASKS.values(), ids=list(MASKS))
-@pytest.mark.parametrize("scale", [1.0, 40.0], ids=["small scores: no shift", "large scores: shifted"])
+@pytest.mark.parametrize("scale", [1.0, 40.0], ids=["small scores", "large scores"])
 def test_blocked_forward_equals_the_formula(block_sizes, mask, scale):
     Q, K, V = _inputs(1, scale)
     O_ref, A_ref = reference(Q, K, V, mask)
-    O, A = scaled_dot_product_attention(Q, K, V, mask=mask)
+    O, A = blocked_attention(Q, K, V, mask=mask)
     np.testing.assert_allclose(A, A_ref, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(O, O_ref, rtol=1e-12, atol=1e-13)
-    O_only, none = scaled_dot_product_attention(Q, K, V, mask=mask, need_weights=False)
+    O_only, none = blocked_attention(Q, K, V, mask=mask, need_weights=False)
     assert none is None
     np.testing.assert_array_equal(O_only, O)
     if mask is not None:
@@ -82,34 +92,53 @@ def test_blocked_forward_equals_the_formula(block_sizes, mask, scale):
         assert np.array_equal(A[empty], np.zeros_like(A[empty]))
 
 
-def test_the_shift_is_skipped_only_where_the_bound_allows_it(monkeypatch):
-    """The Cauchy-Schwarz test decides per block; both answers must match the formula."""
+def test_the_blocked_version_shifts_every_block_by_its_row_maximum(block_sizes, monkeypatch):
+    """No block skips the shift, however small its scores (the stability page's lesson)."""
     calls = []
-    real_shift = forward._shift_by_row_max
-    monkeypatch.setattr(forward, "_shift_by_row_max", lambda S: (calls.append(S.shape), real_shift(S)))
-    Q, K, V = _inputs(2)
-    scaled_dot_product_attention(Q, K, V)
-    assert calls == []  # |q| |k| / sqrt(5) is far below 60 here
-    Q[1] *= 30.0  # the second batch item's scores can now exceed the bound
+    real_shift = blocked._shift_by_row_max
+    monkeypatch.setattr(blocked, "_shift_by_row_max",
+                        lambda S, mask: (calls.append(S.shape), real_shift(S, mask)))
+    Q, K, V = _inputs(2, scale=0.01)  # scores far too small to overflow anything
+    blocked_attention(Q, K, V)
+    n_blocks = len(list(blocked._blocks(6, 7, 6)))
+    assert len(calls) == n_blocks and sum(np.prod(shape) for shape in calls) == 6 * 7 * 6
+
+
+def test_plain_weights_are_bit_for_bit_the_shifted_formula():
+    """The plain version is the page's algorithm, step for step: the same operations in the
+    same order give the same bits (a version that skipped the shift, or worked in base 2,
+    would differ in the last places)."""
+    rng = np.random.default_rng(12)
+    Q, K, V = (rng.standard_normal(s, dtype=np.float32) for s in ((3, 6, 8), (3, 9, 8), (3, 9, 4)))
+    S = Q @ np.swapaxes(K, -1, -2)
+    S *= float(1 / np.sqrt(8))  # a Python float, as the library uses: float32 arithmetic
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A_ref = E / E.sum(axis=-1, keepdims=True)
     O, A = scaled_dot_product_attention(Q, K, V)
-    assert calls, "large scores must be shifted by their row maximum"
-    O_ref, A_ref = reference(Q, K, V)
-    np.testing.assert_allclose(A, A_ref, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(O, O_ref, rtol=1e-12, atol=1e-13)
+    np.testing.assert_array_equal(A, A_ref)
+    np.testing.assert_array_equal(O, A_ref @ V)
+    unshifted = np.exp(S) / np.exp(S).sum(axis=-1, keepdims=True)
+    assert not np.array_equal(A, unshifted)  # the test can tell the two apart
 
 
-def test_scores_that_overflow_float32_raise_a_clear_error():
+@pytest.mark.parametrize("fn", [scaled_dot_product_attention, blocked_attention],
+                         ids=["plain", "blocked"])
+def test_scores_that_overflow_float32_raise_a_clear_error(fn):
     Q = np.full((2, 3), 1e20, dtype=np.float32)  # finite, but q . k = 3e40 overflows float32
     with pytest.raises(ValueError, match="overflowed float32"):
-        scaled_dot_product_attention(Q, Q, Q)
-    O, _ = scaled_dot_product_attention(Q.astype(np.float64), Q, Q)  # float64 copes
+        fn(Q, Q, Q)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        fn(Q, -Q, Q)  # every score -inf although no key is masked
+    O, _ = fn(Q.astype(np.float64), Q, Q)  # float64 copes
     assert np.isfinite(O).all()
 
 
-def test_large_finite_inputs_pass_validation():
+@pytest.mark.parametrize("fn", [scaled_dot_product_attention, blocked_attention],
+                         ids=["plain", "blocked"])
+def test_large_finite_inputs_pass_validation(fn):
     """The finiteness check's sum of squares overflows here; the closer look must accept."""
     x = np.full((3, 2), 3e30, dtype=np.float32)
-    _, A = scaled_dot_product_attention(x / 1e30, x / 1e30, x)
+    _, A = fn(x / 1e30, x / 1e30, x)
     np.testing.assert_allclose(A, 1 / 3, rtol=1e-6)
 
 
@@ -121,33 +150,57 @@ def test_blocked_backward_equals_the_formula_and_reuses_O_and_A(block_sizes, mas
     shapes = [x.shape for x in (Q, K, V)]
     # the broadcast K and V get their gradients summed back to their own shapes
     expected = [attention._validate.sum_to_shape(g, s) for g, s in zip(expected, shapes)]
-    recomputed = attention_backward(Q, K, V, dO, mask=mask, temperature=0.8)
-    O, A = scaled_dot_product_attention(Q, K, V, mask=mask, temperature=0.8)
-    reused = attention_backward(Q, K, V, dO, mask=mask, temperature=0.8, O=O, A=A)
-    for got, want, shape in zip(recomputed, expected, shapes):
-        assert got.shape == shape
+    recomputed = blocked_attention_backward(Q, K, V, dO, mask=mask, temperature=0.8)
+    O, A = blocked_attention(Q, K, V, mask=mask, temperature=0.8)
+    reused = blocked_attention_backward(Q, K, V, dO, mask=mask, temperature=0.8, O=O, A=A)
+    plain = attention_backward(Q, K, V, dO, mask=mask, temperature=0.8)
+    for got, want, other, shape in zip(recomputed, expected, plain, shapes):
+        assert got.shape == other.shape == shape
         np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(other, want, rtol=1e-11, atol=1e-13)
     for a, b in zip(reused, recomputed):
         np.testing.assert_array_equal(a, b)
 
 
-def test_float16_is_computed_in_float32_and_cast_back():
+@pytest.mark.parametrize("forward_fn, backward_fn", [
+    (scaled_dot_product_attention, attention_backward),
+    (blocked_attention, blocked_attention_backward)], ids=["plain", "blocked"])
+def test_float16_is_computed_in_float32_and_cast_back(forward_fn, backward_fn):
     Q, K, V = (x.astype(np.float16) for x in _inputs(5, batch=(1, 2)))
-    O, A = scaled_dot_product_attention(Q, K, V)
+    O, A = forward_fn(Q, K, V)
     assert O.dtype == A.dtype == np.float16
     O32, A32 = reference(*(x.astype(np.float32) for x in (Q, K, V)))
     np.testing.assert_allclose(O.astype(np.float32), O32, atol=2e-3)
-    dQ, dK, dV = attention_backward(Q, K, V, np.ones(O.shape, dtype=np.float16))
+    dQ, dK, dV = backward_fn(Q, K, V, np.ones(O.shape, dtype=np.float16))
     assert dQ.dtype == dK.dtype == dV.dtype == np.float16
 
 
-def test_without_weights_memory_stays_far_below_the_weights_size():
+@pytest.mark.parametrize("fn, module", [(scaled_dot_product_attention, forward),
+                                        (blocked_attention, blocked)], ids=["plain", "blocked"])
+def test_without_weights_memory_stays_far_below_the_weights_size(fn, module):
     """need_weights=False keeps one block of scores, not the T x T weights."""
     T = 2048
     Q, K, V = measure.random_qkv(T, d=64, heads=1)
     weights_bytes = T * T * 4
-    with_weights = measure.peak_memory(lambda: scaled_dot_product_attention(Q, K, V))
-    without = measure.peak_memory(lambda: scaled_dot_product_attention(Q, K, V, need_weights=False))
+    with_weights = measure.peak_memory(lambda: fn(Q, K, V))
+    without = measure.peak_memory(lambda: fn(Q, K, V, need_weights=False))
     assert with_weights >= weights_bytes
-    assert without <= forward.BLOCK_ENTRIES * 4 + 4 * T * 64 * 4, without  # one block + small arrays
+    block = max(module.BLOCK_ENTRIES, module.MIN_BLOCK_ROWS * T)
+    assert without <= block * 4 + 4 * T * 64 * 4, without  # one block + small arrays
     assert without < weights_bytes / 3
+
+
+@pytest.mark.parametrize("mask", MASKS.values(), ids=list(MASKS))
+def test_plain_output_only_path_equals_the_weights_path_block_by_block(mask, monkeypatch):
+    """The plain version's need_weights=False loops over blocks of query rows."""
+    monkeypatch.setattr(forward, "BLOCK_ENTRIES", 12)
+    monkeypatch.setattr(forward, "MIN_BLOCK_ROWS", 2)  # 7 queries: blocks of 2, 2, 2, 1 rows
+    Q, K, V = _inputs(6)
+    O, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    O_only, none = scaled_dot_product_attention(Q, K, V, mask=mask, need_weights=False)
+    assert none is None
+    np.testing.assert_allclose(O_only, O, rtol=1e-13, atol=1e-14)
+    padding = np.ones((2, 1, 1, 6), dtype=bool)  # one row of the mask shared by every query
+    padding[1, ..., 4:] = False
+    np.testing.assert_allclose(scaled_dot_product_attention(Q, K, V, mask=padding, need_weights=False)[0],
+                               scaled_dot_product_attention(Q, K, V, mask=padding)[0], rtol=1e-13)
