@@ -1,8 +1,9 @@
 """PyTorch versions: a readable scaled_dot_product_attention that matches the built-in,
 and a single-head SelfAttention module (page "Attention in PyTorch").
 
-Tensors are (B, H, L, d) as in ``torch.nn.functional.scaled_dot_product_attention``;
-any number of leading dimensions works.
+Tensors are (B, H, T, d_k) as in ``torch.nn.functional.scaled_dot_product_attention``;
+any number of leading dimensions works. PyTorch's documentation calls the book's T_q,
+T_k, d_k and d_v "L", "S", "E" and "Ev".
 """
 
 from __future__ import annotations
@@ -58,31 +59,34 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
                                  is_causal: bool = False, scale: float | None = None) -> torch.Tensor:
     """Readable twin of ``torch.nn.functional.scaled_dot_product_attention``.
 
-    q (..., L, E), k (..., S, E), v (..., S, Ev) -> (..., L, Ev).
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v).
     ``attn_mask``: boolean (True = take part) or a float bias added to the scores; it
-    broadcasts to (..., L, S). ``is_causal`` keeps keys j <= i, aligned top-left when L != S
-    (as the built-in does). ``scale`` defaults to 1/sqrt(E). The softmax runs in float32
+    broadcasts to (..., T_q, T_k). ``is_causal`` keeps keys j <= i, aligned top-left when
+    T_q != T_k (as the built-in does). Passing both ``attn_mask`` and ``is_causal=True``
+    raises ValueError, as the built-in's documentation says it does (in torch 2.13 its
+    MATH kernel raises, while its CPU flash kernel silently applies both masks).
+    ``scale`` defaults to 1/sqrt(d_k). The softmax runs in float32
     (or float64 for float64 inputs) and is cast back to the inputs' dtype. A fully masked
     row gives a zero output, as the built-in does in torch 2.13. ``dropout_p`` zeroes
     weights at random and rescales the rest by 1/(1 - p) whenever it is positive, exactly
     like the built-in: pass 0 at evaluation time.
 
     Bad input raises instead of computing a wrong answer: non-tensors and non-float
-    tensors (TypeError), NaN or inf in q, k, v (ValueError), E = 0, mismatched shapes, a
-    mask that does not broadcast, NaN or +inf in an additive mask, a non-positive scale
-    (ValueError). L = 0 gives an empty output; S = 0 (no keys) a zero output, like a fully
-    masked row and like the built-in.
+    tensors (TypeError), NaN or inf in q, k, v (ValueError), d_k = 0, mismatched shapes, a
+    mask that does not broadcast, NaN or +inf in an additive mask, a non-positive scale,
+    ``attn_mask`` together with ``is_causal`` (ValueError). T_q = 0 gives an empty output;
+    T_k = 0 (no keys) a zero output, like a fully masked row and like the built-in.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         _check_tensor(x, name)
         if x.dim() < 2:
             raise ValueError(f"{name} must have shape (..., length, width), got {tuple(x.shape)}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension: q {tuple(q.shape)}, k {tuple(k.shape)}")
+        raise ValueError(f"q and k must have the same width d_k: q {tuple(q.shape)}, k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length S: k {tuple(k.shape)}, v {tuple(v.shape)}")
+        raise ValueError(f"k and v must have the same number of keys T_k: k {tuple(k.shape)}, v {tuple(v.shape)}")
     if q.shape[-1] == 0:
-        raise ValueError(f"the width E of q and k must be at least 1, got q {tuple(q.shape)}")
+        raise ValueError(f"the width d_k of q and k must be at least 1, got q {tuple(q.shape)}")
     try:
         batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
@@ -109,22 +113,23 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
     if is_causal and attn_mask is not None:
-        raise ValueError("pass either attn_mask or is_causal=True, not both (the built-in refuses too)")
-    L, S, E = q.shape[-2], k.shape[-2], q.shape[-1]
-    scale = 1.0 / math.sqrt(E) if scale is None else scale
+        raise ValueError("pass either attn_mask or is_causal=True, not both (the built-in's "
+                         "documentation forbids it; its MATH kernel raises)")
+    T_q, T_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
     work = torch.float64 if q.dtype == torch.float64 else torch.float32
-    scores = (q.to(work) @ k.to(work).transpose(-2, -1)) * scale  # (..., L, S)
+    scores = (q.to(work) @ k.to(work).transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if is_causal:
-        attn_mask = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()
+        attn_mask = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril()
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             scores = scores.masked_fill(~attn_mask, float("-inf"))
         else:
             scores = scores + attn_mask.to(work)
-    weights = safe_softmax(scores, dim=-1)  # (..., L, S), in float32/64
+    weights = safe_softmax(scores, dim=-1)  # (..., T_q, T_k), in float32/64
     if dropout_p > 0.0:
         weights = torch.dropout(weights, dropout_p, train=True)
-    return (weights @ v.to(work)).to(q.dtype)  # (..., L, Ev)
+    return (weights @ v.to(work)).to(q.dtype)  # (..., T_q, d_v)
 
 
 class SelfAttention(nn.Module):

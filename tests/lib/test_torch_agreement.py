@@ -11,20 +11,20 @@ import torch.nn.functional as F
 import attention
 import attention.torch as at
 
-B, H, L, S, E, Ev = 2, 3, 5, 7, 4, 6  # T_q = L != T_k = S on purpose
+B, H, T_q, T_k, d_k, d_v = 2, 3, 5, 7, 4, 6  # T_q != T_k and d_k != d_v on purpose
 
 
-def _qkv(dtype, seed=0, L=L, S=S):
+def _qkv(dtype, seed=0, T_q=T_q, T_k=T_k):
     g = torch.Generator().manual_seed(seed)
-    return tuple(torch.randn(B, H, n, w, generator=g, dtype=dtype) for n, w in ((L, E), (S, E), (S, Ev)))
+    return tuple(torch.randn(B, H, n, w, generator=g, dtype=dtype) for n, w in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
 
 
 def _masks(dtype):
     """Named (attn_mask, is_causal) pairs; the boolean mask has no fully masked row."""
     g = torch.Generator().manual_seed(1)
-    bool_mask = torch.rand(B, 1, L, S, generator=g) < 0.6
+    bool_mask = torch.rand(B, 1, T_q, T_k, generator=g) < 0.6
     bool_mask[..., 0] = True
-    additive = torch.randn(L, S, generator=g, dtype=dtype)
+    additive = torch.randn(T_q, T_k, generator=g, dtype=dtype)
     additive[0, 3:] = float("-inf")
     return {
         "no mask": (None, False),
@@ -44,7 +44,7 @@ def test_torch_version_matches_the_builtin(dtype, kind):
     attn_mask, is_causal = _masks(dtype)[kind]
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
     got = at.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
-    assert got.dtype == dtype and got.shape == (B, H, L, Ev)
+    assert got.dtype == dtype and got.shape == (B, H, T_q, d_v)
     torch.testing.assert_close(got, want, atol=TOL[dtype], rtol=0)
 
 
@@ -54,7 +54,7 @@ def test_numpy_version_matches_the_builtin(dtype, kind):
     q, k, v = _qkv(dtype)
     attn_mask, is_causal = _masks(dtype)[kind]
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
-    mask = attention.causal_mask(L, S) if is_causal else (None if attn_mask is None else attn_mask.numpy())
+    mask = attention.causal_mask(T_q, T_k) if is_causal else (None if attn_mask is None else attn_mask.numpy())
     O, _ = attention.scaled_dot_product_attention(q.numpy(), k.numpy(), v.numpy(), mask=mask)
     assert O.dtype == q.numpy().dtype
     np.testing.assert_allclose(O, want.numpy(), atol=TOL[dtype], rtol=0)
@@ -64,7 +64,7 @@ def test_numpy_version_with_an_additive_bias_added_to_scores_matches_the_builtin
     # The NumPy API takes boolean masks only: an additive bias of 0 / -inf is the same as
     # the boolean mask "bias is finite".
     q, k, v = _qkv(torch.float64)
-    bias = torch.zeros(L, S, dtype=torch.float64)
+    bias = torch.zeros(T_q, T_k, dtype=torch.float64)
     bias[:, 4:] = float("-inf")
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
     O, _ = attention.scaled_dot_product_attention(q.numpy(), k.numpy(), v.numpy(),
@@ -76,22 +76,39 @@ def test_custom_scale_matches_the_builtin_and_the_numpy_temperature():
     q, k, v = _qkv(torch.float64)
     want = F.scaled_dot_product_attention(q, k, v, scale=0.2)
     torch.testing.assert_close(at.scaled_dot_product_attention(q, k, v, scale=0.2), want)
-    tau = 1.0 / (0.2 * np.sqrt(E))  # scale = 1 / (tau sqrt(E))
+    tau = 1.0 / (0.2 * np.sqrt(d_k))  # scale = 1 / (tau sqrt(d_k))
     O, _ = attention.scaled_dot_product_attention(q.numpy(), k.numpy(), v.numpy(), temperature=tau)
     np.testing.assert_allclose(O, want.numpy(), atol=1e-13)
 
 
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float64])
+def test_a_mask_together_with_is_causal_is_refused_as_the_builtins_math_kernel_refuses_it(mask_dtype):
+    # The built-in's documentation makes attn_mask + is_causal an error. In torch 2.13 its
+    # MATH kernel raises; its CPU flash kernel instead applies both masks. Ours refuses,
+    # rather than silently dropping one of the two masks.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = _qkv(torch.float64, T_q=T_k)
+    mask = torch.ones(T_k, T_k, dtype=mask_dtype)
+    with pytest.raises(ValueError, match="not both"):
+        at.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True)
+    with sdpa_kernel(SDPBackend.MATH), pytest.raises(RuntimeError, match="is_causal"):
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True)
+    # either one alone is accepted, and the module combines them itself
+    at.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    at.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
 def test_fully_masked_row_gives_zero_output_in_all_three_versions():
     q, k, v = _qkv(torch.float32)
-    mask = torch.ones(L, S, dtype=torch.bool)
+    mask = torch.ones(T_q, T_k, dtype=torch.bool)
     mask[2] = False
     builtin = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     ours = at.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     O, A = attention.scaled_dot_product_attention(q.numpy(), k.numpy(), v.numpy(), mask=mask.numpy())
     for out in (builtin.numpy(), ours.numpy(), O):
-        assert np.array_equal(out[..., 2, :], np.zeros((B, H, Ev)))
+        assert np.array_equal(out[..., 2, :], np.zeros((B, H, d_v)))
         assert np.isfinite(out).all()
-    assert np.array_equal(A[..., 2, :], np.zeros((B, H, S)))
+    assert np.array_equal(A[..., 2, :], np.zeros((B, H, T_k)))
     torch.testing.assert_close(ours, builtin, atol=2e-6, rtol=0)
 
 
@@ -110,7 +127,7 @@ def test_safe_softmax_matches_torch_softmax_and_zeroes_fully_masked_rows():
 
 @pytest.mark.parametrize("kind", ["no mask", "boolean mask", "additive mask", "causal", "fully masked row"])
 def test_gradcheck_passes_on_the_torch_version(kind):
-    q, k, v = (t[:1, :1].clone().requires_grad_(True) for t in _qkv(torch.float64, seed=3, L=3, S=4))
+    q, k, v = (t[:1, :1].clone().requires_grad_(True) for t in _qkv(torch.float64, seed=3, T_q=3, T_k=4))
     attn_mask, is_causal = None, False
     if kind == "boolean mask":
         attn_mask = torch.tensor([[1, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 1]], dtype=torch.bool)
@@ -130,7 +147,7 @@ def test_gradcheck_passes_on_the_torch_version(kind):
 def test_torch_version_gradients_agree_with_numpy_backward():
     q, k, v = (t.clone().requires_grad_(True) for t in _qkv(torch.float64, seed=4))
     mask = _masks(torch.float64)["boolean mask"][0]
-    dO = torch.randn(B, H, L, Ev, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
+    dO = torch.randn(B, H, T_q, d_v, dtype=torch.float64, generator=torch.Generator().manual_seed(5))
     at.scaled_dot_product_attention(q, k, v, attn_mask=mask).backward(dO)
     grads = attention.attention_backward(q.detach().numpy(), k.detach().numpy(), v.detach().numpy(),
                                          dO.numpy(), mask=mask.numpy())
@@ -206,16 +223,16 @@ def test_fused_and_unfused_self_attention_agree(causal):
 
 @pytest.mark.parametrize("impl", ["ours", "builtin"])
 def test_dropout_zeroes_weights_at_rate_p_and_rescales_the_rest(impl):
-    # With q = k = 0 every weight is 1/S; with v = I the output row is the weight row.
-    p, n_rows, S_ = 0.3, 4000, 10
+    # With q = k = 0 every weight is 1/T_k; with v = I the output row is the weight row.
+    p, n_rows, n_keys = 0.3, 4000, 10
     q = torch.zeros(n_rows, 1, 4)
-    k = torch.zeros(S_, 4)
-    v = torch.eye(S_)
+    k = torch.zeros(n_keys, 4)
+    v = torch.eye(n_keys)
     sdpa = at.scaled_dot_product_attention if impl == "ours" else F.scaled_dot_product_attention
     torch.manual_seed(0)
-    w = sdpa(q, k.expand(n_rows, S_, 4), v.expand(n_rows, S_, S_), dropout_p=p)
+    w = sdpa(q, k.expand(n_rows, n_keys, 4), v.expand(n_rows, n_keys, n_keys), dropout_p=p)
     kept = w != 0
-    torch.testing.assert_close(w[kept], torch.full_like(w[kept], 1.0 / (S_ * (1 - p))))
+    torch.testing.assert_close(w[kept], torch.full_like(w[kept], 1.0 / (n_keys * (1 - p))))
     frac_zero = 1.0 - kept.float().mean().item()
     sigma = np.sqrt(p * (1 - p) / kept.numel())
     assert abs(frac_zero - p) < 4 * sigma
