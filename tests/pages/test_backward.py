@@ -1,111 +1,193 @@
-"""The backward pass: every number the prose quotes, recomputed independently."""
+"""The backward pass: every number the prose quotes, recomputed independently of the page's
+cells (with torch autograd, a hand-written central difference, or exact fractions)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
 import re
-import runpy
-import shutil
-import warnings
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
 import attention
-from attention import checkers, measure
-from attention.checkers import (
-    check_attention_with_temperature,
-    check_scaled_score_moments,
-    check_softmax_jacobian,
-)
-from tests.glue import executed_notebook, glued, glued_number
-from tests.harness import HTML, ROOT
-from tests.pages._common import (
-    CHAPTERS,
-    g,
-    g_bool,
-    g_text,
-    page_cell,
-    softmax_rows,
-    solution_namespace,
-    torch_softmax_attention,
-)
+from attention import checkers
+from tests.glue import executed_notebook, glued
+from tests.pages._common import CHAPTERS, g, g_bool, page_cell, torch_softmax_attention
+
+PAGE = "backward"
 
 
-PAGE5 = "backward"
+def _autograd(Q, K, V, dO, mask=None, dtype=torch.float64):
+    """(dQ, dK, dV) by torch autograd through the formula, as float64 arrays."""
+    q, k, v = (torch.tensor(np.asarray(x), dtype=dtype, requires_grad=True) for x in (Q, K, V))
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~torch.as_tensor(mask), float("-inf"))
+    (torch.softmax(s, dim=-1) @ v).backward(torch.tensor(np.asarray(dO), dtype=dtype))
+    return tuple(t.grad.double().numpy() for t in (q, k, v))
 
-# --- page 5: the backward pass -----------------------------------------------------------
+
+def _page_inputs(seed=7):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(s) for s in ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 3), (2, 3, 5, 3)))
 
 
+# --- the worked example ----------------------------------------------------------------
+
+def test_worked_example_fractions_are_the_gradients_autograd_finds():
+    """The fractions the prose derives by hand, against autograd on the same numbers."""
+    ln3 = math.log(3)
+    Q, K = np.array([[0.0], [ln3]]), np.array([[1.0], [0.0]])
+    V, dO = np.array([[1.0, 2.0], [3.0, 0.0]]), np.eye(2)
+    O, A = torch_softmax_attention(Q, K, V)
+    np.testing.assert_allclose(A, [[1 / 2, 1 / 2], [3 / 4, 1 / 4]], atol=1e-15)
+    np.testing.assert_allclose(O, [[2, 1], [3 / 2, 3 / 2]], atol=1e-15)
+    s = torch.tensor(Q @ K.T, requires_grad=True)  # c = 1 at d_k = 1
+    (torch.softmax(s, -1) @ torch.tensor(V)).backward(torch.tensor(dO))
+    np.testing.assert_allclose(s.grad.numpy(), [[-1 / 2, 1 / 2], [3 / 8, -3 / 8]], atol=1e-15)
+    dQ, dK, dV = _autograd(Q, K, V, dO)
+    np.testing.assert_allclose(dQ, [[-1 / 2], [3 / 8]], atol=1e-15)
+    np.testing.assert_allclose(dK, [[3 / 8 * ln3], [-3 / 8 * ln3]], atol=1e-15)
+    np.testing.assert_allclose(dV, [[1 / 2, 3 / 4], [1 / 2, 1 / 4]], atol=1e-15)
+    assert 0 <= g(PAGE, "hand_max_err") < 1e-15
+    assert g(PAGE, "hand_dK_1") == pytest.approx(3 / 8 * ln3, abs=5e-5)
+
+
+def test_worked_example_prose_quotes_the_fractions_the_test_checks():
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    for fragment in (r"-1/2 & 1/2 \\ 3/8 & -3/8", r"1/2 & 3/4 \\ 1/2 & 1/4",
+                     r"\begin{pmatrix} -1/2 \\ 3/8 \end{pmatrix}", r"\tfrac38 \ln 3 \\ -\tfrac38 \ln 3"):
+        assert fragment in text, fragment
+
+
+# --- the exercise and its placement --------------------------------------------------------
+
+def test_exercise_comes_before_the_code_that_answers_it():
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert text.index(":label: ex-backward") < text.index("def attention_backward_by_hand")
+    assert "without looking at the code above" not in text
+    assert not re.search(r"ex\d|exercise \d", text, flags=re.I)
+
+
+def test_backward_reference_solution_passes_its_checker_and_wrong_ones_fail():
+    namespace = {"np": np, "math": math, "check_attention_backward": checkers.check_attention_backward}
+    exec(page_cell(PAGE, "def reference_attention_backward"), namespace)
+    reference = namespace["reference_attention_backward"]
+    assert checkers.check_attention_backward(reference, verbose=False)
+    assert g_bool(PAGE, "backward_reference_passes")
+
+    def forgets_D(Q, K, V, dO, mask=None):
+        c = 1 / math.sqrt(Q.shape[-1])
+        _, A = torch_softmax_attention(Q, K, V, mask)
+        dS = A * (dO @ np.swapaxes(V, -1, -2))  # the softmax's "- D" term left out
+        return c * dS @ K, c * np.swapaxes(dS, -1, -2) @ Q, np.swapaxes(A, -1, -2) @ dO
+
+    assert not checkers.check_attention_backward(forgets_D, verbose=False)
+
+
+def test_executed_page_shows_the_skeleton_failing_and_the_reference_passing():
+    text = str(executed_notebook(PAGE))
+    assert "0 of 6 checks passed." in text and "6 of 6 checks passed." in text
+
+
+# --- the code section and the consequences -------------------------------------------------
 
 def test_D_identity_and_library_agreement_are_at_rounding_level():
-    rng = np.random.default_rng(7)
-    Q, K, V, dO = (rng.standard_normal(s) for s in ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 3), (2, 3, 5, 3)))
+    Q, K, V, dO = _page_inputs()
     O, A = torch_softmax_attention(Q, K, V)
     dA = dO @ np.swapaxes(V, -1, -2)
     assert np.abs(np.sum(A * dA, -1) - np.sum(dO * O, -1)).max() < 1e-12
-    assert 0 <= g(PAGE5, "D_identity_err") < 1e-12
-    assert 0 <= g(PAGE5, "library_backward_err") < 1e-12
+    assert 0 <= g(PAGE, "D_identity_err") < 1e-12
+    assert 0 <= g(PAGE, "library_backward_err") < 1e-12
 
 
 def test_masked_scores_receive_no_gradient():
-    rng = np.random.default_rng(7)
-    Q, K, V, dO = (rng.standard_normal(s) for s in ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 3), (2, 3, 5, 3)))
+    Q, K, V, dO = _page_inputs()
     q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
     mask = torch.ones(5, 6, dtype=torch.bool).tril()
     F.scaled_dot_product_attention(q, k, v, attn_mask=mask).backward(torch.from_numpy(dO))
     assert float(k.grad[..., 5, :].abs().max()) == 0.0 and float(v.grad[..., 5, :].abs().max()) == 0.0
-    assert g(PAGE5, "masked_dS_max") == 0.0 and g(PAGE5, "unseen_key_grad") == 0.0
+    assert g(PAGE, "masked_dS_max") == 0.0 and g(PAGE, "unseen_key_grad") == 0.0
 
 
-def test_backward_does_twice_the_forward_matrix_product_flops():
-    T_q, T_k, d_k, d_v = 512, 512, 64, 64
-    forward = [(T_q, d_k, T_k), (T_q, T_k, d_v)]  # (m, k, n) of each product: Q K^T, A V
-    backward = [(T_k, T_q, d_v), (T_q, d_v, T_k), (T_q, T_k, d_k), (T_k, T_q, d_k)]  # dV, dA, dQ, dK
-    flops = lambda shapes: sum(2 * m * k_ * n for m, k_, n in shapes)  # noqa: E731
-    assert flops(backward) / flops(forward) == g(PAGE5, "flop_ratio") == 2.0
+def test_backward_counts_twice_the_forward_flops_at_every_shape():
+    """FlopCounterMode on a hand-written torch forward (independent of the page's cell)."""
+    for T_q, T_k, d_k, d_v in ((512, 512, 64, 64), (256, 1024, 64, 32), (100, 300, 16, 48), (7, 3, 5, 2)):
+        q = torch.randn(T_q, d_k, requires_grad=True)
+        k = torch.randn(T_k, d_k, requires_grad=True)
+        v = torch.randn(T_k, d_v, requires_grad=True)
+        with FlopCounterMode(display=False) as fwd:
+            o = torch.softmax(q @ k.T, -1) @ v
+        with FlopCounterMode(display=False) as bwd:
+            o.backward(torch.ones_like(o))
+        assert fwd.get_total_flops() == 2 * T_q * T_k * (d_k + d_v)
+        assert bwd.get_total_flops() == 2 * fwd.get_total_flops()
+    assert g(PAGE, "flop_ratio_min") == g(PAGE, "flop_ratio_max") == 2.0
+    assert g(PAGE, "n_flop_shapes") == 3 and g_bool(PAGE, "forward_is_formula")
+
+
+def test_flop_counter_has_no_formula_for_the_fused_cpu_kernel():
+    q = torch.randn(1, 2, 64, 16)
+    with FlopCounterMode(display=False) as counter:
+        F.scaled_dot_product_attention(q, q, q)
+    assert counter.get_total_flops() == 0 == g(PAGE, "builtin_counted")
 
 
 def test_measured_backward_forward_ratios_agree_with_the_glued_times():
-    s = {k: g(PAGE5, f"cost_{k}_s") for k in ("numpy_forward", "numpy_backward", "torch_forward",
-                                              "torch_backward", "torch_math_forward", "torch_math_backward")}
-    assert all(v > 0 for v in s.values())
-    assert g(PAGE5, "numpy_bwd_ratio") == pytest.approx(s["numpy_backward"] / s["numpy_forward"])
-    assert g(PAGE5, "torch_bwd_ratio") == pytest.approx(s["torch_backward"] / s["torch_forward"])
-    assert g(PAGE5, "torch_math_bwd_ratio") == pytest.approx(s["torch_math_backward"] / s["torch_math_forward"])
-    assert (g(PAGE5, "cost_T"), g(PAGE5, "cost_heads")) == (512, 4)
+    seconds = ast.literal_eval(glued(PAGE)["cost_seconds"])
+    assert set(seconds) == {"numpy", "torch_math", "torch"}
+    for name, (fwd, bwd) in seconds.items():
+        assert fwd > 0 and bwd > 0
+        assert g(PAGE, f"{name}_bwd_ratio") == pytest.approx(bwd / fwd)
+    assert (g(PAGE, "cost_T"), g(PAGE, "cost_heads"), g(PAGE, "cost_d")) == (512, 4, 64)
 
 
 def test_memory_of_A_against_O_and_the_log_sum_exp():
-    assert g(PAGE5, "A_gib_per_layer") == 32 * 8192**2 * 2 / 2**30 == 4.0
-    assert g(PAGE5, "A_gib_all_layers") == 128.0
-    assert g(PAGE5, "OL_mib_per_layer") == pytest.approx((32 * 8192 * 128 * 2 + 32 * 8192 * 4) / 2**20)
+    heads, T, layers, d_v = (int(g(PAGE, n)) for n in ("mem_heads", "mem_T", "mem_layers", "mem_d_v"))
+    assert (heads, T, layers, d_v) == (32, 8192, 32, 128)
+    assert g(PAGE, "A_gib_per_layer") == heads * T * T * 2 / 2**30 == 4.0
+    assert g(PAGE, "A_gib_all_layers") == layers * 4.0 == 128.0
+    assert g(PAGE, "OL_mib_per_layer") == pytest.approx((heads * T * d_v * 2 + heads * T * 4) / 2**20)
 
 
 def test_recomputing_A_from_the_log_sum_exp_and_the_tiled_backward_are_exact():
-    s = torch.randn(5, 6, dtype=torch.float64)
+    s = torch.randn(5, 6, dtype=torch.float64) * 30  # large scores: the stable log-sum-exp
     assert float((torch.exp(s - torch.logsumexp(s, -1, keepdim=True)) - torch.softmax(s, -1)).abs().max()) < 1e-12
-    assert 0 <= g(PAGE5, "recompute_err") < 1e-12
-    assert 0 <= g(PAGE5, "tiled_backward_err") < 1e-12
+    assert 0 <= g(PAGE, "recompute_err") < 1e-12
+    assert 0 <= g(PAGE, "tiled_backward_err") < 1e-12
 
 
 def test_scale_reaches_dQ_but_not_dV():
-    d_k = int(g(PAGE5, "scale_d_k"))
+    d_k = int(g(PAGE, "scale_d_k"))
     rng = np.random.default_rng(3)
     Q, K, V, dO = (rng.standard_normal(s) for s in ((8, d_k), (8, d_k), (8, 4), (8, 4)))
     grads = []
     for c, q_scale in ((1 / math.sqrt(d_k), 1.0), (1 / d_k, math.sqrt(d_k))):
         q, k, v = (torch.tensor(x, requires_grad=True) for x in (q_scale * Q, K, V))
-        o = torch.softmax(c * q @ k.T, -1) @ v
-        o.backward(torch.from_numpy(dO))
+        (torch.softmax(c * q @ k.T, -1) @ v).backward(torch.from_numpy(dO))
         grads.append((q.grad.norm(), k.grad.norm(), v.grad.norm()))
     (q1, k1, v1), (q2, k2, v2) = grads
-    assert g(PAGE5, "scale_dQ_ratio") == pytest.approx(float(q2 / q1), rel=1e-9) == pytest.approx(1 / math.sqrt(d_k))
-    assert g(PAGE5, "scale_dK_ratio") == pytest.approx(float(k2 / k1), rel=1e-9)
-    assert g(PAGE5, "scale_dV_ratio") == pytest.approx(float(v2 / v1), rel=1e-9) == pytest.approx(1.0)
+    assert float(q2 / q1) == pytest.approx(1 / math.sqrt(d_k), rel=1e-12)
+    assert float(k2 / k1) == pytest.approx(1.0, rel=1e-12)
+    assert float(v2 / v1) == pytest.approx(1.0, rel=1e-12)
+    assert g(PAGE, "scale_dQ_ratio") == pytest.approx(1 / math.sqrt(d_k), rel=1e-9)
+    assert g(PAGE, "scale_dK_ratio") == pytest.approx(1.0, rel=1e-9)
+    assert g(PAGE, "scale_dV_ratio") == pytest.approx(1.0, rel=1e-9)
 
+
+def test_mup_is_not_described_as_the_demo():
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "the one muP uses" not in text
+    assert "zero" in text[text.index("muP"):] and "8/d" in text
+
+
+# --- the verification section ---------------------------------------------------------------
 
 def _central_differences(f, X, eps=1e-6):
     grad = np.zeros_like(X)
@@ -117,41 +199,69 @@ def _central_differences(f, X, eps=1e-6):
     return grad
 
 
-def test_gradient_checks_agree_with_independent_central_differences():
-    rng = np.random.default_rng(11)
-    Q, K, V = rng.standard_normal((5, 4)), rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
-    G = rng.standard_normal((5, 3))
-    mask = np.tril(np.ones((5, 6), dtype=bool))
-    for name, m in (("numeric_rel_err_nomask", None), ("numeric_rel_err_mask", mask)):
+def test_central_difference_parameters_the_prose_quotes():
+    """The prose: epsilon = 1e-6 (the default the page uses), rounding of order 1e-16 / epsilon."""
+    assert inspect.signature(attention.numerical_gradient).parameters["eps"].default == 1e-6
+    assert 1e-16 < np.finfo(np.float64).eps < 1e-15
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert r"\varepsilon = 10^{-6}" in text and r"10^{-16}/\varepsilon" in text
+
+
+@pytest.mark.parametrize("shape", [(5, 6, 4, 3), (3, 3, 2, 2), (7, 4, 8, 5)])
+@pytest.mark.parametrize("seed", [11, 12])
+def test_central_differences_agree_with_autograd_at_the_glued_level(shape, seed):
+    T_q, T_k, d_k, d_v = shape
+    rng = np.random.default_rng(seed)
+    Q, K, V, G = (rng.standard_normal(s) for s in ((T_q, d_k), (T_k, d_k), (T_k, d_v), (T_q, d_v)))
+    for m in (None, np.tril(np.ones((T_q, T_k), dtype=bool))):
+        dQ, dK, dV = _autograd(Q, K, V, G, m)
+
         def loss(Q_, K_, V_):
             return float(np.sum(torch_softmax_attention(Q_, K_, V_, m)[0] * G))
-        numeric = _central_differences(lambda X: loss(X, K, V), Q)
-        dQ, _, _ = attention.attention_backward(Q, K, V, G, mask=m)
-        assert np.abs(dQ - numeric).max() / np.abs(numeric).max() < 1e-7
-        assert 0 < g(PAGE5, name) < 1e-7
-    assert 0 < g(PAGE5, "autograd_err_fp32") < 1e-5
-    assert 0 <= g(PAGE5, "autograd_err_fp64") < 1e-12
-    assert g_bool(PAGE5, "gradcheck_nomask") and g_bool(PAGE5, "gradcheck_mask")
-    assert 0 <= g(PAGE5, "builtin_backward_err") < 1e-12
+        for got, numeric in ((dQ, _central_differences(lambda X: loss(X, K, V), Q)),
+                             (dK, _central_differences(lambda X: loss(Q, X, V), K)),
+                             (dV, _central_differences(lambda X: loss(Q, K, X), V))):
+            assert np.abs(got - numeric).max() / np.abs(numeric).max() < 1e-8
+    assert g(PAGE, "numeric_cases") == 12
+    assert 0 < g(PAGE, "numeric_rel_err_min") <= g(PAGE, "numeric_rel_err_max") < 1e-8
 
 
-def test_backward_reference_solution_passes_its_checker_and_wrong_ones_fail():
-    namespace = {"np": np, "glue": lambda *a, **k: None,
-                 "check_attention_backward": checkers.check_attention_backward}
-    exec(page_cell(PAGE5, "def reference_attention_backward"), namespace)
-    reference = namespace["reference_attention_backward"]
-    assert checkers.check_attention_backward(reference, verbose=False)
-    assert g_bool(PAGE5, "ex7_reference_passes")
+def test_autograd_agreement_is_at_the_precision_of_each_dtype():
+    Q, K, V, dO = _page_inputs()
+    mask = np.tril(np.ones((5, 6), dtype=bool))
+    ref = _autograd(Q, K, V, dO, mask)
+    low = _autograd(Q, K, V, dO, mask, dtype=torch.float32)
+    err32 = max(float(np.abs(a - b).max()) for a, b in zip(ref, low))
+    assert 1e-8 < err32 < 1e-5
+    assert g(PAGE, "autograd_problems") == 3
+    assert 1e-8 < g(PAGE, "autograd_err_fp32") < 1e-5
+    assert 0 <= g(PAGE, "autograd_err_fp64") < 1e-12
 
-    def forgets_the_scale(Q, K, V, dO, mask=None):
-        dQ, dK, dV = reference(Q, K, V, dO, mask)
-        return dQ * np.sqrt(Q.shape[-1]), dK * np.sqrt(Q.shape[-1]), dV
 
-    def forgets_D(Q, K, V, dO, mask=None):
-        c = 1 / np.sqrt(Q.shape[-1])
-        _, A = torch_softmax_attention(Q, K, V, mask)
-        dS = A * (dO @ np.swapaxes(V, -1, -2))  # the softmax's "- D" term left out
-        return c * dS @ K, c * np.swapaxes(dS, -1, -2) @ Q, np.swapaxes(A, -1, -2) @ dO
+def test_gradcheck_passes():
+    assert g_bool(PAGE, "gradcheck_nomask") and g_bool(PAGE, "gradcheck_mask")
 
-    assert not checkers.check_attention_backward(forgets_the_scale, verbose=False)
-    assert not checkers.check_attention_backward(forgets_D, verbose=False)
+
+def test_the_fused_kernel_runs_with_equal_widths_and_agrees():
+    rng = np.random.default_rng(5)
+    Q, K, V, dO = (rng.standard_normal(s) for s in ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 4), (2, 3, 5, 4)))
+    q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert "Flash" in type(out.grad_fn).__name__
+    out.backward(torch.from_numpy(dO))
+    mask = np.tril(np.ones((5, 6), dtype=bool))
+    for t, r in zip((q, k, v), _autograd(Q, K, V, dO, mask)):
+        np.testing.assert_allclose(t.grad.numpy(), r, atol=1e-12)
+    with pytest.raises(RuntimeError), sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # d_v != d_k
+        F.scaled_dot_product_attention(q, k, v[..., :3])
+    assert glued(PAGE)["builtin_backend"].strip("'\"") == "ScaledDotProductFlashAttentionForCpuBackward0"
+    # unpinned, with d_v != d_k: a silent fallback to another backward function
+    q3 = torch.tensor(Q, requires_grad=True)
+    silent = F.scaled_dot_product_attention(q3, torch.tensor(K), torch.tensor(V[..., :3]))
+    name = type(silent.grad_fn).__name__
+    assert "Flash" not in name and glued(PAGE)["fallback_backend"].strip("'\"") == name
+    with sdpa_kernel(SDPBackend.MATH):
+        pinned = F.scaled_dot_product_attention(q3, torch.tensor(K), torch.tensor(V[..., :3]))
+    assert type(pinned.grad_fn).__name__ == name and g_bool(PAGE, "fallback_is_math")
+    assert 0 <= g(PAGE, "builtin_backward_err") < 1e-12
