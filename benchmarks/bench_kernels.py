@@ -1,15 +1,29 @@
-"""Figures 2-4: the NumPy attention against torch, the tiled version against the plain one,
-and the backward pass against the forward pass and against autograd.
+"""Figures 2-4: the NumPy attention against torch, the tiled version against the one that
+keeps A, and the backward pass against the forward pass and against autograd.
 
-Every figure comes from attention.measure, the module the book's cost sections use, so the
-text and the benchmark agree.
+Speed is judged on the functions written for it, ``attention.blocked_attention`` and
+``attention.blocked_attention_backward``; the plain versions that the pages derive
+(``scaled_dot_product_attention``, ``attention_backward``) are timed beside them, so that
+the table shows what the blocking buys. The functions compared in one table are timed
+in turns (one call of each, repeated), so that a change in the machine's load touches
+them all alike: each time is the median of its calls, and each ratio the median of the
+ratios of calls made in the same turn.
 """
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from attention import measure
+from attention import (
+    attention_backward,
+    blocked_attention,
+    blocked_attention_backward,
+    measure,
+    scaled_dot_product_attention,
+    tiled_attention,
+)
 
 from common import Goal, heading, mib
 
@@ -22,51 +36,122 @@ TILED_BLOCK = 512
 
 NUMPY_VS_TORCH_LIMIT = 1.5  # NumPy time / torch time
 MATMUL_FRACTION = 0.5  # attention flop rate / matmul flop rate
-MEMORY_RATIO = 16.0  # plain peak / tiled peak at the longest T
-TILED_TIME_RATIO = 1.5  # tiled time / plain time at the longest T
+MEMORY_RATIO = 16.0  # peak with A / tiled peak at the longest T
+TILED_TIME_RATIO = 1.5  # tiled time / time with A at the longest T
 BACKWARD_VS_AUTOGRAD = 1.5  # hand-written backward / autograd backward
 
 
-def numpy_products_seconds(T: int, repeats: int) -> float:
-    """Seconds NumPy's BLAS needs for attention's two products alone (Q K^T and A V),
-    into preallocated outputs: a floor under any NumPy forward pass of this size."""
-    Q, K, V = measure.random_qkv(T, D, HEADS)
+class Turns(dict):
+    """Seconds of each call, by function name, from :func:`timed_in_turns`."""
+
+    def median(self, name: str) -> float:
+        return float(np.median(self[name]))
+
+    def ratio(self, a: str, b: str) -> float:
+        """Median over turns of time(a) / time(b), both timed in the same turn."""
+        return float(np.median(np.array(self[a]) / np.array(self[b])))
+
+
+def timed_in_turns(fns: dict, repeats: int, warmup: int = 1) -> Turns:
+    """Call every function once per turn and keep every call's time. Each turn starts one
+    function further along (f1 f2 f3, f2 f3 f1, ...), so that none is always first."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    names = list(fns)
+    times = Turns({name: [] for name in names})
+    for turn in range(repeats):
+        for name in names[turn % len(names):] + names[:turn % len(names)]:
+            start = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def _torch_forward(Q, K, V):
+    import torch
+    import torch.nn.functional as F
+
+    q, k, v = (torch.from_numpy(x) for x in (Q, K, V))
+
+    def run():
+        with torch.inference_mode():
+            return F.scaled_dot_product_attention(q, k, v)
+    return run
+
+
+def _matmul_numpy(Q, K):
+    """S = Q K^T alone into a preallocated array: NumPy's BLAS at attention's size."""
+    K_t = np.ascontiguousarray(np.swapaxes(K, -1, -2))
+    S = np.matmul(Q, K_t)
+    return lambda: np.matmul(Q, K_t, out=S)
+
+
+def _matmul_torch(Q, K):
+    import torch
+
+    q, k_t = torch.from_numpy(Q), torch.from_numpy(np.ascontiguousarray(np.swapaxes(K, -1, -2)))
+    S = torch.matmul(q, k_t)
+
+    def run():
+        with torch.inference_mode():
+            return torch.matmul(q, k_t, out=S)
+    return run
+
+
+def numpy_products(Q, K, V):
+    """NumPy's BLAS doing attention's two products alone (Q K^T and A V) into preallocated
+    outputs: a floor under any NumPy forward pass of this size."""
     K_t = np.ascontiguousarray(np.swapaxes(K, -1, -2))
     S = np.matmul(Q, K_t)
     O = np.empty_like(Q)
-    return measure.median_time(lambda: (np.matmul(Q, K_t, out=S), np.matmul(S, V, out=O)), repeats)
+    return lambda: (np.matmul(Q, K_t, out=S), np.matmul(S, V, out=O))
 
 
 def forward_vs_torch(repeats: int = 5) -> dict:
     heading(f"2. Forward pass: NumPy vs torch SDPA vs matmul (float32, B=1, H={HEADS}, d={D})")
-    print("  numpy = scaled_dot_product_attention(..., need_weights=False): the output O only, which"
-          " is all torch's function computes;")
-    print("  +A = the same call returning the T x T weights too (the book's default), for comparison;"
-          " rates in GFLOP/s counting 4 T^2 d flops per head; mm = one (T x d)(d x T) product")
-    print(f"  {'T':>5}  {'numpy':>7} {'torch':>7} {'np/torch':>9} {'+A/torch':>9}  {'mm numpy':>9} {'mm torch':>9}"
-          f"  {'numpy/mm':>8} {'torch/mm':>8}  {'np products/torch':>17}")
+    print("  numpy = blocked_attention(..., need_weights=False): the output O only, which is all"
+          " torch's function computes;")
+    print("  +A = blocked_attention returning the T x T weights too; plain = the pages'"
+          " scaled_dot_product_attention(..., need_weights=False);")
+    print("  rates in GFLOP/s counting 4 T^2 d flops per head; mm = one (T x d)(d x T) product")
+    print(f"  {'T':>5}  {'numpy':>7} {'torch':>7} {'np/torch':>9} {'+A/torch':>9} {'plain/torch':>11}"
+          f"  {'mm numpy':>9} {'mm torch':>9}  {'numpy/mm':>8} {'torch/mm':>8}  {'np products/torch':>17}")
     rows, goals = [], []
     for T in FORWARD_NS:
         r = repeats if T <= 2048 else max(3, repeats // 2)
-        numpy_rec, weights_rec, torch_rec = measure.attention_cost(
-            [T], d=D, heads=HEADS, repeats=r, impls=("numpy_no_weights", "numpy", "torch"), memory=False)
-        mm_numpy = measure.matmul_rate(T, D, HEADS, repeats=r)
-        mm_torch = measure.matmul_rate(T, D, HEADS, backend="torch", repeats=r)
-        mm = max(mm_numpy, mm_torch)  # the machine's best measured matmul rate at this size
-        products = numpy_products_seconds(T, r)
-        row = dict(T=T, numpy_s=numpy_rec["seconds"], numpy_with_weights_s=weights_rec["seconds"],
-                   torch_s=torch_rec["seconds"],
-                   numpy_gflops=numpy_rec["gflops"], torch_gflops=torch_rec["gflops"],
-                   matmul_numpy_gflops=mm_numpy / 1e9, matmul_torch_gflops=mm_torch / 1e9,
-                   numpy_vs_torch=numpy_rec["seconds"] / torch_rec["seconds"],
-                   numpy_with_weights_vs_torch=weights_rec["seconds"] / torch_rec["seconds"],
-                   numpy_vs_matmul=numpy_rec["gflops"] * 1e9 / mm,
-                   torch_vs_matmul=torch_rec["gflops"] * 1e9 / mm,
-                   numpy_products_s=products,
-                   numpy_products_vs_torch=products / torch_rec["seconds"])
+        Q, K, V = measure.random_qkv(T, D, HEADS)
+        t = timed_in_turns({
+            "numpy": lambda: blocked_attention(Q, K, V, need_weights=False),
+            "with_weights": lambda: blocked_attention(Q, K, V),
+            "plain": lambda: scaled_dot_product_attention(Q, K, V, need_weights=False),
+            "torch": _torch_forward(Q, K, V),
+            "products": numpy_products(Q, K, V),
+            "mm_numpy": _matmul_numpy(Q, K),
+            "mm_torch": _matmul_torch(Q, K),
+        }, r)
+        flops = 4 * T * T * D * HEADS  # two products of 2 T^2 d each, per head
+        mm_flops = flops / 2  # one product
+        # the machine's best matmul rate at this size: the faster library, turn by turn
+        mm_best = [min(a, b) for a, b in zip(t["mm_numpy"], t["mm_torch"])]
+        t["mm_best"] = mm_best
+        row = dict(T=T, numpy_s=t.median("numpy"), numpy_with_weights_s=t.median("with_weights"),
+                   plain_s=t.median("plain"), torch_s=t.median("torch"),
+                   numpy_gflops=flops / t.median("numpy") / 1e9,
+                   torch_gflops=flops / t.median("torch") / 1e9,
+                   matmul_numpy_gflops=mm_flops / t.median("mm_numpy") / 1e9,
+                   matmul_torch_gflops=mm_flops / t.median("mm_torch") / 1e9,
+                   numpy_vs_torch=t.ratio("numpy", "torch"),
+                   numpy_with_weights_vs_torch=t.ratio("with_weights", "torch"),
+                   plain_vs_torch=t.ratio("plain", "torch"),
+                   # (flops / t_attention) / (mm_flops / t_mm) = 2 t_mm / t_attention
+                   numpy_vs_matmul=2 / t.ratio("numpy", "mm_best"),
+                   torch_vs_matmul=2 / t.ratio("torch", "mm_best"),
+                   numpy_products_s=t.median("products"),
+                   numpy_products_vs_torch=t.ratio("products", "torch"))
         rows.append(row)
         print(f"  {T:>5}  {row['numpy_gflops']:7.1f} {row['torch_gflops']:7.1f} {row['numpy_vs_torch']:8.2f}x"
-              f" {row['numpy_with_weights_vs_torch']:8.2f}x"
+              f" {row['numpy_with_weights_vs_torch']:8.2f}x {row['plain_vs_torch']:10.2f}x"
               f"  {row['matmul_numpy_gflops']:9.1f} {row['matmul_torch_gflops']:9.1f}"
               f"  {row['numpy_vs_matmul']:8.2f} {row['torch_vs_matmul']:8.2f}"
               f"  {row['numpy_products_vs_torch']:16.2f}x", flush=True)
@@ -81,49 +166,94 @@ def forward_vs_torch(repeats: int = 5) -> dict:
 
 
 def tiled_vs_plain(repeats: int = 3) -> dict:
-    heading(f"3. Tiled vs plain forward pass (float32, B=1, H={TILED_HEADS}, d={D}, "
+    heading(f"3. Tiled forward pass vs one that keeps A (float32, B=1, H={TILED_HEADS}, d={D}, "
             f"block_size={TILED_BLOCK})")
+    print("  with A = blocked_attention(Q, K, V), the fastest version that holds the T x T weights;")
     print("  peak memory by tracemalloc (every NumPy allocation during the call, output included)")
-    print(f"  {'T':>6}  {'plain s':>8} {'tiled s':>8} {'time x':>7}  {'plain peak':>12} {'tiled peak':>12} {'memory /':>9}")
+    print(f"  {'T':>6}  {'with A s':>8} {'tiled s':>8} {'time x':>7}  {'with A peak':>12}"
+          f" {'tiled peak':>12} {'memory /':>9}")
     rows = []
     for T in TILED_NS:
         r = repeats if T <= 8192 else max(2, repeats - 1)
-        plain, tiled = measure.attention_cost([T], d=D, heads=TILED_HEADS, block_size=TILED_BLOCK,
-                                              repeats=r, impls=("numpy", "tiled"))
-        row = dict(T=T, plain_s=plain["seconds"], tiled_s=tiled["seconds"],
-                   plain_peak_bytes=plain["peak_bytes"], tiled_peak_bytes=tiled["peak_bytes"],
-                   time_ratio=tiled["seconds"] / plain["seconds"],
-                   memory_ratio=plain["peak_bytes"] / max(1, tiled["peak_bytes"]))
+        Q, K, V = measure.random_qkv(T, D, TILED_HEADS)
+        fns = {"with_weights": lambda: blocked_attention(Q, K, V),
+               "tiled": lambda: tiled_attention(Q, K, V, TILED_BLOCK)}
+        t = timed_in_turns(fns, r)
+        peak = {name: measure.peak_memory(fn) for name, fn in fns.items()}
+        row = dict(T=T, plain_s=t.median("with_weights"), tiled_s=t.median("tiled"),
+                   plain_peak_bytes=peak["with_weights"], tiled_peak_bytes=peak["tiled"],
+                   time_ratio=t.ratio("tiled", "with_weights"),
+                   memory_ratio=peak["with_weights"] / max(1, peak["tiled"]))
         rows.append(row)
         print(f"  {T:>6}  {row['plain_s']:8.3f} {row['tiled_s']:8.3f} {row['time_ratio']:6.2f}x"
               f"  {mib(row['plain_peak_bytes']):>12} {mib(row['tiled_peak_bytes']):>12}"
               f" {row['memory_ratio']:8.1f}x", flush=True)
     last = rows[-1]
     goals = [
-        Goal(f"T={last['T']}: plain peak / tiled peak", last["memory_ratio"], MEMORY_RATIO, ">=", "x"),
-        Goal(f"T={last['T']}: tiled time / plain time", last["time_ratio"], TILED_TIME_RATIO, "<=", "x"),
+        Goal(f"T={last['T']}: peak with A / tiled peak", last["memory_ratio"], MEMORY_RATIO, ">=", "x"),
+        Goal(f"T={last['T']}: tiled time / time with A", last["time_ratio"], TILED_TIME_RATIO, "<=", "x"),
     ]
     return dict(block_size=TILED_BLOCK, heads=TILED_HEADS, rows=rows, goals=goals)
+
+
+def backward_cost(T: int, repeats: int) -> dict:
+    """Backward against forward pass, NumPy (blocked and plain) and torch autograd, in seconds.
+
+    Each backward pass starts from what its forward pass kept, as in training: the NumPy
+    ones from the O and A that their forward pass returned, autograd from the tensors the
+    built-in saved (the graph is kept, so each call is the backward pass alone).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    from attention import torch as attention_torch
+
+    Q, K, V = measure.random_qkv(T, D, HEADS)
+    dO = np.random.default_rng(1).standard_normal(Q.shape, dtype=np.float32)
+    O, A = blocked_attention(Q, K, V)
+    q, k, v = (torch.from_numpy(x.copy()).requires_grad_(True) for x in (Q, K, V))
+    do = torch.from_numpy(dO)
+    o_builtin = F.scaled_dot_product_attention(q, k, v)
+    o_math = attention_torch.scaled_dot_product_attention(q, k, v)
+    t = timed_in_turns({
+        "numpy_forward": lambda: blocked_attention(Q, K, V),
+        "numpy_backward": lambda: blocked_attention_backward(Q, K, V, dO, O=O, A=A),
+        "numpy_backward_recompute": lambda: blocked_attention_backward(Q, K, V, dO),
+        "plain_backward": lambda: attention_backward(Q, K, V, dO, O=O, A=A),
+        "torch_forward": lambda: F.scaled_dot_product_attention(q, k, v),
+        "torch_backward": lambda: torch.autograd.grad(o_builtin, (q, k, v), do, retain_graph=True),
+        "torch_math_forward": lambda: attention_torch.scaled_dot_product_attention(q, k, v),
+        "torch_math_backward": lambda: torch.autograd.grad(o_math, (q, k, v), do, retain_graph=True),
+    }, repeats)
+    return dict(T=T, d=D, heads=HEADS, **{name: t.median(name) for name in t},
+                numpy_ratio=t.ratio("numpy_backward", "numpy_forward"),
+                torch_ratio=t.ratio("torch_backward", "torch_forward"),
+                torch_math_ratio=t.ratio("torch_math_backward", "torch_math_forward"),
+                numpy_vs_autograd=t.ratio("numpy_backward", "torch_backward"),
+                numpy_recompute_vs_autograd=t.ratio("numpy_backward_recompute", "torch_backward"),
+                plain_vs_autograd=t.ratio("plain_backward", "torch_backward"))
 
 
 def backward(repeats: int = 3) -> dict:
     heading(f"4. Backward pass: hand-written (NumPy) vs autograd, vs 2x forward (H={HEADS}, d={D})")
     print("  each backward pass starts from what its forward pass kept, as in training:")
-    print("  np bwd = attention_backward(..., O=O, A=A); np recompute = the same without O and A;")
+    print("  np bwd = blocked_attention_backward(..., O=O, A=A), np fwd = blocked_attention;")
+    print("  np recompute = the same backward without O and A; plain = attention_backward(..., O=O, A=A);")
     print("  t bwd = autograd.grad of the built-in SDPA; torch math = autograd through the readable"
           " attention.torch version (unfused)")
     print(f"  {'T':>5}  {'np fwd':>7} {'np bwd':>7} {'bwd/fwd':>7}  {'t fwd':>7} {'t bwd':>7} {'bwd/fwd':>7}"
-          f"  {'math bwd/fwd':>12}  {'np bwd / t bwd':>14} {'np recompute / t bwd':>20}")
+          f"  {'math bwd/fwd':>12}  {'np bwd / t bwd':>14} {'np recompute / t bwd':>20}"
+          f" {'plain / t bwd':>13}")
     rows, goals = [], []
     for T in BACKWARD_NS:
-        c = measure.backward_cost(T, D, HEADS, repeats=repeats)
+        c = backward_cost(T, repeats)
         rows.append(c)
         print(f"  {T:>5}  {c['numpy_forward']:7.3f} {c['numpy_backward']:7.3f} {c['numpy_ratio']:7.2f}"
               f"  {c['torch_forward']:7.3f} {c['torch_backward']:7.3f} {c['torch_ratio']:7.2f}"
               f"  {c['torch_math_ratio']:12.2f}  {c['numpy_vs_autograd']:13.2f}x"
-              f" {c['numpy_recompute_vs_autograd']:19.2f}x", flush=True)
+              f" {c['numpy_recompute_vs_autograd']:19.2f}x {c['plain_vs_autograd']:12.2f}x", flush=True)
         goals.append(Goal(f"T={T}: hand-written backward / autograd backward", c["numpy_vs_autograd"],
                           BACKWARD_VS_AUTOGRAD, "<=", "x"))
-    print("  rule of thumb: the gradients cost about 2x the forward pass (four matrix products"
-          " against two); compare the NumPy 'bwd/fwd' column with 2")
+    print("  the flop count says 2x the forward pass (four matrix products against two); the"
+          " 'bwd/fwd' columns are wall-clock times, which also pay for the elementwise passes")
     return dict(rows=rows, goals=goals)
