@@ -235,6 +235,13 @@ def test_dot_T_passes_on_one_head_and_fails_only_with_batch_and_heads(capsys):
                                       or "every batch item" in f for f in failures)
 
 
+def test_a_product_whose_shapes_do_not_fit_on_one_head_is_pointed_to_the_equations(capsys):
+    failures = _failures(dK_without_the_transpose, capsys)
+    one_head = [f for f in failures if f.startswith("✗ one head") and "raised" in f]
+    assert one_head and all("dK = c dS^T Q" in f for f in one_head)
+    assert not any("X.T reverses" in f for f in failures)
+
+
 def test_the_mask_mistakes_pass_without_a_mask_and_fail_with_one(capsys):
     for fn in (ignores_the_mask, inverts_the_mask, masks_with_zero):
         failures = _failures(fn, capsys)

@@ -214,7 +214,11 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
         try:
             got = _call(fn, Q, K, V, dO, mask)
         except Exception as exc:
-            return False, f"raised {type(exc).__name__}: {exc}{on_error}"
+            hint = on_error
+            if not hint and isinstance(exc, ValueError) and Q.ndim == 2:
+                hint = ("; the shapes of a product do not fit: dV = A^T dO, dA = dO V^T, "
+                        "dQ = c dS K, dK = c dS^T Q")
+            return False, f"raised {type(exc).__name__}: {exc}{hint}"
         if all(_same(g, r, rtol=1e-6) for g, r in zip(got, ref)):
             return True, ""
         detail = _diagnose(got, Q, K, V, dO, mask, ref)
