@@ -65,9 +65,9 @@ def score_scale(d_k: int, temperature: float = 1.0) -> float:
     return float(1.0 / (temperature * np.sqrt(d_k)))
 
 
-# need_weights=False scores a block of query rows at a time: about BLOCK_ENTRIES scores
-# (2^20 float32 = 4 MiB) per batch item, but never fewer than MIN_BLOCK_ROWS rows, because
-# thinner matrix products run well below BLAS's best rate.
+# need_weights=False scores a block of query rows at a time, for every batch item at once:
+# about BLOCK_ENTRIES scores in all (2^20 float32 = 4 MiB), but never fewer than
+# MIN_BLOCK_ROWS rows, because thinner matrix products run well below BLAS's best rate.
 BLOCK_ENTRIES = 1 << 20
 MIN_BLOCK_ROWS = 512
 
