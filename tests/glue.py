@@ -44,7 +44,10 @@ def glued(page: str) -> dict[str, str]:
         for output in cell.get("outputs", []):
             meta = output.get("metadata", {}).get("scrapbook", {})
             if "name" in meta:
-                text = output.get("data", {}).get("text/plain", "")
+                # A Run-All notebook keeps display=False values under their glue prefix
+                # ("application/papermill.record/text/plain"); the build strips it.
+                data = output.get("data", {})
+                text = data.get(meta.get("mime_prefix", "") + "text/plain", data.get("text/plain", ""))
                 out[meta["name"]] = "".join(text) if isinstance(text, list) else text
     return out
 

@@ -125,7 +125,13 @@ def glued_outputs(notebook: dict, side: Path | None = None) -> dict[str, str]:
         for output in cell.get("outputs", []):
             if name := glue_name(output):
                 outputs[name] = output
-    return {name: canonical(output.get("data", {}), names) for name, output in outputs.items()}
+    return {name: canonical(unprefixed(output), names) for name, output in outputs.items()}
+
+
+def unprefixed(output: dict) -> dict:
+    """A glue output's data under plain MIME types (Run All keeps myst-nb's glue prefix)."""
+    prefix = output.get("metadata", {}).get("scrapbook", {}).get("mime_prefix", "")
+    return {mime.removeprefix(prefix) if prefix else mime: value for mime, value in output.get("data", {}).items()}
 
 
 def displayed_figures(notebook: dict) -> list[tuple[bool, str]]:

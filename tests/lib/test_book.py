@@ -1,0 +1,51 @@
+"""attention.book.glue writes exactly what myst_nb.glue writes (the build reads it back)."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from attention import book  # noqa: E402
+
+
+def _captured(glue, *args, **kwargs):
+    calls = []
+    target = "IPython.display.display" if glue is book.glue else "myst_nb.ext.glue.ipy_display"
+    with mock.patch(target, side_effect=lambda *a, **k: calls.append((a, k))):
+        glue(*args, **kwargs)
+    return calls
+
+
+@pytest.mark.parametrize("value", [0.1234, np.float64(2.5), "text", [1, 2], np.arange(3)])
+@pytest.mark.parametrize("display", [True, False])
+def test_glue_writes_the_same_output_as_myst_nb(value, display):
+    from myst_nb import glue as myst_glue
+
+    assert _captured(book.glue, "x", value, display=display) == _captured(myst_glue, "x", value, display=display)
+
+
+def test_a_glued_figure_is_the_same_output_as_myst_nb():
+    from myst_nb import glue as myst_glue
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    assert _captured(book.glue, "fig", fig, display=False) == _captured(myst_glue, "fig", fig, display=False)
+    plt.close(fig)
+
+
+def test_the_prefix_is_myst_nbs():
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    assert book.GLUE_PREFIX == GLUE_PREFIX
+
+
+@pytest.mark.parametrize("name", ["", None, 3])
+def test_a_glue_name_must_be_a_non_empty_string(name):
+    with pytest.raises(TypeError, match="glue name"):
+        book.glue(name, 1.0)
