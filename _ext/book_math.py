@@ -6,22 +6,23 @@
   renderer itself would only colour the TeX red.
 * Keeps KaTeX's stylesheets off pages that have no math.
 * Publishes KaTeX's stylesheet and fonts at ``vendor/katex/`` (where ``katex_css_path`` in
-  ``_config.yml`` points): the woff2 fonts only, the format every current browser loads, and
-  the stylesheet's fallbacks to the woff and ttf copies removed so that it names only files
-  the site has.
+  ``_config.yml`` points). As the math is rendered at build time, the build knows every
+  character it sets: each KaTeX font is cut down to those characters (fontTools, from the
+  font's ttf; written as woff, since fontTools writes woff2 only with brotli), about a
+  quarter of the full woff2 files a page with much math would otherwise load, and the
+  stylesheet names only these files. A font none of whose glyphs is used is left out.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+from html.parser import HTMLParser
 from pathlib import Path
 
 KATEX_DIST = Path("node_modules", "katex", "dist")
 KATEX_CSS = ("katex.min.css", "katex-math.css")
 VENDOR = Path("vendor", "katex")  # in the built site
-# ",url(fonts/X.woff) format("woff")" and the same for .ttf: fallbacks no current browser needs.
-FALLBACK_FONTS = re.compile(r',\s*url\((?:"|\')?fonts/[^)]+\.(?:woff|ttf)(?:"|\')?\)\s*format\((?:"|\')?(?:woff|truetype)(?:"|\')?\)')
 
 
 def _use_vendored_katex(app, config):
@@ -80,8 +81,72 @@ def _katex_css_only_with_math(app, pagename, templatename, context, doctree):
                                 if not str(getattr(c, "filename", c)).endswith(KATEX_CSS)]
 
 
+FONT_FACE = re.compile(r"@font-face\{[^}]*\}")
+
+
+class _MathText(HTMLParser):
+    """Collects the characters inside every <span class="katex"> of a page."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.depth = 0  # > 0 inside a formula: the number of open tags since its <span>
+        self.chars: set[int] = set()
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            self.depth += tag not in VOID
+        elif tag == "span" and ("class", "katex") in attrs:
+            self.depth = 1
+
+    def handle_endtag(self, tag):
+        if self.depth and tag not in VOID:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth:
+            self.chars |= {ord(c) for c in data}
+
+
+VOID = {"br", "img", "hr", "input", "meta", "link", "col", "area", "base", "embed", "source", "wbr"}
+
+
+def math_characters(outdir: Path) -> set[int]:
+    """Every character inside the rendered formulas of the built pages."""
+    chars: set[int] = set()
+    for page in outdir.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if 'class="katex"' not in html:
+            continue
+        parser = _MathText()
+        parser.feed(html)
+        chars |= parser.chars
+    return chars
+
+
+def _subset(source: Path, target: Path, chars: set[int]) -> bool:
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    font = TTFont(source, recalcTimestamp=False)  # the same bytes from every build
+    present = chars & set(font.getBestCmap())
+    if not present:
+        return False
+    options = subset.Options()
+    options.flavor = "woff"
+    options.layout_features = ["*"]
+    options.name_IDs = ["*"]
+    options.notdef_outline = True
+    options.hinting = False  # screens of today render KaTeX's outlines unhinted anyway
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted(present))
+    subsetter.subset(font)
+    font.flavor = "woff"
+    font.save(target, reorderTables=True)
+    return True
+
+
 def _publish_katex(app, exception):
-    """Copy KaTeX's stylesheet (woff2 fonts only) and its woff2 fonts into vendor/katex/."""
+    """KaTeX's stylesheet and its fonts, cut down to the characters the site's math uses."""
     if exception is not None or app.builder.format != "html":
         return
     dist = Path(app.srcdir, KATEX_DIST)
@@ -89,10 +154,20 @@ def _publish_katex(app, exception):
     if target.exists():
         shutil.rmtree(target)
     (target / "fonts").mkdir(parents=True)
-    css = FALLBACK_FONTS.sub("", (dist / "katex.min.css").read_text(encoding="utf-8"))
-    (target / "katex.min.css").write_text(css, encoding="utf-8")
-    for name in sorted(set(re.findall(r"url\((?:\"|')?fonts/([^)\"']+\.woff2)", css))):
-        shutil.copyfile(dist / "fonts" / name, target / "fonts" / name)
+    chars = math_characters(Path(app.outdir))
+    css = (dist / "katex.min.css").read_text(encoding="utf-8")
+
+    def face(match: re.Match) -> str:
+        rule = match.group(0)
+        name = re.search(r"fonts/(KaTeX_[A-Za-z0-9-]+)\.woff2", rule)
+        if name is None:
+            return rule
+        name = name.group(1)
+        if not _subset(dist / "fonts" / f"{name}.ttf", target / "fonts" / f"{name}.woff", chars):
+            return ""  # no page sets a glyph of this font
+        return re.sub(r"src:[^;}]*", f'src:url(fonts/{name}.woff) format("woff")', rule)
+
+    (target / "katex.min.css").write_text(FONT_FACE.sub(face, css), encoding="utf-8")
 
 
 def setup(app):

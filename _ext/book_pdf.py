@@ -119,23 +119,31 @@ def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, li
     return page, chapters
 
 
+def outline_starts(reader) -> list[tuple[str, int]]:
+    """The top level of the PDF outline (one entry per h1): [(title, first page, 1-based)].
+
+    Chromium may write a title twice over ("ContentsContents" for a tagged PDF): a reader
+    compares the start of the title with the heading's text.
+    """
+    out = []
+    for item in reader.outline:
+        if not isinstance(item, list):
+            out.append((" ".join(str(item.title).split()), reader.get_destination_page_number(item) + 1))
+    return out
+
+
 def chapter_pages(pdf: Path, chapters: list[tuple[str, str]]) -> dict[str, int]:
     """The page (1-based) each chapter starts on, from the outline Chromium wrote."""
     from pypdf import PdfReader
 
-    reader = PdfReader(str(pdf))
+    starts = outline_starts(PdfReader(str(pdf)))
     found: dict[str, int] = {}
-
-    def walk(items):
-        for item in items:
-            if isinstance(item, list):
-                walk(item)
-                continue
-            title = " ".join(str(item.title).split())
-            for stem, text in chapters:
-                if stem not in found and title == " ".join(text.split()):
-                    found[stem] = reader.get_destination_page_number(item) + 1
-    walk(reader.outline)
+    for stem, text in chapters:
+        text = " ".join(text.split())
+        for title, page in starts:
+            if title.startswith(text) and page not in found.values():
+                found[stem] = page
+                break
     return found
 
 
@@ -157,8 +165,12 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
             for attempt in range(3):
                 text, chapters = document(html, numbers)
                 text = text.replace("<head>", f'<head><base href="{base}chapters/">', 1)
-                guard.goto(base + "index.html", wait_until="load")  # an origin for the document
-                page.set_content(text, wait_until="networkidle")
+                # Served at an address of the site itself (nothing written into the site).
+                address = base + "chapters/__chapter-pdf.html"
+                page.unroute(address)
+                page.route(address, lambda route, request=None, body=text: route.fulfill(
+                    status=200, content_type="text/html; charset=utf-8", body=body))
+                guard.goto(address, wait_until="networkidle")
                 page.emulate_media(media="print")
                 page.evaluate("document.fonts.ready.then(() => true)")
                 target = Path(tmp, f"pass{attempt}.pdf")

@@ -71,7 +71,7 @@ def _subset_font(source: Path, target: Path, codepoints: set[int]) -> bool:
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    font = TTFont(source)
+    font = TTFont(source, recalcTimestamp=False)  # the same bytes from every build
     present = codepoints & set(font.getBestCmap())
     if not present:
         return False
@@ -85,8 +85,6 @@ def _subset_font(source: Path, target: Path, codepoints: set[int]) -> bool:
     subsetter.subset(font)
     font.flavor = "woff"
     target.parent.mkdir(parents=True, exist_ok=True)
-    # A fixed timestamp: two builds write the same bytes.
-    font["head"].modified = font["head"].created
     font.save(target, reorderTables=True)
     return True
 

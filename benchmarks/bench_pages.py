@@ -69,7 +69,10 @@ def load(browser, base: str, page: str) -> tuple[dict, list[str]]:
         context.add_init_script(_INIT)
         guard = harness.GuardedPage.open(context)
         guard.goto(base + page)
-        guard.page.wait_for_timeout(200)  # let a late paint entry land
+        # Fonts load once the text that needs them is laid out: wait for them, then let a
+        # late paint entry land.
+        guard.page.evaluate("document.fonts.ready.then(() => true)")
+        guard.page.wait_for_timeout(300)
         return guard.page.evaluate(_MEASURE), guard.problems
     finally:
         context.close()
