@@ -11,10 +11,19 @@ from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
 from .kernel import additive_scores, gaussian_kernel_weights
 from .masks import causal_mask, padding_mask, prefix_mask
-from .softmax import jacobian_trace, naive_softmax, softmax, softmax_jacobian, softmax_vjp
+from .softmax import (
+    jacobian_frobenius_sq,
+    jacobian_trace,
+    naive_softmax,
+    softmax,
+    softmax_jacobian,
+    softmax_vjp,
+)
 from .stats import (
     SaturationStats,
     attention_rows,
+    query_gradient_rms,
+    row_score_draws,
     sample_scores,
     saturation_stats,
     scaled_score_moments,
@@ -29,12 +38,15 @@ __all__ = [
     "blocked_attention_backward",
     "causal_mask",
     "gaussian_kernel_weights",
+    "jacobian_frobenius_sq",
     "jacobian_trace",
     "naive_softmax",
     "numerical_gradient",
     "padding_mask",
     "prefix_mask",
+    "query_gradient_rms",
     "relative_error",
+    "row_score_draws",
     "sample_scores",
     "saturation_stats",
     "scaled_dot_product_attention",

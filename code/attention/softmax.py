@@ -72,9 +72,10 @@ def softmax_jacobian(a) -> np.ndarray:
     """Jacobian da/ds = diag(a) - a a^T of softmax at output ``a``.
 
     ``a`` has shape (..., n) (softmax outputs); the result has shape (..., n, n).
-    It is symmetric, its rows sum to zero and it is positive semidefinite; its trace
-    1 - |a|^2 measures how much gradient the softmax lets through. Built here only to be
-    looked at: backpropagation uses :func:`softmax_vjp`, which never forms it.
+    It is symmetric, its rows sum to zero and it is positive semidefinite. Its trace
+    1 - |a|^2 measures how spread out the row is (:func:`jacobian_trace`); what it lets a
+    random gradient through is tr(J^2) (:func:`jacobian_frobenius_sq`). Built here only to
+    be looked at: backpropagation uses :func:`softmax_vjp`, which never forms it.
     """
     a = _check_prob_row(a)
     return a[..., :, None] * np.eye(a.shape[-1], dtype=a.dtype) - a[..., :, None] * a[..., None, :]
@@ -94,6 +95,39 @@ def softmax_vjp(a, g) -> np.ndarray:
 
 
 def jacobian_trace(a) -> np.ndarray:
-    """Trace of the softmax Jacobian, 1 - sum_i a_i^2: between 0 (one-hot) and 1 - 1/n (uniform)."""
+    """Trace of the softmax Jacobian, 1 - sum_j a_j^2, over the last axis (shape (...)).
+
+    A measure of spread, not of gradient flow: 0 for a one-hot row, largest (1 - 1/T_k) for
+    the uniform row, which passes little gradient. It is the chance that two keys drawn
+    independently with probabilities a land on different keys.
+    """
     a = _check_prob_row(a)
     return 1.0 - np.sum(a * a, axis=-1)
+
+
+def jacobian_frobenius_sq(a) -> np.ndarray:
+    """tr(J^2) = |J|_F^2 of the softmax Jacobian J = diag(a) - a a^T, over the last axis.
+
+    It is E|J g|^2 for an upstream gradient g with identity covariance: the mean squared size
+    of what the softmax lets through (page "Saturation", section "What gets through").
+    Equal to |a|^2 - 2 sum_j a_j^3 + |a|^4, at most |a|^2 (1 - |a|^2) <= 1/4 (an exact tie
+    of two keys), about 1/T_k for the uniform row and 0 for a one-hot row.
+
+    Computed in O(T_k) from the largest weight a_m and sums over the other entries o_j:
+    sum_j a_j^2 (1 - a_j)^2 + sum_{j != l} a_j^2 a_l^2, with 1 - a_m taken as the sum of the
+    others, so that a nearly one-hot row gives a small non-negative number instead of a
+    rounding error. Shape (..., T_k) -> (...).
+    """
+    a = _check_prob_row(a)
+    a = a.astype(np.promote_types(a.dtype, np.float32), copy=False)
+    m = np.argmax(a, axis=-1)[..., None]
+    a_m = np.take_along_axis(a, m, axis=-1)[..., 0]  # (...): the largest weight
+    o = a.copy()
+    np.put_along_axis(o, m, 0.0, axis=-1)  # the other weights, the largest set to 0
+    o2 = o * o
+    one_minus_m = np.sum(o, axis=-1)  # 1 - a_m, without cancellation
+    S = np.sum(o2, axis=-1)  # sum of the others' squares
+    diag_others = np.sum(o2 * (1.0 - o) ** 2, axis=-1)  # sum_{j != m} J_jj^2
+    # sum_{j != l} a_j^2 a_l^2 = (pairs without m) + 2 a_m^2 S
+    off = (S * S - np.sum(o2 * o2, axis=-1)) + 2.0 * a_m**2 * S
+    return diag_others + (a_m * one_minus_m) ** 2 + off

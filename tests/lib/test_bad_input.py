@@ -256,6 +256,7 @@ PROB_FUNCTIONS = {
     "softmax_jacobian": lambda a: attention.softmax_jacobian(a),
     "softmax_vjp": lambda a: attention.softmax_vjp(a, np.ones(np.shape(a))),
     "jacobian_trace": lambda a: attention.jacobian_trace(a),
+    "jacobian_frobenius_sq": lambda a: attention.jacobian_frobenius_sq(a),
 }
 
 
@@ -455,7 +456,9 @@ def test_statistics_refuse_bad_d_k(d_k, error):
     for call in (lambda: attention.scaled_score_moments(d_k),
                  lambda: attention.sample_scores(d_k, 10),
                  lambda: attention.attention_rows(d_k),
-                 lambda: attention.saturation_stats(d_k)):
+                 lambda: attention.saturation_stats(d_k),
+                 lambda: attention.row_score_draws(d_k),
+                 lambda: attention.query_gradient_rms(np.full(4, 0.25), np.ones(4), 1.0, d_k)):
         with pytest.raises(error, match="d_k"):
             call()
 
@@ -480,6 +483,23 @@ def test_attention_rows_and_saturation_stats_refuse_bad_sizes(kwargs, error, wor
     for fn in (attention.attention_rows, attention.saturation_stats):
         with pytest.raises(error, match=words):
             fn(8, **kwargs)
+    if "temperature" not in kwargs:
+        with pytest.raises(error, match=words):
+            attention.row_score_draws(8, **kwargs)
+
+
+@pytest.mark.parametrize("A, t, c, error, words", [
+    (np.array([0.5, -0.5]), np.ones(2), 1.0, ValueError, "non-negative"),
+    (np.zeros((2, 0)), np.ones(0), 1.0, ValueError, "at least one entry"),
+    (np.array([0.5, np.nan]), np.ones(2), 1.0, ValueError, "NaN"),
+    (np.full(4, 0.25), np.ones(3), 1.0, ValueError, "does not broadcast"),
+    (np.full(4, 0.25), np.array([1.0, np.inf, 0.0, 0.0]), 1.0, ValueError, "inf"),
+    (np.full(4, 0.25), np.ones(4), np.nan, ValueError, "NaN"),
+    (np.full(4, 0.25).astype(complex), np.ones(4), 1.0, TypeError, "complex"),
+], ids=["negative", "empty", "NaN weight", "shapes", "inf t", "NaN c", "complex"])
+def test_query_gradient_rms_refuses_bad_weights_directions_and_scales(A, t, c, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        attention.query_gradient_rms(A, t, c, 16)
 
 
 @pytest.mark.parametrize("n, error", [(0, ValueError), (-5, ValueError), (10.0, TypeError)])
@@ -490,7 +510,7 @@ def test_sample_scores_refuses_bad_sample_counts(n, error):
 
 def test_saturation_stats_record_needs_every_field():
     with pytest.raises(TypeError):
-        attention.SaturationStats(8, 32, True)  # the four measured fields are missing
+        attention.SaturationStats(8, 32, True)  # the measured fields are missing
 
 
 # attention.torch ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attention import (
+    jacobian_frobenius_sq,
     jacobian_trace,
     naive_softmax,
     numerical_gradient,
@@ -131,3 +132,45 @@ def test_jacobian_trace_is_one_minus_one_over_n_for_a_uniform_row_and_equals_the
     assert jacobian_trace(np.full(4, 0.25)) == pytest.approx(0.75)
     a = softmax(np.array([[0.1, 2.0, -1.0], [3.0, 3.0, 0.0]]))
     np.testing.assert_allclose(jacobian_trace(a), np.trace(softmax_jacobian(a), axis1=-2, axis2=-1))
+
+
+@FAST
+@given(score_rows(max_rows=3, max_cols=7))
+def test_frobenius_square_is_the_sum_of_squared_jacobian_entries_and_obeys_its_bound(x):
+    a = softmax(x)
+    J = softmax_jacobian(a)
+    got = jacobian_frobenius_sq(a)
+    np.testing.assert_allclose(got, np.sum(J**2, axis=(-2, -1)), atol=1e-14)
+    p2 = np.sum(a**2, axis=-1)
+    assert np.all(got >= 0)
+    assert np.all(got <= p2 * (1 - p2) + 1e-14) and np.all(got <= 0.25 + 1e-14)
+
+
+def test_frobenius_square_is_a_quarter_at_a_two_way_tie_and_about_one_over_t_k_when_uniform():
+    assert jacobian_frobenius_sq(np.array([0.5, 0.5, 0.0])) == pytest.approx(0.25)
+    for T_k in (2, 8, 32, 1000):
+        assert jacobian_frobenius_sq(np.full(T_k, 1 / T_k)) == pytest.approx((T_k - 1) / T_k**2)
+    assert jacobian_frobenius_sq(np.array([0.0, 1.0, 0.0])) == 0.0
+
+
+def test_frobenius_square_is_e_of_jg_squared_for_unit_covariance_g():
+    a = softmax(np.array([1.0, 0.2, -0.5, 2.0, 0.0]))
+    g = np.random.default_rng(3).standard_normal((200_000, 5))
+    mc = np.mean(np.sum((g @ softmax_jacobian(a)) ** 2, axis=1))
+    assert mc == pytest.approx(float(jacobian_frobenius_sq(a)), rel=0.01)
+
+
+def test_frobenius_square_of_a_nearly_one_hot_row_has_no_cancellation():
+    # a = softmax([L, 0, 0, 0]): with e = exp(-L) the exact value is 18 e^2 to leading order,
+    # far below the rounding error of 1 - a_max computed from a_max.
+    for L in (20.0, 40.0, 80.0):
+        a = softmax(np.array([L, 0.0, 0.0, 0.0]))
+        e = np.exp(-L)
+        assert jacobian_frobenius_sq(a) == pytest.approx(18 * e**2, rel=1e-6)
+
+
+def test_frobenius_square_keeps_float32_and_batches():
+    A = softmax(np.random.default_rng(4).standard_normal((2, 3, 6))).astype(np.float32)
+    out = jacobian_frobenius_sq(A)
+    assert out.dtype == np.float32 and out.shape == (2, 3)
+    np.testing.assert_allclose(out, jacobian_frobenius_sq(A.astype(np.float64)), rtol=1e-5)
