@@ -1,5 +1,6 @@
-"""The checker of the exercise on the Jacobian of a saturated row: it accepts the right answer and rejects each
-plausible wrong attempt with a message that names the mistake."""
+"""The checker of the exercise on the Jacobian of a saturated row (ex-one-hot-jacobian) is a
+specification: it accepts the right answer and rejects each plausible wrong attempt with a
+message that names the mistake."""
 
 from __future__ import annotations
 
@@ -8,16 +9,164 @@ import pytest
 
 import attention
 from attention import checkers
-from attention.softmax import softmax
 
 
-def test_wrong_jacobian_or_vjp_fails_the_jacobian_checker():
-    def diag_only(a):
-        return np.diag(a)
+# --- right answers -----------------------------------------------------------------------
 
-    def vjp_without_mean(a, g):
-        return a * g
+def jacobian(a):
+    return np.diag(a) - np.outer(a, a)
 
-    assert checkers.check_softmax_jacobian(diag_only, attention.softmax_vjp, verbose=False) is False
-    assert checkers.check_softmax_jacobian(attention.softmax_jacobian, vjp_without_mean,
-                                           verbose=False) is False
+
+def vjp(a, g):
+    return a * (g - np.dot(a, g))
+
+
+def vjp_two_steps(a, g):
+    ag = a @ g  # the weighted mean of g
+    return a * g - a * ag
+
+
+def jacobian_by_broadcasting(a):
+    return a[:, None] * (np.eye(len(a)) - a[None, :])
+
+
+RIGHT = [
+    (jacobian, vjp),
+    (jacobian_by_broadcasting, vjp_two_steps),
+    (attention.softmax_jacobian, attention.softmax_vjp),
+]
+
+
+@pytest.mark.parametrize("jac, prod", RIGHT)
+def test_right_answers_pass(jac, prod, capsys):
+    assert checkers.check_softmax_jacobian(jac, prod) is True
+    out = capsys.readouterr().out
+    assert "✗" not in out and "6 of 6 checks passed." in out
+
+
+# --- plausible wrong attempts, each with a word its message must contain ------------------
+
+def diag_only(a):
+    return np.diag(a)
+
+
+def outer_only(a):
+    return np.outer(a, a)
+
+
+def sign_flipped(a):
+    return np.outer(a, a) - np.diag(a)
+
+
+def outer_as_scalar(a):
+    return np.diag(a) - a.T @ a  # a.T of a 1-D array is a itself: a scalar |a|^2
+
+
+def squares_for_outer(a):
+    return np.diag(a) - np.diag(a * a)
+
+
+def jacobian_flattened(a):
+    return (np.diag(a) - np.outer(a, a)).ravel()
+
+
+def vjp_without_mean(a, g):
+    return a * g
+
+
+def vjp_minus_a(a, g):
+    return a * g - a
+
+
+def vjp_not_times_a(a, g):
+    return g - np.dot(a, g)
+
+
+def vjp_plain_mean(a, g):
+    return a * (g - g.mean())
+
+
+def vjp_builds_j(a, g):
+    return (np.diag(a) - np.outer(a, a)) @ g
+
+
+def vjp_column(a, g):
+    return (a * (g - np.dot(a, g)))[:, None]  # (T_k, 1)
+
+
+def vjp_row_matrix(a, g):
+    J = np.diag(a) - np.outer(a, a)
+    return g[None, :] @ J  # (1, T_k), and it builds J
+
+
+def vjp_sign_flipped(a, g):
+    return a * np.dot(a, g) - a * g
+
+
+def vjp_returns_none(a, g):
+    a * (g - np.dot(a, g))  # forgot the return
+
+
+WRONG_JACOBIANS = [
+    (diag_only, "- a a^T term is missing"),
+    (outer_only, "a a^T alone"),
+    (sign_flipped, "sign is flipped"),
+    (outer_as_scalar, "np.outer"),
+    (squares_for_outer, "np.outer"),
+    (jacobian_flattened, "shape"),
+]
+
+WRONG_VJPS = [
+    (vjp_without_mean, "- a (a.g) term is missing"),
+    (vjp_minus_a, "not a itself"),
+    (vjp_not_times_a, "multiplied by a"),
+    (vjp_plain_mean, "weighted by a"),
+    (vjp_builds_j, "builds J"),
+    (vjp_column, "shape"),
+    (vjp_row_matrix, "shape"),
+    (vjp_sign_flipped, "sign is flipped"),
+    (vjp_returns_none, "is None"),
+]
+
+
+@pytest.mark.parametrize("wrong, words", WRONG_JACOBIANS, ids=lambda x: getattr(x, "__name__", x))
+def test_wrong_jacobian_is_rejected_with_a_message_naming_the_mistake(wrong, words, capsys):
+    assert checkers.check_softmax_jacobian(wrong, vjp) is False
+    out = capsys.readouterr().out
+    assert words in out, out
+
+
+@pytest.mark.parametrize("wrong, words", WRONG_VJPS, ids=lambda x: getattr(x, "__name__", x))
+def test_wrong_vjp_is_rejected_with_a_message_naming_the_mistake(wrong, words, capsys):
+    assert checkers.check_softmax_jacobian(jacobian, wrong) is False
+    out = capsys.readouterr().out
+    assert words in out, out
+
+
+def test_a_vjp_that_builds_j_is_caught_by_its_memory_even_though_its_numbers_are_right(capsys):
+    a = attention.softmax(np.random.default_rng(0).standard_normal(16))
+    g = np.random.default_rng(1).standard_normal(16)
+    np.testing.assert_allclose(vjp_builds_j(a, g), attention.softmax_vjp(a, g))  # right numbers
+    assert checkers.check_softmax_jacobian(jacobian, vjp_builds_j) is False
+    out = capsys.readouterr().out
+    assert "MiB" in out and "builds J" in out
+    assert "5 of 6 checks passed." in out  # only the memory check fails
+
+
+def test_an_exception_inside_the_attempt_is_reported_not_raised(capsys):
+    def broken(a, g):
+        raise RuntimeError("not yet")
+
+    assert checkers.check_softmax_jacobian(jacobian, broken) is False
+    assert "raised RuntimeError: not yet" in capsys.readouterr().out
+
+
+def test_the_memory_check_leaves_an_outer_tracemalloc_session_running():
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        checkers.check_softmax_jacobian(jacobian, vjp, verbose=False)
+        assert tracemalloc.is_tracing()
+    finally:
+        tracemalloc.stop()

@@ -1,24 +1,128 @@
-"""Checker of the exercise 'a saturated row has a zero Jacobian'."""
+"""Checker of the exercise ``ex-one-hot-jacobian`` (page "Saturation and the softmax Jacobian"):
+``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for one row of softmax weights ``a``.
+
+The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq-jacobian);
+``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
+both give zero for a one-hot row; and ``vjp`` never builds J: on a row of ``LONG`` keys its
+peak memory, measured with ``tracemalloc``, must stay far below that of a T_k x T_k matrix.
+When an attempt fails, the checker compares it with the usual mistakes and names the one it
+matches.
+"""
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
 
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
-from ._common import _RNG_SEED, _close, _qkv, _report, _run
+from ._common import _close, _report, _run
+
+#: Keys of the row on which the VJP's memory is measured: J would take LONG^2 * 8 bytes.
+LONG = 2048
+#: Peak memory allowed for the VJP on that row: 64 vectors of LONG float64 entries (1 MiB),
+#: a thirty-second of J's 32 MiB.
+VJP_MEMORY_LIMIT = 64 * LONG * 8
+
+
+def _jacobian_mistakes(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Matrices the usual mistakes produce, each with the message that names it."""
+    n = len(a)
+    outer = np.outer(a, a)
+    return [
+        ("this is diag(a) alone: the - a a^T term is missing", np.diag(a)),
+        ("this is - a a^T alone: the diag(a) term is missing", -outer),
+        ("this is a a^T alone: J = diag(a) - a a^T needs both terms, with these signs", outer),
+        ("the sign is flipped: this is a a^T - diag(a); J = diag(a) - a a^T has a_i (1 - a_i) "
+         "on its diagonal, which is positive", outer - np.diag(a)),
+        ("the outer product became a number: for a row vector a, a.T @ a (or a @ a) is the "
+         "scalar |a|^2; the matrix a a^T is np.outer(a, a)", np.diag(a) - (a @ a) * np.ones((n, n))),
+        ("this is diag(a) - |a|^2 I: the outer product a a^T became the scalar |a|^2; use "
+         "np.outer(a, a)", np.diag(a) - (a @ a) * np.eye(n)),
+        ("this is diag(a) - a a^T computed with a * a (entry by entry) in place of the outer "
+         "product np.outer(a, a)", np.diag(a) - np.diag(a * a)),
+    ]
+
+
+def _vjp_mistakes(a: np.ndarray, g: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Vectors the usual mistakes produce, each with the message that names it."""
+    ag = float(a @ g)
+    return [
+        ("this is a * g: the - a (a.g) term is missing; J g = a * (g - a.g)", a * g),
+        ("this is a * g - a: the term to subtract is a times the number a.g, not a itself",
+         a * g - a),
+        ("this is g - a.g: the result must be multiplied by a, entry by entry", g - ag),
+        ("this subtracts the plain mean of g; J g = a * (g - a.g) subtracts the mean of g "
+         "weighted by a", a * (g - g.mean())),
+        ("the sign is flipped: this is a (a.g) - a * g", a * ag - a * g),
+        ("this is a * (g - sum(g)): the number to subtract is the weighted mean a.g",
+         a * (g - g.sum())),
+        ("this is g * (a - a.g): a and g are swapped; J g = a * (g - a.g)", g * (a - ag)),
+    ]
+
+
+def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) -> tuple[bool, str]:
+    ok, detail = _close(got, want, what, atol=atol)
+    if ok or got is None:
+        return ok, detail
+    arr = np.asarray(got, dtype=np.float64)
+    if arr.shape != want.shape:
+        if arr.size == want.size:
+            detail += (f": it holds the right number of entries; return shape {want.shape} "
+                       "(np.reshape, or avoid the extra axis)")
+        return False, detail
+    for message, wrong in mistakes:
+        if np.allclose(arr, wrong, atol=1e-9, rtol=1e-7):
+            return False, f"{detail}: {message}"
+    return False, detail
+
+
+def _vjp_peak_memory(vjp: Callable) -> tuple[bool, str]:
+    """Peak memory of vjp on a row of LONG keys, against the limit that building J would break."""
+    rng = np.random.default_rng(5)
+    a = softmax(rng.standard_normal(LONG))
+    g = rng.standard_normal(LONG)
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before, _ = tracemalloc.get_traced_memory()
+        got = vjp(a, g)
+        _, peak = tracemalloc.get_traced_memory()
+        peak -= before
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    if peak > VJP_MEMORY_LIMIT:
+        return False, (f"on a row of {LONG} keys your vjp used {peak / 2**20:.1f} MiB at its peak; "
+                       f"a {LONG} x {LONG} matrix takes {LONG**2 * 8 / 2**20:.0f} MiB: it builds J "
+                       "(or another T_k x T_k array). Use a * (g - a.g), which needs O(T_k) memory")
+    ok, detail = _close(got, softmax_vjp(a, g), f"VJP on a row of {LONG} keys")
+    return ok, detail if not ok else f"peak memory {peak / 2**10:.0f} KiB"
 
 
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
-    """Exercise 9: ``jacobian(a) -> (n, n)`` and ``vjp(a, g) -> (n,)`` for softmax outputs ``a``."""
+    """Check ``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for softmax weights ``a``.
+
+    Prints one line per check and returns True when all pass (see the module docstring).
+    """
     a = softmax(np.array([2.0, 1.0, 0.1, -1.0]))
     g = np.array([0.3, -1.0, 2.0, 0.5])
     one_hot = np.array([0.0, 1.0, 0.0, 0.0])
     results = [
-        _run("Jacobian matches diag(a) - a a^T", lambda: _close(jacobian(a), softmax_jacobian(a), "J")),
-        _run("VJP matches g^T J", lambda: _close(vjp(a, g), softmax_vjp(a, g), "VJP")),
-        _run("a one-hot row has the zero Jacobian", lambda: _close(jacobian(one_hot), np.zeros((4, 4)), "J at one-hot")),
-        _run("a one-hot row passes no gradient", lambda: _close(vjp(one_hot, g), np.zeros(4), "VJP at one-hot")),
+        _run("Jacobian matches diag(a) - a a^T",
+             lambda: _diagnose(jacobian(a.copy()), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
+        _run("a one-hot row has the zero Jacobian",
+             lambda: _close(jacobian(one_hot.copy()), np.zeros((4, 4)), "J at one-hot")),
+        _run("VJP matches J g = a * (g - a.g)",
+             lambda: _diagnose(vjp(a.copy(), g.copy()), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
+        _run("a one-hot row passes no gradient",
+             lambda: _close(vjp(one_hot.copy(), g.copy()), np.zeros(4), "VJP at one-hot")),
+        _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
+             lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
+                            "J of a = (0.8, 0.2)")),
+        _run(f"the VJP never builds J (memory on a row of {LONG} keys)", lambda: _vjp_peak_memory(vjp)),
     ]
     return _report(results, verbose)
