@@ -122,44 +122,134 @@ def test_width_rows_are_softmax_rows_with_the_aligned_key_winning_at_large_width
 
 # --- SaturationExplorer ----------------------------------------------------------------
 
-SAT_POINTS = [(4, False, 1.0), (64, True, 1.0), (1024, False, 1.0), (1024, True, 2.0),
-              (16, False, 0.5), (256, True, 0.125)]
+SAT_POINTS = [(4, False, 1.0, 32), (64, True, 1.0, 32), (1024, False, 1.0, 32),
+              (1024, True, 2.0, 8), (16, False, 0.5, 128), (256, True, 0.125, 128),
+              (1024, False, 1024.0, 32), (1, False, 16.0, 8)]
 
 
-@pytest.mark.parametrize("d_k,scaled,tau", SAT_POINTS)
-def test_saturation_curves_equal_saturation_stats_at_that_setting(sat_widget, d_k, scaled, tau):
-    r = sat_widget.readout(d_k, tau, scaled)
-    stats = attention.saturation_stats(d_k, 32, scaled, n_queries=saturation.N_QUERIES,
-                                       temperature=tau, seed=0)
-    assert r["mean_max_weight"] == pytest.approx(stats.mean_max_weight, abs=5.1e-5)
-    assert r["mean_trace"] == pytest.approx(stats.mean_trace, abs=5.1e-5)
+def _recomputed(d_k, scaled, tau, T_k):
+    """The grid point recomputed in float64 from the same draw: own softmax, J built entry by entry."""
+    q_norm, t = attention.row_score_draws(d_k, 128, saturation.N_QUERIES, seed=saturation.SEED)
+    t = t[:, :T_k]
+    c = 1 / (tau * math.sqrt(d_k)) if scaled else 1 / tau
+    s = c * q_norm[:, None] * t
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    A = e / e.sum(axis=1, keepdims=True)
+    J = A[:, :, None] * np.eye(T_k) - A[:, :, None] * A[:, None, :]
+    jsq = np.sum(J**2, axis=(1, 2))
+    Jt = np.einsum("rij,rj->ri", J, t)
+    dq = c * np.sqrt(np.sum(Jt**2, axis=1) + (d_k - 1) * jsq)
+    return A, jsq, dq
 
 
-@pytest.mark.parametrize("d_k,scaled,tau", SAT_POINTS)
-def test_saturation_row_is_the_first_row_of_attention_rows(sat_widget, d_k, scaled, tau):
-    r = sat_widget.readout(d_k, tau, scaled)
-    a = attention.attention_rows(d_k, 32, saturation.N_QUERIES, scaled, tau, seed=0)[0]
-    np.testing.assert_allclose(r["weights"], a, atol=5.1e-5)
-    assert r["max_weight"] == pytest.approx(a.max(), abs=5.1e-5)
-    assert r["trace"] == pytest.approx(float(attention.jacobian_trace(a)), abs=5.1e-5)
+def _close4(got, want):
+    """Four significant digits, computed in float32 (and values below float32's range as 0)."""
+    return got == pytest.approx(want, rel=2e-3, abs=1e-30)
 
 
-def test_saturation_unscaled_saturates_and_scaled_stays_flat_at_temperature_one(sat_widget):
-    unscaled = [sat_widget.readout(d, 1.0, False) for d in (4, 1024)]
+@pytest.mark.parametrize("d_k,scaled,tau,T_k", SAT_POINTS)
+def test_saturation_grid_point_equals_the_float64_recomputation(sat_widget, d_k, scaled, tau, T_k):
+    r = sat_widget.readout(d_k, tau, scaled, T_k)
+    A, jsq, dq = _recomputed(d_k, scaled, tau, T_k)
+    assert _close4(r["mean_max_weight"], A.max(axis=1).mean())
+    assert _close4(r["median_grad_q"], np.median(dq))
+    assert _close4(r["mean_grad_q"], dq.mean())
+    assert _close4(r["p90_grad_q"], np.percentile(dq, 90))
+    assert _close4(r["max_weight"], A[0].max())
+    assert r["jacobian_sq"] == pytest.approx(jsq[0], rel=2e-3, abs=1e-12)
+    assert r["grad_q"] == pytest.approx(dq[0], rel=2e-3, abs=1e-9)
+    # the drawn bars: 64 levels on a square-root scale, so sqrt(weight) is within 1/126
+    np.testing.assert_allclose(np.sqrt(r["weights"]), np.sqrt(A[0]), atol=1 / 126 + 1e-6)
+    assert r["score_sd"] == pytest.approx((1 if scaled else math.sqrt(d_k)) / tau)
+
+
+def test_saturation_rows_are_the_librarys_attention_rows_and_stats(sat_widget):
+    rows = attention.attention_rows(64, 128, saturation.N_QUERIES, True, 1.0, seed=saturation.SEED)
+    np.testing.assert_allclose(sat_widget.readout(64, 1.0, True, 128)["weights"], rows[0], atol=0.02)
+    st = attention.saturation_stats(64, 128, True, saturation.N_QUERIES, 1.0, seed=saturation.SEED)
+    r = sat_widget.readout(64, 1.0, True, 128)
+    assert r["mean_max_weight"] == pytest.approx(st.mean_max_weight, rel=2e-3)
+    assert r["median_grad_q"] == pytest.approx(st.median_grad_q, rel=2e-3)
+
+
+def test_saturation_unscaled_saturates_and_its_gradient_turns_spiky_while_scaled_stays_flat(sat_widget):
+    unscaled = [sat_widget.readout(d, 1.0, False, 32) for d in (4, 1024)]
     assert unscaled[0]["mean_max_weight"] < 0.45 and unscaled[1]["mean_max_weight"] > 0.9
-    assert unscaled[0]["mean_trace"] > 10 * unscaled[1]["mean_trace"]
+    assert unscaled[1]["median_grad_q"] < unscaled[0]["median_grad_q"] / 10
+    assert unscaled[1]["mean_grad_q"] > unscaled[0]["mean_grad_q"]
+    assert unscaled[1]["p90_grad_q"] > 100 * unscaled[1]["median_grad_q"]
     for d in (4, 64, 1024):
-        r = sat_widget.readout(d, 1.0, True)
+        r = sat_widget.readout(d, 1.0, True, 32)
         assert r["mean_max_weight"] == pytest.approx(0.16, abs=0.03)
-        assert r["mean_trace"] == pytest.approx(0.93, abs=0.02)
+        assert r["median_grad_q"] == pytest.approx(0.235, abs=0.03)
 
 
 @pytest.mark.parametrize("d_k", [1, 4, 64, 1024])
 def test_dividing_by_sqrt_dk_is_the_temperature_sqrt_dk(sat_widget, d_k):
-    unscaled = sat_widget.readout(d_k, math.sqrt(d_k), False)
-    scaled = sat_widget.readout(d_k, 1.0, True)
-    for key in ("weights", "max_weight", "trace", "mean_max_weight", "mean_trace"):
-        assert unscaled[key] == pytest.approx(scaled[key], abs=1.1e-4)
+    for T_k in saturation.T_KS:
+        unscaled = sat_widget.readout(d_k, math.sqrt(d_k), False, T_k)
+        scaled = sat_widget.readout(d_k, 1.0, True, T_k)
+        for key in ("weights", "max_weight", "jacobian_sq", "grad_q", "mean_max_weight",
+                    "median_grad_q", "mean_grad_q", "p90_grad_q"):
+            assert unscaled[key] == scaled[key]
+
+
+def test_more_keys_flatten_the_row_at_a_fixed_score_scale(sat_widget):
+    for d_k, tau, scaled in ((1024, 16.0, False), (64, 1.0, True), (16, 0.5, True)):
+        means = [sat_widget.readout(d_k, tau, scaled, T)["mean_max_weight"] for T in saturation.T_KS]
+        assert means[0] > means[1] > means[2]
+
+
+def test_every_setting_the_controls_reach_is_in_the_grid_and_the_grid_is_small(sat_widget):
+    g = sat_widget._grid
+    for s in (0, 1):
+        for i in range(len(saturation.TEMPERATURES)):
+            for d in range(len(_base.D_KS)):
+                h = g["factor_index"][s][i][d]
+                for t in range(len(saturation.T_KS)):
+                    assert g["median_grad_q"][t][d][h] is not None
+                    assert len(g["rows"][t][d][h]) == saturation.T_KS[t]
+    import json
+    assert len(json.dumps(g)) < 200_000
+
+
+def test_weight_encoding_round_trips_within_its_quantization():
+    a = np.array([0.0, 1e-5, 1 / 128, 1 / 32, 0.25, 0.5, 0.99, 1.0])
+    back = np.array(saturation.decode_weights(saturation.encode_weights(a)))
+    assert np.all(np.abs(np.sqrt(back) - np.sqrt(a)) <= 1 / 126 + 1e-12)
+    assert back[0] == 0.0 and back[-1] == 1.0
+
+
+def test_the_things_to_try_end_states_say_what_the_page_says(sat_widget):
+    """The five bullets under the explorer, at the states they leave (the browser test walks them)."""
+    start = sat_widget.readout(64, 1.0, True, 32)
+    assert start["score_sd"] == 1.0
+    # 1. unscaled, d_k 1 -> 1024: bars collapse, the median rises then collapses, the mean grows
+    path = [sat_widget.readout(d, 1.0, False, 32) for d in _base.D_KS]
+    med = [r["median_grad_q"] for r in path]
+    peak = int(np.argmax(med))
+    assert 0 < peak < len(med) - 1 and med[-1] < med[peak] / 100 and med[-1] < med[0]
+    assert path[-1]["mean_grad_q"] > path[0]["mean_grad_q"]
+    assert max(path[-1]["weights"]) > 0.99 and path[-1]["mean_max_weight"] > 0.9
+    assert path[-1]["p90_grad_q"] > 100 * path[-1]["median_grad_q"]
+    # 2. scaled, d_k back to 1: bars change far less than unscaled, curves flat
+    sc = [sat_widget.readout(d, 1.0, True, 32) for d in _base.D_KS]
+    spread_sc = max(r["max_weight"] for r in sc) - min(r["max_weight"] for r in sc)
+    spread_un = max(r["max_weight"] for r in path) - min(r["max_weight"] for r in path)
+    assert spread_sc < spread_un / 3
+    assert max(r["mean_max_weight"] for r in sc) - min(r["mean_max_weight"] for r in sc) < 0.04
+    assert max(r["median_grad_q"] for r in sc) < 1.35 * min(r["median_grad_q"] for r in sc)
+    # 3. d_k 1024, unscaled, tau 32: the scaled head at tau 1 (checked above, exactly)
+    # 4. tau 1024: flat bars, gauge at the uniform value, gradient far below tau 32's
+    hot, warm = sat_widget.readout(1024, 1024.0, False, 32), sat_widget.readout(1024, 32.0, False, 32)
+    assert max(hot["weights"]) < 1.3 / 32 and hot["mean_max_weight"] < 1.1 / 32
+    assert hot["jacobian_sq"] == pytest.approx(31 / 32**2, rel=0.02)
+    assert hot["median_grad_q"] < warm["median_grad_q"] / 10
+    # 5. tau 16 (scores of sd 2), T_k 8 then 128: a short row leans on one key, a long one spreads
+    by_keys = {T: sat_widget.readout(1024, 16.0, False, T) for T in saturation.T_KS}
+    assert by_keys[8]["score_sd"] == 2.0
+    assert by_keys[8]["mean_max_weight"] > 0.5 > 0.3 > by_keys[128]["mean_max_weight"]
+    assert max(by_keys[8]["weights"]) > max(by_keys[128]["weights"])
 
 
 # --- trait validation ------------------------------------------------------------------
@@ -196,6 +286,20 @@ def test_rho_snaps_to_tenths_inside_zero_one_and_is_rejected_outside(width_widge
         width_widget.rho = bad
         assert width_widget.rho == ok
     width_widget.rho = 0.0
+
+
+@pytest.mark.parametrize("bad", [0, 16, 64, 8.5, True, "32", None])
+def test_t_k_outside_8_32_128_is_rejected(sat_widget, bad):
+    with pytest.raises(traitlets.TraitError, match="T_k"):
+        sat_widget.T_k = bad
+    assert sat_widget.T_k in saturation.T_KS
+
+
+def test_temperatures_reach_far_above_sqrt_1024(sat_widget):
+    assert saturation.TEMPERATURES[0] == 0.125 and saturation.TEMPERATURES[-1] == 1024.0
+    sat_widget.temperature = 1000.0
+    assert sat_widget.temperature == 1024.0
+    sat_widget.temperature = 1.0
 
 
 def test_scaled_switch_accepts_only_booleans(sat_widget):

@@ -28,7 +28,7 @@ PAGES = {
     "saturation": "chapters/saturation.html",
 }
 CLASSES = {"temperature": TemperatureExplorer, "width": WidthExplorer, "saturation": SaturationExplorer}
-SLIDERS = {"temperature": ["temperature", "q1", "q2", "q3"], "width": ["d_k", "rho"], "saturation": ["d_k", "temperature"]}
+SLIDERS = {"temperature": ["temperature", "q1", "q2", "q3"], "width": ["d_k", "rho"], "saturation": ["d_k", "temperature", "T_k"]}
 SWITCHES = {"temperature": [], "width": [], "saturation": ["scaled"]}
 
 
@@ -83,9 +83,9 @@ def expected(kind: str, widget, ctl: dict) -> dict:
                 **{k: [p[k], p["pred_" + k]] for k in ("raw_mean", "raw_var", "scaled_mean", "scaled_var")},
                 "row_key1": [p["row_scaled"][0], p["row_unscaled"][0]]}
     d_k, tau, scaled = g["d_ks"][ctl["d_k"]], g["temperatures"][ctl["temperature"]], ctl["scaled"]
-    r = widget.readout(d_k, tau, scaled)
-    return {"d_k": d_k, "temperature": tau, "scaled": scaled,
-            **{k: r[k] for k in ("max_weight", "trace", "mean_max_weight", "mean_trace")}}
+    r = widget.readout(d_k, tau, scaled, g["t_ks"][ctl["T_k"]])
+    return {k: r[k] for k in ("score_sd", "max_weight", "jacobian_sq", "grad_q", "mean_max_weight",
+                              "median_grad_q", "mean_grad_q", "p90_grad_q")}
 
 
 def assert_shows_python_values(kind, widget, root):
