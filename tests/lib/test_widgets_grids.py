@@ -37,47 +37,11 @@ def sat_widget():
 
 # --- TemperatureExplorer ---------------------------------------------------------------
 
-def test_temperature_weights_are_the_softmax_of_scores_over_tau_sqrt_dk_at_every_grid_point(temp_widget):
-    g = temp_widget._grid
-    s = np.array([0.1, 3.0, 0.1])
-    for tau, w in zip(g["temperatures"], g["weights"]):
-        e = np.exp(s / (tau * 2.0) - np.max(s / (tau * 2.0)))
-        np.testing.assert_allclose(w, e / e.sum(), atol=5e-7)
-
 
 def test_temperature_one_gives_the_texts_weights_about_016_0681_016(temp_widget):
     r = temp_widget.readout(1.0)
     assert r["temperature"] == 1.0
     np.testing.assert_allclose(r["weights"], [0.160, 0.681, 0.160], atol=5e-4)
-
-
-def test_temperature_output_is_the_convex_combination_of_the_pictured_values(temp_widget):
-    g = temp_widget._grid
-    V = np.array(g["values"])
-    for w, o in zip(g["weights"], g["outputs"]):
-        assert min(w) >= 0 and math.isclose(sum(w), 1.0, abs_tol=3e-6)
-        np.testing.assert_allclose(o, np.array(w) @ V, atol=1e-3)
-
-
-def test_temperature_output_moves_to_vertex_v2_when_cold_and_to_the_centroid_when_hot(temp_widget):
-    g = temp_widget._grid
-    V = np.array(g["values"])
-    assert g["temperatures"][0] == pytest.approx(0.05, rel=0.01)
-    assert g["temperatures"][-1] == pytest.approx(20, rel=0.01)
-    np.testing.assert_allclose(g["outputs"][0], V[1], atol=1e-6)  # tau ~ 0.05: one-hot on key 2
-    np.testing.assert_allclose(g["outputs"][-1], V.mean(axis=0), atol=0.5)  # tau ~ 20: nearly uniform
-    distance_to_v2 = [np.linalg.norm(np.array(o) - V[1]) for o in g["outputs"]]
-    assert distance_to_v2 == sorted(distance_to_v2)  # monotone as tau grows
-
-
-def test_texts_collinear_values_would_pin_the_output_at_20_20_which_is_why_the_picture_differs():
-    for tau in (0.05, 1.0, 20.0):
-        O, _ = attention.scaled_dot_product_attention(temperature.QUERY[None], temperature.KEYS,
-                                                      temperature.TEXT_VALUES, temperature=tau)
-        np.testing.assert_allclose(O[0], [20.0, 20.0], atol=1e-9)
-    V = temperature.PICTURE_VALUES
-    (ax, ay), (bx, by) = V[1] - V[0], V[2] - V[0]
-    assert abs(ax * by - ay * bx) > 100  # twice the area: a real triangle
 
 
 # --- WidthExplorer ---------------------------------------------------------------------
