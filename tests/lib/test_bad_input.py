@@ -508,6 +508,51 @@ def test_sample_scores_refuses_bad_sample_counts(n, error):
         attention.sample_scores(8, n)
 
 
+# attention.moments (page "The variance argument") ---------------------------------------
+
+
+@pytest.mark.parametrize("d_k, error", BAD_D_K)
+def test_moment_functions_refuse_bad_d_k(d_k, error):
+    for call in (lambda: attention.score_moments(d_k),
+                 lambda: attention.score_excess_kurtosis(d_k),
+                 lambda: attention.sample_score_parts(d_k, 10)):
+        with pytest.raises(error, match="d_k"):
+            call()
+
+
+@pytest.mark.parametrize("rho, error", BAD_RHO)
+def test_moment_functions_refuse_bad_rho(rho, error):
+    for call in (lambda: attention.score_moments(16, rho), lambda: attention.score_excess_kurtosis(16, rho),
+                 lambda: attention.scores_from_parts(np.ones(3), np.ones(3), rho)):
+        with pytest.raises(error, match="rho"):
+            call()
+
+
+@pytest.mark.parametrize("kurtosis, error", [(0.5, ValueError), (np.nan, ValueError), (np.inf, ValueError),
+                                             ("3", TypeError), (True, TypeError)])
+def test_score_moments_refuses_a_fourth_moment_below_one(kurtosis, error):
+    with pytest.raises(error, match="kurtosis"):
+        attention.score_moments(16, 0.5, kurtosis)
+
+
+def test_sampling_refuses_unknown_entry_distributions_and_bad_counts():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="entries must be one of"):
+        attention.sample_entries(rng, 3, "cauchy")
+    with pytest.raises(ValueError, match="entries must be one of"):
+        attention.sample_score_parts(4, 10, entries="gaussian")
+    for n, error in ((0, ValueError), (10.0, TypeError)):
+        with pytest.raises(error, match="n must"):
+            attention.sample_score_parts(4, n)
+
+
+@pytest.mark.parametrize("x, words", [([1.0], "at least two"), ([1.0, np.nan], "NaN"),
+                                      ([2.0, 2.0, 2.0], "constant")])
+def test_sample_statistics_refuses_samples_without_a_kurtosis(x, words):
+    with pytest.raises(ValueError, match=words):
+        attention.sample_statistics(x)
+
+
 def test_saturation_stats_record_needs_every_field():
     with pytest.raises(TypeError):
         attention.SaturationStats(8, 32, True)  # the measured fields are missing
