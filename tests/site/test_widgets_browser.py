@@ -79,8 +79,9 @@ def expected(kind: str, widget, ctl: dict) -> dict:
     if kind == "width":
         d_k, rho = g["d_ks"][ctl["d_k"]], g["rhos"][ctl["rho"]]
         p = widget.readout(d_k, rho)
-        return {"d_k": d_k, "rho": rho,
-                **{k: [p[k], p["pred_" + k]] for k in ("raw_mean", "raw_var", "scaled_mean", "scaled_var")},
+        return {"d_k": d_k, "rho": rho,  # each statistic: [measured, standard error, predicted]
+                **{k: [p[k], p[k + "_se"], p["pred_" + k]]
+                   for k in ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")},
                 "row_key1": [p["row_scaled"][0], p["row_unscaled"][0]]}
     d_k, tau, scaled = g["d_ks"][ctl["d_k"]], g["temperatures"][ctl["temperature"]], ctl["scaled"]
     r = widget.readout(d_k, tau, scaled, g["t_ks"][ctl["T_k"]])

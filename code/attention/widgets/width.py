@@ -1,28 +1,35 @@
 """WidthExplorer: how the spread of q.k grows with d_k, and what 1/sqrt(d_k) does (page "The variance argument").
 
-For each key width d_k (powers of two, 1 to 1024) and correlation rho (0 to 1 in steps of
-0.1), the Python side samples scores q.k with k = rho q + sqrt(1 - rho^2) z
-(:func:`attention.sample_scores`, fixed seed), histograms them raw and scaled, measures their
-mean and variance and puts them beside the prediction of :func:`attention.scaled_score_moments`.
-It also computes one attention row: a query against 16 keys of which key 1 is aligned with it
-(correlation rho) and the other 15 are independent, scaled and unscaled.
+For each key width d_k (powers of two, 1 to 1024) the Python side samples N_SAMPLES pairs of
+vectors q, z with independent standard normal entries (:func:`attention.sample_score_parts`,
+fixed seed) and forms, for every correlation rho from -1 to 1 in steps of 0.1, the scores
+q.k = rho |q|^2 + sqrt(1 - rho^2) q.z of the keys k = rho q + sqrt(1 - rho^2) z (the same
+draws for every rho). It histograms them raw and scaled, measures their mean, variance and
+excess kurtosis, each with its standard error (:func:`attention.sample_statistics`), and puts
+them beside the predictions of :func:`attention.scaled_score_moments` and
+:func:`attention.score_excess_kurtosis`. For the scaled histogram it also gives the counts a
+normal distribution with the predicted mean and variance would put in each bin: same variance
+does not mean same shape. Finally it computes one attention row: a query against 16 keys of
+which key 1 is correlated with it (rho) and the other 15 are independent, scaled and unscaled.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import traitlets
 
 from attention.forward import score_scale
+from attention.moments import sample_score_parts, sample_statistics, score_excess_kurtosis, scores_from_parts
 from attention.softmax import softmax
-from attention.stats import sample_scores, scaled_score_moments
+from attention.stats import scaled_score_moments
 
-from ._base import D_KS, GridWidget, check_d_k, read_esm, snap
+from ._base import D_KS, GridWidget, check_d_k, read_esm
 
-RHOS = tuple(round(0.1 * i, 1) for i in range(11))
-N_SAMPLES = 1000
+RHOS = tuple(round(0.1 * i, 1) + 0.0 for i in range(-10, 11))  # + 0.0: no "-0.0"
+N_SAMPLES = 20_000
 N_BINS = 40
 N_KEYS = 16
 
@@ -31,7 +38,7 @@ def axis_range(rho: float, scaled: bool) -> tuple[float, float]:
     """x range of a histogram: fixed for all widths at one rho, so the growth with d_k shows.
 
     Wide enough for the predicted mean plus or minus 4 standard deviations at d_k = 1024
-    (and about 1).
+    (and at least -4 to 4).
     """
     d_max = D_KS[-1]
     mean, var = scaled_score_moments(d_max, rho)
@@ -41,8 +48,25 @@ def axis_range(rho: float, scaled: bool) -> tuple[float, float]:
     return float(min(-4.0, mean - 4 * sd)), float(max(4.0, mean + 4 * sd))
 
 
+def snap_rho(value) -> float:
+    """The grid's rho nearest to ``value``, or a TraitError naming the allowed range [-1, 1]."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise traitlets.TraitError(f"rho must be a number, got {value!r}")
+    if not math.isfinite(value) or abs(value) > 1 + 1e-9:
+        raise traitlets.TraitError(f"rho must lie between -1 and 1, got {value!r}")
+    return RHOS[int(np.argmin(np.abs(np.array(RHOS) - float(value))))]
+
+
+def normal_bin_counts(mean: float, var: float, lo: float, hi: float, n: int) -> list[int]:
+    """Expected counts (rounded) in each of N_BINS bins on [lo, hi] of n draws from N(mean, var)."""
+    sd = math.sqrt(var)
+    cdf = [0.5 * (1.0 + math.erf((x - mean) / (sd * math.sqrt(2.0))))
+           for x in np.linspace(lo, hi, N_BINS + 1)]
+    return [round(n * (b - a)) for a, b in zip(cdf[:-1], cdf[1:])]
+
+
 def _row(d_k: int, rho: float, seed: int) -> tuple[list[float], list[float]]:
-    """One query against N_KEYS keys, key 1 aligned (correlation rho): (scaled row, unscaled row)."""
+    """One query against N_KEYS keys, key 1 correlated with it (rho): (scaled row, unscaled row)."""
     rng = np.random.default_rng(seed)
     q = rng.standard_normal(d_k)
     Z = rng.standard_normal((N_KEYS, d_k))
@@ -59,27 +83,38 @@ def _hist(x: np.ndarray, lo: float, hi: float) -> list[int]:
     return counts.tolist()
 
 
+def _r(x: float) -> float:
+    return round(float(x), 4)
+
+
 @functools.lru_cache(maxsize=4)
 def width_grid(seed: int = 0, n: int = N_SAMPLES) -> dict:
     """Every result the d_k and rho sliders reach, as a JSON-ready dict (cached per seed)."""
     points = {}
     for d_k in D_KS:
+        parts = sample_score_parts(d_k, n, seed=seed)
         for rho in RHOS:
-            raw = sample_scores(d_k, n, rho, scaled=False, seed=seed)
-            scaled = raw / np.sqrt(d_k)  # what sample_scores(scaled=True) returns, same draws
+            raw = scores_from_parts(*parts, rho)
+            st = sample_statistics(raw / np.sqrt(d_k))  # the scaled scores' statistics
             mean_s, var_s = scaled_score_moments(d_k, rho)
             row_scaled, row_unscaled = _row(d_k, rho, seed)
+            root = np.sqrt(d_k)
             points[f"{d_k},{rho:.1f}"] = {
                 "raw_hist": _hist(raw, *axis_range(rho, False)),
-                "scaled_hist": _hist(scaled, *axis_range(rho, True)),
-                "raw_mean": round(float(raw.mean()), 4),
-                "raw_var": round(float(raw.var()), 4),
-                "scaled_mean": round(float(scaled.mean()), 4),
-                "scaled_var": round(float(scaled.var()), 4),
-                "pred_raw_mean": round(float(mean_s * np.sqrt(d_k)), 4),
-                "pred_raw_var": round(float(var_s * d_k), 4),
-                "pred_scaled_mean": round(float(mean_s), 4),
-                "pred_scaled_var": round(float(var_s), 4),
+                "scaled_hist": _hist(raw / root, *axis_range(rho, True)),
+                "scaled_normal": normal_bin_counts(mean_s, var_s, *axis_range(rho, True), n),
+                # Scaling by 1/sqrt(d_k) scales a mean and its error by 1/sqrt(d_k), a variance
+                # and its error by 1/d_k, and leaves the kurtosis as it is.
+                "raw_mean": _r(st["mean"] * root), "raw_mean_se": _r(st["mean_se"] * root),
+                "raw_var": _r(st["var"] * d_k), "raw_var_se": _r(st["var_se"] * d_k),
+                "scaled_mean": _r(st["mean"]), "scaled_mean_se": _r(st["mean_se"]),
+                "scaled_var": _r(st["var"]), "scaled_var_se": _r(st["var_se"]),
+                "kurtosis": _r(st["excess_kurtosis"]), "kurtosis_se": _r(st["excess_kurtosis_se"]),
+                "pred_raw_mean": _r(mean_s * root),
+                "pred_raw_var": _r(var_s * d_k),
+                "pred_scaled_mean": _r(mean_s),
+                "pred_scaled_var": _r(var_s),
+                "pred_kurtosis": _r(score_excess_kurtosis(d_k, rho)),
                 "row_scaled": row_scaled,
                 "row_unscaled": row_unscaled,
             }
@@ -95,16 +130,16 @@ class WidthExplorer(GridWidget):
     """Score distributions raw and scaled as d_k and the query-key correlation rho vary.
 
     ``d_k`` must be a power of two from 1 to 1024 (anything else raises
-    ``traitlets.TraitError``); ``rho`` snaps to the nearest multiple of 0.1 in [0, 1] and raises
-    outside that range. Both are synced with the browser.
+    ``traitlets.TraitError``); ``rho`` snaps to the nearest multiple of 0.1 in [-1, 1] and raises
+    outside that range (:func:`snap_rho`). Both are synced with the browser.
     """
 
     _esm = read_esm("width")
     d_k = traitlets.Int(64).tag(sync=True)
     rho = traitlets.Float(0.0).tag(sync=True)
-    fallback_alt = ("Static figure at rho = 0: histograms of raw scores q.k for d_k = 4, 64 and "
-                    "1024, spreading out as d_k grows, and of scaled scores q.k / sqrt(d_k), "
-                    "which keep the same unit spread at every width.")
+    fallback_alt = ("Static figure for a key independent of its query: histograms of raw scores "
+                    "q.k at three widths, spreading out as d_k grows, and of the scaled scores "
+                    "q.k / sqrt(d_k), whose spread stays about the same at every width.")
 
     def __init__(self, seed: int = 0, **kwargs):
         super().__init__(**kwargs)
@@ -116,12 +151,12 @@ class WidthExplorer(GridWidget):
 
     @traitlets.validate("rho")
     def _valid_rho(self, proposal):
-        return snap(proposal["value"], RHOS, "rho")
+        return snap_rho(proposal["value"])
 
     def readout(self, d_k: int | None = None, rho: float | None = None) -> dict:
         """The grid point the widget shows at (d_k, rho) (default: the current controls)."""
         d_k = self.d_k if d_k is None else check_d_k(d_k)
-        rho = self.rho if rho is None else snap(rho, RHOS, "rho")
+        rho = self.rho if rho is None else snap_rho(rho)
         return self._grid["points"][f"{d_k},{rho:.1f}"]
 
     def fallback_figure(self):

@@ -1,0 +1,379 @@
+"""The width explorer (page "The variance argument"): its Python side, and the live widget in
+the built book in headless Chromium.
+
+The Python tests check that every grid point's measurements agree with the predictions within
+their standard errors, which is what the widget's readouts claim. The browser tests move every
+control (fill, keys, mouse), walk the page's "things to try" bullets in order and check what
+each says happens, check that no two tick labels overlap at any rho in either layout, and load
+the page on a 390 px phone screen. Every page must stay clean: no console error, no request
+outside the site.
+
+The Python tests need no built book; the browser tests need one (``BOOK_HTML``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pytest
+import traitlets
+
+import attention
+from attention.widgets import WidthExplorer
+from attention.widgets import width as ww
+
+PAGE = "chapters/variance.html"
+D_KS = list(ww.D_KS)
+RHOS = list(ww.RHOS)
+STATS = ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")
+
+
+@pytest.fixture(scope="module")
+def widget():
+    return WidthExplorer()
+
+
+# --- Python side -----------------------------------------------------------------------------
+
+def test_the_rho_slider_covers_minus_one_to_one_in_tenths(widget):
+    assert RHOS == [round(-1 + 0.1 * i, 1) for i in range(21)] and RHOS[10] == 0.0
+    assert widget._grid["rhos"] == RHOS and widget._grid["d_ks"] == D_KS
+    assert widget._grid["n"] == ww.N_SAMPLES == 20_000
+    widget.rho = -0.44
+    assert widget.rho == -0.4
+    widget.rho = -1.0
+    assert widget.rho == -1.0
+    for bad in (-1.05, 1.2, float("nan"), "0.5"):
+        with pytest.raises(traitlets.TraitError):
+            widget.rho = bad
+    widget.rho = 0.0
+
+
+def test_every_measurement_agrees_with_its_prediction_within_four_standard_errors(widget):
+    for key, p in widget._grid["points"].items():
+        d_k, rho = int(key.split(",")[0]), float(key.split(",")[1])
+        mean, var = attention.scaled_score_moments(d_k, rho)
+        assert p["pred_scaled_mean"] == pytest.approx(mean, abs=1e-4)
+        assert p["pred_scaled_var"] == pytest.approx(var, abs=1e-4)
+        assert p["pred_raw_mean"] == pytest.approx(mean * math.sqrt(d_k), abs=1e-3)
+        assert p["pred_raw_var"] == pytest.approx(var * d_k, abs=1e-3)
+        assert p["pred_kurtosis"] == pytest.approx(attention.score_excess_kurtosis(d_k, rho), abs=1e-4)
+        for name in STATS:
+            assert p[f"{name}_se"] > 0
+            assert abs(p[name] - p[f"pred_{name}"]) < 4 * p[f"{name}_se"], (key, name)
+
+
+@pytest.mark.parametrize("d_k, rho", [(1, 0.5), (64, -0.3), (1024, 1.0)])
+def test_the_grid_holds_the_statistics_of_the_librarys_samples(widget, d_k, rho):
+    sq, qz = attention.sample_score_parts(d_k, ww.N_SAMPLES, seed=0)
+    raw = attention.scores_from_parts(sq, qz, rho)
+    st = attention.sample_statistics(raw / math.sqrt(d_k))
+    p = widget.readout(d_k, rho)
+    assert p["scaled_var"] == round(st["var"], 4) and p["scaled_var_se"] == round(st["var_se"], 4)
+    assert p["raw_var"] == round(st["var"] * d_k, 4) and p["raw_var_se"] == round(st["var_se"] * d_k, 4)
+    assert p["raw_mean_se"] == round(st["mean_se"] * math.sqrt(d_k), 4)
+    assert p["kurtosis"] == round(st["excess_kurtosis"], 4)
+    counts, _ = np.histogram(raw / math.sqrt(d_k), bins=ww.N_BINS, range=ww.axis_range(rho, True))
+    assert p["scaled_hist"] == counts.tolist()
+
+
+def test_the_normal_curve_holds_the_expected_counts_of_the_predicted_normal(widget):
+    for d_k, rho in ((1, 0.0), (64, 0.5), (1024, -1.0)):
+        p = widget.readout(d_k, rho)
+        lo, hi = ww.axis_range(rho, True)
+        mean, sd = p["pred_scaled_mean"], math.sqrt(p["pred_scaled_var"])
+        cdf = [0.5 * math.erfc(-(x - mean) / (sd * math.sqrt(2)))
+               for x in np.linspace(lo, hi, ww.N_BINS + 1)]
+        np.testing.assert_allclose(p["scaled_normal"], ww.N_SAMPLES * np.diff(cdf), atol=0.5 + 1e-9)
+        assert sum(p["scaled_normal"]) == pytest.approx(ww.N_SAMPLES, rel=1e-3)
+
+
+def test_at_width_one_the_histogram_rises_above_the_normal_curve_and_at_1024_it_follows_it(widget):
+    one, wide = widget.readout(1, 0.0), widget.readout(1024, 0.0)
+    centre = ww.N_BINS // 2  # the bins either side of zero on the symmetric axis [-4, 4]
+    assert sum(one["scaled_hist"][centre - 1 : centre + 1]) > 1.5 * sum(one["scaled_normal"][centre - 1 : centre + 1])
+    assert sum(wide["scaled_hist"][centre - 1 : centre + 1]) == pytest.approx(
+        sum(wide["scaled_normal"][centre - 1 : centre + 1]), rel=0.1)
+
+
+def test_the_fallback_figure_has_alt_text_without_typed_numbers(widget):
+    assert "attn-fallback" in widget.fallback_html()
+    assert not re.search(r"\d", widget.fallback_alt)
+
+
+# --- the live widget ---------------------------------------------------------------------------
+
+def open_explorer(guarded_page, site_url):
+    guarded_page.goto(site_url + PAGE)
+    page = guarded_page.page
+    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
+    root = page.locator(".attn-width").first
+    assert root.count() == 1
+    root.scroll_into_view_if_needed()
+    return page, root
+
+
+def slider(root, name):
+    return root.locator(f'input[data-control="{name}"]')
+
+
+def state(root) -> dict:
+    raw = root.evaluate("""r => ({
+        controls: Object.fromEntries([...r.querySelectorAll('[data-control]')].map(
+            i => [i.dataset.control, Number(i.value)])),
+        readouts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
+            d => [d.dataset.readout, d.dataset.value])),
+        texts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
+            d => [d.dataset.readout, d.textContent]))})""")
+    c = raw["controls"]
+    return {"d_k_index": c["d_k"], "rho_index": c["rho"], "d_k": D_KS[c["d_k"]], "rho": RHOS[c["rho"]],
+            **{k: json.loads(v) for k, v in raw["readouts"].items()}, "texts": raw["texts"]}
+
+
+def drawing(root) -> str:
+    return root.evaluate("r => r.querySelector('svg').innerHTML")
+
+
+def assert_shows_python(s: dict, widget):
+    p = widget.readout(s["d_k"], s["rho"])
+    assert s["rho"] == RHOS[s["rho_index"]]
+    for name in STATS:
+        assert s[name] == [p[name], p[f"{name}_se"], p[f"pred_{name}"]], name
+        assert " ± " in s["texts"][name] and "(" in s["texts"][name]
+    assert s["row_key1"] == [p["row_scaled"][0], p["row_unscaled"][0]]
+
+
+def test_every_control_redraws_and_shows_pythons_numbers(guarded_page, site_url, widget):
+    page, root = open_explorer(guarded_page, site_url)
+    assert_shows_python(state(root), widget)
+    for name, top in (("d_k", len(D_KS) - 1), ("rho", len(RHOS) - 1)):
+        sl = slider(root, name)
+        output = root.locator(f'output[data-output="{name}"]')
+        for how in ("fill", "keys", "drag"):
+            i, svg = int(sl.input_value()), drawing(root)
+            if how == "fill":
+                sl.fill(str(0 if i > top // 2 else top))
+            elif how == "keys":
+                sl.focus()
+                page.keyboard.press("ArrowLeft" if i > top // 2 else "ArrowRight")
+            else:
+                box = sl.bounding_box()
+                x_of = lambda k: box["x"] + 8 + (box["width"] - 16) * k / top  # noqa: E731
+                y = box["y"] + box["height"] / 2
+                page.mouse.move(x_of(i), y)
+                page.mouse.down()
+                page.mouse.move(x_of(top // 4 if i > top // 2 else 3 * top // 4), y, steps=8)
+                page.mouse.up()
+            assert int(sl.input_value()) != i, f"{name}: {how} did not move the slider"
+            assert drawing(root) != svg, f"{name}: {how} did not redraw"
+            assert sl.get_attribute("aria-valuetext") == output.inner_text()
+            assert_shows_python(state(root), widget)
+    guarded_page.assert_clean()
+    assert guarded_page.outside_requests == []
+
+
+def test_the_sliders_are_reached_with_tab_and_moved_with_home_end_and_arrows(guarded_page, site_url, widget):
+    page, root = open_explorer(guarded_page, site_url)
+    slider(root, "d_k").focus()
+    page.keyboard.press("End")
+    assert state(root)["d_k"] == 1024
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.dataset.control") == "rho"
+    page.keyboard.press("Home")
+    assert state(root)["rho"] == -1.0
+    page.keyboard.press("ArrowRight")
+    assert state(root)["rho"] == -0.9
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("ArrowLeft")
+    s = state(root)
+    assert s["d_k"] == 512 and s["rho"] == -0.9
+    assert_shows_python(s, widget)
+    guarded_page.assert_clean()
+
+
+def bullet_texts(page) -> list[str]:
+    return page.evaluate("""() => {
+        const h = [...document.querySelectorAll('p')].find(p => p.textContent.startsWith('Things to try'));
+        return [...h.nextElementSibling.querySelectorAll(':scope > li')].map(li => li.innerText);
+    }""")
+
+
+def numbers(text: str) -> list[float]:
+    return [float(x.replace("−", "-")) for x in re.findall(r"[−-]?\d+(?:\.\d+)?", text)]
+
+
+def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget):
+    page, root = open_explorer(guarded_page, site_url)
+    bullets = bullet_texts(page)
+    assert [b.split(".")[0] for b in bullets] == ["Widen the head", "Narrow it to one", "Correlate the key",
+                                                  "Widen the correlated head", "Reverse the correlation"]
+    s = state(root)
+    assert (s["d_k"], s["rho"]) == (64, 0.0)
+    d_k, rho = slider(root, "d_k"), slider(root, "rho")
+
+    # 1. Widen the head: d_k up to 1024 -> the raw variance follows d_k, the scaled stays near 1.
+    d_k.focus()
+    walk = []
+    while state(root)["d_k"] < 1024:
+        page.keyboard.press("ArrowRight")
+        walk.append(state(root))
+    s = walk[-1]
+    assert [w["raw_var"][2] for w in walk] == [128.0, 256.0, 512.0, 1024.0]
+    for w in walk:
+        assert abs(w["raw_var"][0] - w["d_k"]) < 4 * w["raw_var"][1]
+        assert abs(w["scaled_var"][0] - 1) < 4 * w["scaled_var"][1]
+    assert f"{s['raw_var'][0]:.0f}" in bullets[0] and f"{s['scaled_var'][0]:.3f}" in bullets[0]
+
+    # 2. Narrow it to one: d_k down to 1 -> scaled variance still near 1, excess kurtosis about
+    #    6 (within its standard error), the histogram above the normal curve at the centre.
+    page.keyboard.press("Home")
+    s = state(root)
+    assert s["d_k"] == 1 and s["rho"] == 0.0
+    assert abs(s["scaled_var"][0] - 1) < 3 * s["scaled_var"][1]
+    k, se, pred = s["kurtosis"]
+    assert pred == 6.0 and abs(k - 6) < 3 * se
+    assert f"{k:.1f}" in bullets[1] and f"{se:.1f}" in bullets[1]
+    centre_bars = root.evaluate("""r => {
+        const paths = r.querySelectorAll('svg path.attn-bar.attn-scaled');
+        const curve = r.querySelector('svg path.attn-normal');
+        const topOf = d => Math.min(...[...d.matchAll(/V([\\d.]+)/g)].map(m => Number(m[1])));
+        const curveTop = Math.min(...[...curve.getAttribute('d').matchAll(/,([\\d.]+)/g)].map(m => Number(m[1])));
+        return [topOf(paths[0].getAttribute('d')), curveTop];
+    }""")
+    assert centre_bars[0] < centre_bars[1] - 20  # the tallest bar rises well above the curve
+
+    # 3. Correlate the key: rho = 0.5 -> predicted 1.25, measured within two standard errors.
+    rho.focus()
+    for _ in range(5):
+        page.keyboard.press("ArrowRight")
+    s = state(root)
+    assert s["d_k"] == 1 and s["rho"] == 0.5
+    m, se, pred = s["scaled_var"]
+    assert pred == 1.25 and abs(m - pred) < 2 * se
+    assert f"{m:.3f}" in bullets[2] and f"{se:.3f}" in bullets[2] and "1.25" in bullets[2]
+
+    # 4. Widen the correlated head: d_k back to 1024 -> variance near 1.25, mean 16, key 1 wins.
+    d_k.focus()
+    page.keyboard.press("End")
+    s = state(root)
+    assert s["d_k"] == 1024 and s["rho"] == 0.5
+    assert abs(s["scaled_var"][0] - 1.25) < 3 * s["scaled_var"][1]
+    assert s["scaled_mean"][2] == 16.0 and abs(s["scaled_mean"][0] - 16) < 3 * s["scaled_mean"][1]
+    assert s["row_key1"][0] > 0.99 and f"{s['row_key1'][0]:.4f}" in bullets[3]
+
+    # 5. Reverse the correlation: rho = -0.5 -> everything mirrors, key 1 gets almost nothing.
+    rho.fill(str(RHOS.index(-0.5)))
+    s = state(root)
+    assert s["d_k"] == 1024 and s["rho"] == -0.5
+    assert s["scaled_mean"][2] == -16.0 and abs(s["scaled_mean"][0] + 16) < 3 * s["scaled_mean"][1]
+    assert s["row_key1"][0] < 0.01 and f"{s['row_key1'][0]:.4f}" in bullets[4]
+    assert "-16" in bullets[4].replace("−", "-")
+    guarded_page.assert_clean()
+
+
+def tick_overlaps(root) -> list:
+    """Pairs of tick labels of one axis whose boxes overlap (or come within 2 px), and labels
+    that stick out of the drawing."""
+    return root.evaluate("""r => {
+        const svg = r.querySelector('svg').getBoundingClientRect();
+        const bad = [];
+        for (const g of r.querySelectorAll('svg g.attn-ticks')) {
+            const boxes = [...g.querySelectorAll('text')].map(t => [t.textContent, t.getBoundingClientRect()]);
+            if (boxes.length < 2) bad.push(['fewer than two ticks', boxes.length]);
+            for (const [text, b] of boxes) {
+                if (b.left < svg.left - 0.5 || b.right > svg.right + 0.5) bad.push(['outside', text]);
+            }
+            for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+                const [ta, a] = boxes[i], [tb, b] = boxes[j];
+                if (a.left < b.right + 2 && b.left < a.right + 2 && a.top < b.bottom && b.top < a.bottom) {
+                    bad.push([ta, tb]);
+                }
+            }
+        }
+        return bad;
+    }""")
+
+
+@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+def test_no_two_tick_labels_overlap_at_any_rho(browser, site_url, viewport):
+    from tests import harness
+
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    guard = harness.GuardedPage.open(context)
+    page, root = open_explorer(guard, site_url)
+    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === '%s'"
+                           % ("narrow" if viewport[0] < 600 else "wide"))
+    for d_k_index in (0, len(D_KS) - 1):
+        slider(root, "d_k").fill(str(d_k_index))
+        for i in range(len(RHOS)):
+            slider(root, "rho").fill(str(i))
+            bad = tick_overlaps(root)
+            assert not bad, (RHOS[i], bad)
+    # the raw axis at rho > 0 used to draw "-4.0" and "0.0" on top of each other
+    slider(root, "rho").fill(str(RHOS.index(0.5)))
+    labels = root.evaluate("r => [...r.querySelectorAll('svg g.attn-ticks')[0].querySelectorAll('text')].map(t => t.textContent)")
+    assert "0" in labels and "-4.0" not in labels
+    guard.assert_clean()
+    context.close()
+
+
+def test_on_a_390_px_phone_the_page_does_not_scroll_sideways_and_no_text_is_under_10_px(browser, site_url):
+    from tests import harness
+
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    guard = harness.GuardedPage.open(context)
+    page, root = open_explorer(guard, site_url)
+    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'narrow'")
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+    box = root.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    for d_k_index, rho_index in ((6, 10), (0, 0), (10, 15)):
+        slider(root, "d_k").fill(str(d_k_index))
+        slider(root, "rho").fill(str(rho_index))
+        smallest = root.evaluate("""r => {
+            const sizes = [];
+            for (const t of r.querySelectorAll('svg text')) {
+                const scale = t.ownerSVGElement.getScreenCTM().a;
+                sizes.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent]);
+            }
+            const walker = document.createTreeWalker(r, NodeFilter.SHOW_TEXT);
+            while (walker.nextNode()) {
+                const el = walker.currentNode.parentElement;
+                if (el.closest('svg') || !walker.currentNode.textContent.trim()) continue;
+                sizes.push([parseFloat(getComputedStyle(el).fontSize), walker.currentNode.textContent]);
+            }
+            return sizes.sort((a, b) => a[0] - b[0]).slice(0, 3);
+        }""")
+        assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
+        inside = root.evaluate("""r => [...r.querySelectorAll('*')].filter(e => {
+            const b = e.getBoundingClientRect();
+            return b.width > 0 && (b.left < -0.5 || b.right > 390.5);
+        }).map(e => e.tagName + '.' + e.className.baseVal + e.className)""")
+        assert not inside, f"drawn outside the screen: {inside[:5]}"
+    for name in ("d_k", "rho"):
+        b = slider(root, name).bounding_box()
+        assert b["width"] >= 60 and b["x"] + b["width"] <= 390
+    guard.assert_clean()
+    context.close()
+
+
+def test_the_layout_follows_the_width_when_the_window_is_resized(browser, site_url):
+    from tests import harness
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    guard = harness.GuardedPage.open(context)
+    page, root = open_explorer(guard, site_url)
+    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
+    before = state(root)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'narrow'")
+    after = state(root)
+    assert {k: v for k, v in after.items() if k != "texts"} == {k: v for k, v in before.items() if k != "texts"}
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
+    guard.assert_clean()
+    context.close()
