@@ -77,7 +77,7 @@ import subprocess
 import sys
 
 REPOSITORY = {repository!r}
-COLAB_PACKAGES = {colab_packages!r}
+COLAB_PACKAGES = [{colab_packages}]
 
 
 class MissingPackage(Exception):
@@ -92,14 +92,16 @@ if importlib.util.find_spec("attention") is None:
         source = f"git+{{REPOSITORY}}#subdirectory=code"
         subprocess.check_call([sys.executable, "-m", "pip", "install",
                                "-q", source, *COLAB_PACKAGES])
+        importlib.invalidate_caches()
     else:
         raise MissingPackage(
             "This notebook needs the book's helper package `attention`,\\n"
             "which this Python does not have:\\n  " + sys.executable + "\\n\\n"
-            "Get {archive}, the chapter's runnable archive: every\\n"
-            "page of the book's site offers it in its Download menu{where}.\\n"
-            "It holds every notebook, the package and pinned requirements;\\n"
-            "its README's two commands install them and open JupyterLab.")
+            "Get {archive}, the chapter's runnable archive:\\n"
+            "every page of the book's site offers it in its Download\\n"
+            "menu. It holds every notebook, the package and pinned\\n"
+            "requirements; its README's two commands install them\\n"
+            "and open JupyterLab."{where})
 '''
 
 
@@ -107,7 +109,7 @@ def _where(app) -> str:
     """Where the archive is, as far as the configuration says."""
     base = (app.config.html_baseurl or "").rstrip("/")
     if base:
-        return f",\\n{base}/{DOWNLOADS}/{ARCHIVE}"
+        return f'\n            "\\n\\nThe archive: {base}/{DOWNLOADS}/{ARCHIVE}"'
     return ""
 
 
@@ -116,7 +118,7 @@ def setup_cell_source(app) -> str:
     branch = _branch(app)
     return SETUP_CELL.format(
         repository=f"{repository}@{branch}" if repository else "",
-        colab_packages=tuple(_pinned(app, COLAB_PACKAGES)),
+        colab_packages="".join(f"\n    {p!r}," for p in _pinned(app, COLAB_PACKAGES)) + "\n",
         archive=ARCHIVE, where=_where(app)).rstrip("\n")
 
 

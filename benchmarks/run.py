@@ -5,7 +5,8 @@ Prints the machine (cores, load, library versions, threads), then
   2. the NumPy forward pass against torch's built-in and the machine's matmul rate;
   3. the tiled forward pass against the plain one (time and peak memory);
   4. the backward pass against autograd and against the forward pass;
-  5. each page of the built site in headless Chromium (bytes, time to first render),
+  5. each page of the built site in headless Chromium (raw and gzipped bytes against the
+     400 KB goal, time to first render),
      plus the widget benchmarks (benchmarks/bench_widgets.py) when that file exists;
 and writes everything to benchmarks/results.json. A missed goal is printed as MISSED with
 its measured figure; the exit status is 1 only when a benchmark could not run.
