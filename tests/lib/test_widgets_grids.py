@@ -241,10 +241,11 @@ def test_temperature_inside_the_range_snaps_to_the_nearest_grid_value_on_a_log_s
     sat_widget.temperature = 1.0
 
 
-@pytest.mark.parametrize("bad,ok", [(-0.1, None), (1.5, None), (0.33, 0.3), (0.96, 1.0)])
-def test_rho_snaps_to_tenths_inside_zero_one_and_is_rejected_outside(width_widget, bad, ok):
+@pytest.mark.parametrize("bad,ok", [(-1.1, None), (1.5, None), (0.33, 0.3), (0.96, 1.0), (-0.44, -0.4),
+                                    (-1.0, -1.0)])
+def test_rho_snaps_to_tenths_inside_minus_one_one_and_is_rejected_outside(width_widget, bad, ok):
     if ok is None:
-        with pytest.raises(traitlets.TraitError, match="between 0 and 1"):
+        with pytest.raises(traitlets.TraitError, match="between -1 and 1"):
             width_widget.rho = bad
     else:
         width_widget.rho = bad
