@@ -158,7 +158,8 @@ def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget)
     assert len(bullets) == 5
     assert bullets[0].startswith("Switch to unscaled and drag")
     assert bullets[1].startswith("Switch back to scaled")
-    assert "raise τ to 32" in bullets[2] and "to 1024" in bullets[3] and "T" in bullets[4]
+    assert "to 32, which is" in bullets[2] and bullets[3].startswith("Push")
+    assert "to 1024" in bullets[3] and bullets[4].startswith("Bring")
 
     # 1. unscaled, d_k from 1 to 1024: bars collapse onto one key, mean largest weight toward
     #    1; the median gradient rises then collapses while the mean grows; p90 far above median.

@@ -28,7 +28,7 @@ PAGES = {
     "saturation": "chapters/saturation.html",
 }
 CLASSES = {"temperature": TemperatureExplorer, "width": WidthExplorer, "saturation": SaturationExplorer}
-SLIDERS = {"temperature": ["temperature", "q1", "q2", "q3"], "width": ["d_k", "rho"], "saturation": ["d_k", "temperature", "T_k"]}
+SLIDERS = {"temperature": ["temperature", "q1", "q2", "q3"], "width": ["d_k", "rho"], "saturation": ["d_k", "temperature"]}
 SWITCHES = {"temperature": [], "width": [], "saturation": ["scaled"]}
 
 

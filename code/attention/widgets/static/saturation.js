@@ -43,7 +43,9 @@ function render({ model, el }) {
     note: `Unit-variance query and keys, fixed seed; each width draws its own queries and keys, and a larger T<sub>k</sub> adds keys to the same row. `
       + `Curves: ${g.n_queries} random queries at the current temperature and T<sub>k</sub>; left, unscaled (dashed) and scaled (solid); `
       + "right, for the current scores, the median (solid) and the mean (dashed) over queries, on a log scale. "
-      + "Gradient reaching q: its root-mean-square size for a random upstream gradient with unit-variance entries.",
+      + "Gradient reaching q: its root-mean-square size for a random upstream gradient with unit-variance entries, "
+      + "averaged also over the parts of the keys that the scores do not see. "
+      + "Bars: the first query's weights, drawn to within a few pixels (the readout gives the largest exactly).",
   });
   const dkCtl = rangeControl(controls, {
     name: "d_k", label: "Key width d<sub>k</sub>", count: dks.length,
