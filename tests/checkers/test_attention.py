@@ -192,13 +192,104 @@ def masks_with_minus_100(Q, K, V, mask=None):
     return _finish(_scores(Q, K, mask, fill=-100.0), V, Q)
 
 
+def where_with_arguments_swapped(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    if mask is not None:
+        S = np.where(mask, -np.inf, S)                   # -inf where the mask is True
+    return _finish(S, V, Q)
+
+
+def shifts_by_the_global_maximum(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    E = np.exp(S - S.max())                              # one max for the whole array
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shifts_by_the_column_maximum(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    m = S.max(axis=-2, keepdims=True)                    # one max per key
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def forgets_keepdims(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    m = S.max(axis=-1)                                   # (..., T_q): broadcasts wrong
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def normalises_by_the_whole_sum(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    A = E / E.sum()                                      # no axis
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def casts_only_the_output_back(Q, K, V, mask=None):
+    O, A = correct(*(x.astype(np.float64) for x in (Q, K, V)), mask)
+    return O.astype(Q.dtype), A                          # A stays float64
+
+
+def transposes_square_weights(Q, K, V, mask=None):
+    O, A = correct(Q, K, V, mask)
+    square = A.shape[-1] == A.shape[-2]
+    return O, (np.swapaxes(A, -1, -2) if square else A)
+
+
+def uniform_weights_for_an_empty_row(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = np.where(total == 0, 1.0 / S.shape[-1], E / np.where(total == 0, 1.0, total))
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def puts_the_new_mask_axis_in_the_middle(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    if mask is not None:
+        if mask.ndim < S.ndim:
+            mask = mask[:, None]                         # as for a padding mask
+        S = np.where(mask, S, -np.inf)
+    return _finish(S, V, Q)
+
+
+def reads_d_k_from_axis_1(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[1])    # d_k only for 2-D inputs
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def adds_minus_1e9(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    if mask is not None:
+        S = S + np.where(mask, 0.0, -1e9)                # a bias, not a replacement
+    return _finish(S, V, Q)
+
+
+def output_from_the_unguarded_weights(Q, K, V, mask=None):
+    S = _scores(Q, K, mask)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    O = A @ V                                            # before the guard
+    return O.astype(Q.dtype), np.nan_to_num(A).astype(Q.dtype)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
     (naive_softmax, "maximum before exp()"),
     (fills_minus_1e9, "large negative number"),
     (masks_after_softmax, "after the softmax and the weights renormalised"),
     (inverted_mask, "mask is inverted"),
-    (wrong_axis, "wrong axis"),
+    (wrong_axis, "runs along the wrong axis"),
     (unscaled, "not scaled"),
     (divides_by_d_k, "divided by d_k instead of sqrt(d_k)"),
     (scale_from_d_v, "uses d_v"),
@@ -209,16 +300,32 @@ WRONG = [
     (masks_with_zero, "set to 0 instead of -inf"),
     (unguarded_minus_inf, "-inf - (-inf) is NaN"),
     (swapped_return, "O and A are swapped"),
-    (boolean_indexing, "S[~mask] = -np.inf does not"),
+    (boolean_indexing, "S[~mask] = -np.inf needs a mask of the scores' full shape"),
     (ignores_the_mask, "mask is ignored"),
     (masks_with_minus_100, "tiny weights"),
+    (where_with_arguments_swapped, "mask is inverted"),
+    (shifts_by_the_global_maximum, "maximum of the whole array"),
+    (shifts_by_the_column_maximum, "maximum is taken along the wrong axis"),
+    (forgets_keepdims, "keepdims=True"),
+    (normalises_by_the_whole_sum, "sum of the whole array"),
+    (casts_only_the_output_back, "A was not cast back"),
+    (transposes_square_weights, "the weights are transposed"),
+    (uniform_weights_for_an_empty_row, "uniform weights"),
+    (puts_the_new_mask_axis_in_the_middle, "any new axes go in front"),
+    (reads_d_k_from_axis_1, "Q.shape[1]"),
+    (adds_minus_1e9, "finite negative bias"),
+    (output_from_the_unguarded_weights, "compute O = A V from the guarded weights"),
 ]
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
-    "large negative number": {fills_minus_1e9, masks_with_minus_100},
-    "mask is inverted": {inverted_mask},
-    "wrong axis": {wrong_axis},
+    "large negative number": {fills_minus_1e9, masks_with_minus_100,
+                              uniform_weights_for_an_empty_row},
+    "mask is inverted": {inverted_mask, where_with_arguments_swapped},
+    "runs along the wrong axis": {wrong_axis},
+    "maximum of the whole array": {shifts_by_the_global_maximum},
+    "maximum is taken along the wrong axis": {shifts_by_the_column_maximum},
+    "finite negative bias": {adds_minus_1e9},
     "maximum before exp()": {naive_softmax},
     "after the softmax and the weights renormalised": {masks_after_softmax},
     "mask is ignored": {ignores_the_mask},
@@ -239,7 +346,7 @@ def _failures(fn, capsys) -> list[str]:
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_scaled_dot_product_attention(fn) is True
     out = capsys.readouterr().out
-    assert "✗" not in out and "12 of 12 checks passed." in out
+    assert "✗" not in out and "13 of 13 checks passed." in out
 
 
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])

@@ -151,6 +151,11 @@ def test_a_cached_chunk_needs_the_bottom_right_mask_and_top_left_is_wrong():
         assert np.abs(o - full[c:]).max() < 1e-13
     assert g(PAGE, "chunk_err_top_left") == pytest.approx(np.abs(o_left - full[cached:]).max(), rel=1e-9)
     assert g(PAGE, "chunk_err_top_left") > 0.1
+    # "what PyTorch's is_causal=True uses": the top-left triangle, with T_q != T_k
+    q, k, v = (torch.from_numpy(x)[None, None] for x in (X[cached:] @ W_Q, X @ W_K, X @ W_V))
+    by_flag = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    by_mask = F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(left))
+    assert torch.allclose(by_flag, by_mask, atol=1e-14, rtol=0)
 
 
 # --- when -inf fails ------------------------------------------------------------------
@@ -168,12 +173,23 @@ def test_torch_returns_zeros_for_a_fully_masked_row_with_every_cpu_kernel_and_dt
     M[2] = False
     q, k, v = (torch.from_numpy(x)[None, None] for x in (Q, K, V))
     for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
-        for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for dtype in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
             with sdpa_kernel(backend):
                 out = F.scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype),
                                                      attn_mask=torch.from_numpy(M))
             assert float(out[0, 0, 2].abs().max()) == 0.0
             assert not torch.isnan(out).any()
+    # the same with T_q != T_k, batch and head dimensions, and an additive -inf mask
+    g_ = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, T, 8, generator=g_, dtype=torch.float64) for T in (3, 7, 7))
+    M = torch.ones(3, 7, dtype=torch.bool)
+    M[1] = False
+    bias = torch.zeros(3, 7, dtype=torch.float64).masked_fill(~M, float("-inf"))
+    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        for mask in (M, bias):
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            assert torch.equal(out[..., 1, :], torch.zeros(2, 3, 8))
     assert g(PAGE, "torch_empty_row_abs") == 0.0 and g(PAGE, "torch_empty_row_nan") == 0
     assert g_text(PAGE, "torch_version") == torch.__version__
 
@@ -206,7 +222,63 @@ def test_an_empty_row_poisons_dV_and_W_V_but_not_dQ_dK_under_masked_fill():
     assert g(PAGE, "nan_WQK_entries") == 0
 
 
+def test_one_optimizer_step_after_an_empty_row_makes_W_V_nan_and_clipping_spreads_it():
+    rng = np.random.default_rng(11)
+    T, d_model, d_k = 6, 16, 8
+    X = torch.from_numpy(rng.standard_normal((T, d_model)))
+    Ws0 = [torch.from_numpy(rng.standard_normal((d_model, d_k))) for _ in range(3)]
+    M = torch.ones(T, T, dtype=torch.bool).tril()
+    M[2] = False
+    keep = torch.arange(T) != 2
+
+    def grads(builtin):
+        Ws = [w.clone().requires_grad_() for w in Ws0]
+        Q, K, V = (X @ w for w in Ws)
+        if builtin:
+            O = F.scaled_dot_product_attention(Q[None], K[None], V[None], attn_mask=M)[0]
+        else:
+            S = (Q @ K.T / math.sqrt(d_k)).masked_fill(~M, float("-inf"))
+            E = torch.exp(S - S.amax(-1, keepdim=True))
+            O = (E / E.sum(-1, keepdim=True)) @ V
+        O[keep].sum().backward()
+        return Ws
+
+    for make in (lambda p: torch.optim.SGD(p, lr=0.1), lambda p: torch.optim.Adam(p, lr=0.1),
+                 lambda p: torch.optim.AdamW(p, lr=0.1)):
+        Ws = grads(builtin=False)
+        make(Ws).step()
+        assert [int(torch.isnan(w).sum()) for w in Ws] == [0, 0, d_model * d_k]
+        Ws = grads(builtin=False)
+        torch.nn.utils.clip_grad_norm_(Ws, 1.0)
+        make(Ws).step()
+        assert all(torch.isnan(w).all() for w in Ws)
+    assert sum(int(torch.isnan(w.grad).sum()) for w in grads(builtin=True)) == 0
+    assert g(PAGE, "step_nan_WV_min") == g(PAGE, "nan_WV_size") == 128
+    assert g(PAGE, "step_nan_WQK_max") == 0
+    assert g(PAGE, "clipped_nan_min") == g(PAGE, "weights_size") == 3 * 128
+    assert g(PAGE, "sdpa_nan_entries") == 0
+
+
+def test_a_causal_mask_on_a_left_padded_sequence_empties_the_padding_rows():
+    from attention import causal_mask
+
+    for T in range(1, 8):
+        for pad in range(T + 1):
+            M = causal_mask(T) & (np.arange(T) >= pad)
+            assert np.flatnonzero(~M.any(axis=-1)).tolist() == list(range(pad))
+    assert "left_padded = np.arange(6) >= 2" in page_cell(PAGE, "left_padded =")
+
+
 def test_minus_1e9_and_added_finfo_min_overflow_float16():
+    assert g(PAGE, "fp16_min") == float(torch.finfo(torch.float16).min) == -65504.0
+    assert g(PAGE, "fp16_min_minus_20") == -65524.0
+    assert float(torch.tensor(-65524.0).to(torch.float16)) == -math.inf
+    assert g(PAGE, "masked_row_len") == 4
+    S = torch.tensor([3.0, -20.0, 1.0, 0.5], dtype=torch.float16)
+    none = torch.zeros(4, dtype=torch.bool)
+    with pytest.raises(RuntimeError, match="overflow"):
+        S.masked_fill(~none, -1e9)
+    assert torch.isneginf(torch.where(none, S, -1e9)).all()
     assert float(torch.tensor(-1e9).to(torch.float16)) == -math.inf == g(PAGE, "big_neg_fp16")
     assert float(torch.tensor(-1e9).to(torch.bfloat16)) == g(PAGE, "big_neg_bf16")
     assert math.isfinite(g(PAGE, "big_neg_bf16"))
@@ -228,7 +300,7 @@ def test_numpy_attention_reference_solution_passes_its_checker():
     assert checkers.check_scaled_dot_product_attention(reference, verbose=False)
     assert g_bool(PAGE, "numpy_reference_passes")
     text = str(executed_notebook(PAGE))
-    assert "12 of 12 checks passed." in text
+    assert "13 of 13 checks passed." in text
 
 
 def test_exercises_come_before_their_answers():
@@ -257,3 +329,4 @@ def test_page_labels_and_notation():
     assert "stability-masks" not in text
     assert "ex4_" not in text and "ex6_" not in text and "exercise 4" not in text.lower()
     assert "$n$" not in text
+    assert "from myst_nb import glue" not in text and 'glue(f"' not in text

@@ -11,7 +11,7 @@ import torch
 
 import attention
 from attention import measure
-from tests.pages._common import CHAPTERS, g, g_bool, page_cell, torch_softmax_attention
+from tests.pages._common import CHAPTERS, g, page_cell, torch_softmax_attention
 
 PAGE = "stability"
 MiB = 2**20
@@ -74,41 +74,48 @@ def test_format_facts_spacing_bits_and_bfloat16_range():
     assert round(g(PAGE, "bf16_cutoff"), 2) == round(g(PAGE, "fp32_cutoff"), 2)
 
 
-def _dot_errors(T_k, rng):
-    """Relative errors of a float16 dot product accumulated term by term in float16 (a
-    Python loop over torch scalars) and in float64 rounded once to float16."""
-    s = rng.standard_normal(T_k)
-    p = np.exp(s - s.max()).astype(np.float16)
-    v = rng.standard_normal(T_k).astype(np.float16)
-    terms = p.astype(np.float64) * v
-    exact, size = math.fsum(terms), math.fsum(np.abs(terms))
-    products = torch.from_numpy(p) * torch.from_numpy(v)       # float16 products
-    acc = torch.zeros((), dtype=torch.float16)
-    for x in products:
-        acc = acc + x
-    once = float(np.float16(exact))
-    return abs(float(acc) - exact) / size, abs(once - exact) / size
+def _pv_errors(T_k, rng, rows=8, d_v=8):
+    """Relative errors of P V in float16, accumulated key by key in float16 (a loop over
+    the keys with a float16 accumulator), in float32 by torch and rounded once, and by
+    NumPy's and torch's own float16 products; also how many float16 steps the library
+    products lie from the float32 sums."""
+    s = rng.standard_normal((rows, T_k))
+    P = np.exp(s - s.max(-1, keepdims=True)).astype(np.float16)
+    V = rng.standard_normal((T_k, d_v)).astype(np.float16)
+    exact = torch.from_numpy(P).double() @ torch.from_numpy(V).double()
+    size = torch.from_numpy(P).double() @ torch.from_numpy(V).double().abs()
+    acc = np.zeros((rows, d_v), dtype=np.float16)
+    for j in range(T_k):
+        acc = acc + P[:, j, None] * V[j]          # every partial sum rounded to float16
+    in32 = (torch.from_numpy(P).float() @ torch.from_numpy(V).float()).half()
+    lib = {"numpy": torch.from_numpy(P @ V),
+           "torch": torch.from_numpy(P) @ torch.from_numpy(V)}
+
+    def err(x):
+        return float(((x.double() - exact).abs() / size).max())
+
+    steps = max(float(((x.double() - in32.double()).abs()
+                       / torch.from_numpy(np.spacing(in32.abs().numpy()).astype(np.float64))).max())
+                for x in lib.values())
+    return err(torch.from_numpy(acc)), err(in32), max(err(x) for x in lib.values()), steps
 
 
 def test_float16_accumulation_is_far_worse_than_float32_accumulation():
-    lo, hi = g(PAGE, "acc_T_k_min"), g(PAGE, "acc_T_k_max")
-    assert (lo, hi) == (256, 16384)
-    rng = np.random.default_rng(7)
-    e16, e32 = _dot_errors(4096, rng)
-    assert e16 > 10 * e32
-    assert 1e-4 < g(PAGE, "acc_err_fp16_min") <= g(PAGE, "acc_err_fp16_max") < 1e-2
-    assert 0 < g(PAGE, "acc_err_fp32_max") < 1e-4
+    assert (g(PAGE, "acc_T_k_min"), g(PAGE, "acc_T_k_max")) == (256, 16384)
+    assert g(PAGE, "acc_sums_per_length") == 64
+    rng = np.random.default_rng(0)  # the page's draws, recomputed another way
+    e16, e32, elib = zip(*[_pv_errors(T_k, rng)[:3] for T_k in (256, 1024, 4096, 16384)])
+    assert g(PAGE, "acc_err_fp16_min") == pytest.approx(min(e16), rel=1e-9)
+    assert g(PAGE, "acc_err_fp16_max") == pytest.approx(max(e16), rel=1e-9)
+    assert g(PAGE, "acc_err_fp32_max") == pytest.approx(max(e32), rel=0.5)
+    assert g(PAGE, "acc_ratio_min") == pytest.approx(min(a / b for a, b in zip(e16, e32)), rel=0.5)
     assert g(PAGE, "acc_ratio_min") > 10
-    assert g_bool(PAGE, "library_is_fp32")
-
-
-def test_numpy_and_torch_float16_products_accumulate_in_float32():
-    rng = np.random.default_rng(3)
-    p = rng.random((4, 3000)).astype(np.float16)
-    v = rng.standard_normal(3000).astype(np.float16)
-    want = (p.astype(np.float32) @ v.astype(np.float32)).astype(np.float16)
-    assert np.array_equal(p @ v, want)
-    assert np.array_equal((torch.from_numpy(p) @ torch.from_numpy(v)).numpy(), want)
+    assert g(PAGE, "acc_err_library_max") == pytest.approx(max(elib), rel=0.5)
+    # "the library products behave like the float32 sums": at other seeds and lengths too
+    for seed, T_k in ((1, 300), (2, 2048), (3, 8192)):
+        e16, e32, elib, steps = _pv_errors(T_k, np.random.default_rng(seed))
+        assert elib <= 2 * e32 + 1e-12 and e16 > 5 * elib, (seed, T_k)
+        assert steps <= 1.0  # "may differ ... by one float16 rounding step"
 
 
 def test_online_normalizer_matches_the_two_pass_one():
@@ -199,5 +206,9 @@ def test_page_keeps_stability_only_and_links_to_masks():
     assert "{ref}`masks`" in text or "<masks>" in text
     assert "dao2023flashattention2" in text
     assert "their errors average out" not in text
+    # claims the hostile read dropped: no exact-equality claim about the library products,
+    # no "widely used" without a source; glue from the light module, under literal names
+    assert "library_is_fp32" not in text and "widely used" not in text
+    assert "from myst_nb import glue" not in text and 'glue(f"' not in text
     # notation: sequence lengths are T, T_q, T_k, never n
     assert "$n$" not in text and "^{n}" not in text and "$m_n$" not in text

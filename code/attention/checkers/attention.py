@@ -35,30 +35,48 @@ WIDTH = 76  # printed lines fit the book's code column
 
 # --- the usual mistakes, as implementations -------------------------------------------
 
-def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, fill=-np.inf,
-             invert=False, after=None, guard=True, shift=True, out_scale=1.0):
+def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, max_axis=None, sum_axis=None,
+             fill=-np.inf, additive=False, invert=False, after=None, guard=True, shift=True,
+             out_scale=1.0):
     """Attention in float64 with one deliberate deviation from the contract.
 
-    ``scale`` replaces 1/sqrt(d_k); ``axis`` is the softmax axis; ``fill`` is the value
-    masked scores get (None: the mask is ignored); ``invert`` flips the mask; ``after``
-    applies the mask to the weights instead ("zero": just zero them, "renormalise": zero
-    them and divide by the new row sums); ``guard=False`` lets a fully masked row become
-    NaN; ``shift=False`` skips the subtraction of the row maximum; ``out_scale``
-    multiplies the output.
+    ``scale`` replaces 1/sqrt(d_k); ``axis`` is the softmax axis, ``max_axis`` and
+    ``sum_axis`` override it for the shift and the normalising sum alone ("all": over
+    the whole array; "nokeep": along the keys without keepdims, so that the result
+    broadcasts along the wrong axis, which only square scores allow); ``fill`` is the value masked scores get (None: the mask is
+    ignored), added to them instead of replacing them when ``additive``; ``invert`` flips
+    the mask; ``after`` applies the mask to the weights instead ("zero": just zero them,
+    "renormalise": zero them and divide by the new row sums); ``guard=False`` lets a row
+    whose exponentials are all 0 become NaN; ``shift=False`` skips the subtraction of
+    the row maximum; ``out_scale`` multiplies the output.
     """
     Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
     c = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    max_axis = axis if max_axis is None else max_axis
+    sum_axis = axis if sum_axis is None else sum_axis
     S = c * (Q @ np.swapaxes(K, -1, -2))
     if mask is not None and invert:
         mask = ~np.asarray(mask)
     with np.errstate(all="ignore"):
         if mask is not None and after is None and fill is not None:
-            S = np.where(mask, S, fill)
-        m = S.max(axis=axis, keepdims=True) if shift else np.zeros(1)
+            S = S + np.where(mask, 0.0, fill) if additive else np.where(mask, S, fill)
+        if not shift:
+            m = np.zeros(1)
+        elif max_axis == "all":
+            m = S.max()
+        elif max_axis == "nokeep":  # S.max(axis=-1) without keepdims: a row vector
+            m = S.max(axis=-1)[..., None, :]
+        else:
+            m = S.max(axis=max_axis, keepdims=True)
         if guard:
             m = np.where(np.isneginf(m), 0.0, m)
         E = np.exp(S - m)
-        total = E.sum(axis=axis, keepdims=True)
+        if sum_axis == "all":
+            total = E.sum()
+        elif sum_axis == "nokeep":
+            total = E.sum(axis=-1)[..., None, :]
+        else:
+            total = E.sum(axis=sum_axis, keepdims=True)
         if guard and fill is not None and np.isinf(fill):
             total = np.where(total == 0, 1.0, total)
         A = E / total
@@ -69,9 +87,26 @@ def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, fill=-np.inf,
         return out_scale * (A @ V), A
 
 
-def _mistakes(d_k: int, d_v: int, T_k: int) -> list[tuple[str, str, dict]]:
+def _mistakes(Q, K, V) -> list[tuple[str, str, dict]]:
     """(key, message, deviation) for every mistake the checker can name."""
-    return [
+    d_k, d_v, T_k = Q.shape[-1], V.shape[-1], K.shape[-2]
+    axis_msg = ("the softmax runs along the wrong axis: the columns of A sum to 1; each "
+                "row (one query over all keys) must sum to 1, axis=-1")
+    global_max_msg = (
+        "the shift is the maximum of the whole array, not of each row: a row whose "
+        "scores all lie far below it underflows to 0 / 0; subtract each row's own "
+        "maximum, S.max(axis=-1, keepdims=True)")
+    max_axis_msg = (
+        "the maximum is taken along the wrong axis (one per key, over the queries): "
+        "the shift must be the same number for every key of a row, or it changes the "
+        "weights; use S.max(axis=-1, keepdims=True)")
+    nokeep_msg = (
+        "a row's maximum or sum lost its last axis (no keepdims=True): with T_q = T_k "
+        "it broadcasts without an error, but along the wrong axis; use "
+        "S.max(axis=-1, keepdims=True) and E.sum(axis=-1, keepdims=True)")
+    sum_msg = ("the exponentials are divided by a sum along the wrong axis: each row "
+               "(one query over all keys) must sum to 1, E.sum(axis=-1, keepdims=True)")
+    mistakes = [
         ("no-shift",
          "the softmax does not subtract each row's maximum before exp(): large scores "
          "overflow to inf and inf / inf is NaN; compute exp(S - S.max(-1)) instead",
@@ -102,12 +137,24 @@ def _mistakes(d_k: int, d_v: int, T_k: int) -> list[tuple[str, str, dict]]:
          "-inf: a fully masked row then gets uniform weights and averages keys it must "
          "not see; the contract asks for zero weights and a zero output",
          dict(fill=-1e9)),
-        ("axis",
-         "the softmax runs along the wrong axis: the columns of A sum to 1; each row "
-         "(one query over all keys) must sum to 1, axis=-1", dict(axis=-2)),
-        ("axis", "the softmax runs along the wrong axis: the columns of A sum to 1; "
-         "each row (one query over all keys) must sum to 1, axis=-1",
-         dict(axis=-2, guard=False)),
+        ("additive-negative",
+         "a finite negative bias (such as -1e9) is added to the masked scores instead "
+         "of -inf: a fully masked row is shifted as a whole and keeps the weights it "
+         "would have without the mask; the contract asks for zero weights and a zero "
+         "output", dict(fill=-1e9, additive=True)),
+        ("axis", axis_msg, dict(axis=-2)),
+        ("axis", axis_msg, dict(axis=-2, guard=False)),
+        ("global-max", global_max_msg, dict(max_axis="all")),
+        ("global-max", global_max_msg, dict(max_axis="all", guard=False)),
+        ("max-axis", max_axis_msg, dict(max_axis=-2)),
+        ("sum-axis", sum_msg, dict(sum_axis=-2)),
+        ("sum-all",
+         "the exponentials are divided by the sum of the whole array (E.sum() without "
+         "an axis): each row (one query over all keys) must sum to 1, "
+         "E.sum(axis=-1, keepdims=True)", dict(sum_axis="all")),
+        ("no-keepdims", nokeep_msg, dict(max_axis="nokeep", sum_axis="nokeep")),
+        ("no-keepdims", nokeep_msg, dict(max_axis="nokeep")),
+        ("no-keepdims", nokeep_msg, dict(sum_axis="nokeep")),
         ("no-scale", "the scores are not scaled: divide Q K^T by sqrt(d_k)",
          dict(scale=1.0)),
         ("scale-on-output",
@@ -121,9 +168,24 @@ def _mistakes(d_k: int, d_v: int, T_k: int) -> list[tuple[str, str, dict]]:
         ("d_v", "the scale uses d_v (the width of V) instead of d_k, the width of Q and K",
          dict(scale=1.0 / math.sqrt(d_v))),
         ("T_k",
-         "the scale uses T_k (the number of keys) instead of d_k, the width of Q and K",
-         dict(scale=1.0 / math.sqrt(T_k))),
+         "the scale uses T_k (the number of keys) instead of d_k, the width of Q and K"
+         if Q.shape[-2] != T_k else
+         "the scale uses the sequence length (T_q = T_k here) instead of d_k, the "
+         "width of Q and K", dict(scale=1.0 / math.sqrt(T_k))),
     ]
+    if Q.shape[-2] != T_k:
+        mistakes.append((
+            "T_q",
+            "the scale uses T_q (the number of queries) instead of d_k, the width of Q "
+            "and K", dict(scale=1.0 / math.sqrt(Q.shape[-2]))))
+    for ax in range(Q.ndim - 2):  # a fixed axis that is d_k only for 2-D inputs
+        if Q.shape[ax] not in (d_k, d_v, T_k, Q.shape[-2]):
+            mistakes.append((
+                f"axis-{ax}",
+                f"the scale uses Q.shape[{ax}] = {Q.shape[ax]} (a batch or head "
+                f"dimension here) instead of d_k = Q.shape[-1], the last axis",
+                dict(scale=1.0 / math.sqrt(Q.shape[ax]))))
+    return mistakes
 
 
 # --- comparing one attempt with the reference -----------------------------------------
@@ -162,20 +224,31 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         return "shape", (f"shapes O {O.shape}, A {A.shape}; expected O {O_ref.shape}, "
                          f"A {A_ref.shape}{hint}")
     Af, Of = A.astype(np.float64), O.astype(np.float64)
-    d_k, d_v, T_k = Q.shape[-1], V.shape[-1], K.shape[-2]
+    d_k = Q.shape[-1]
+    if A.shape[-1] == A.shape[-2] and _same(np.swapaxes(Af, -1, -2), A_ref, atol):
+        # square weights (T_q = T_k): the shape alone cannot show a transpose
+        return "transposed", ("the weights are transposed: row i of A must hold query "
+                              "i's weights over the keys, A[i, j] = weight of key j")
     matches = []
-    for key, message, deviation in _mistakes(d_k, d_v, T_k):
-        if mask is None and {"invert", "fill", "after"} & set(deviation):
+    for key, message, deviation in _mistakes(Q, K, V):
+        if mask is None and {"invert", "fill", "after", "additive"} & set(deviation):
             continue
-        O_w, A_w = _variant(Q, K, V, mask, **deviation)
+        try:
+            O_w, A_w = _variant(Q, K, V, mask, **deviation)
+        except ValueError:  # a deviation these shapes do not allow (no broadcast)
+            continue
         if _same(A_w, A_ref, atol):
             continue  # this mistake makes no difference here
         if _same(Af, A_w, atol) and _same(Of, O_w, atol) and \
-                key not in {k for k, _ in matches}:
-            matches.append((key, message))
-    keys = {key for key, _ in matches}
-    if "unguarded" in keys:  # its message names both ways a fully masked row turns NaN
-        matches = [(k, m) for k, m in matches if k != "after-renormalise"]
+                key not in {k for k, _, _ in matches}:
+            matches.append((key, message, deviation))
+    if "unguarded" in {key for key, _, _ in matches}:
+        # Its message names both ways a fully masked row turns NaN; and a mistake
+        # paired with a missing guard adds nothing when the guard alone explains it.
+        matches = [(k, m, d) for k, m, d in matches
+                   if k == "unguarded" or (k != "after-renormalise"
+                                           and d.get("guard", True))]
+    matches = [(k, m) for k, m, _ in matches]
     if len(matches) == 1:
         return matches[0]
     if matches:  # this case cannot tell them apart: say so, and name each
@@ -187,6 +260,10 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         if 0.0 < leak < 1e-6:
             return "finite-fill", (f"masked keys get tiny weights (up to {leak:.2g}) instead of exactly "
                     "0: masked scores need -inf, whose exponential is exactly 0")
+    if np.isnan(Of).any() and not np.isnan(Af).any() and _same(Af, A_ref, atol):
+        return "nan-output", ("the weights are right but the output has NaN: compute "
+                              "O = A V from the guarded weights, after the fully masked "
+                              "rows are set to zero")
     if np.isnan(Af).any() or np.isnan(Of).any():
         return "", ("the result contains NaN where the reference has none: exp() of a score "
                 "that overflowed (inf / inf), or a row whose every score is -inf "
@@ -201,6 +278,18 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     return "", f"the weights differ from the reference by up to {err:.3g}"
 
 
+def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:
+    """A hint when the attempt broadcast a row reduction that lost its last axis."""
+    def numpy_text(shape):  # how NumPy prints a shape in its broadcast errors
+        return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+    text = str(exc)
+    if "broadcast" in text and numpy_text(scores_shape) in text and \
+            numpy_text(scores_shape[:-1]) in text:
+        return ("; a row's maximum or sum, such as S.max(axis=-1), has one axis fewer "
+                "than S: keep it with keepdims=True so that it broadcasts along the keys")
+    return ""
+
+
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None):
     """One comparison with the library's reference, as a case for ``_run``.
 
@@ -213,7 +302,8 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
         try:
             O, A = _call(fn, Q, K, V, mask)
         except Exception as exc:
-            return False, f"raised {type(exc).__name__}: {exc}{on_error}"
+            hint = _keepdims_hint(exc, A_ref.shape) or on_error
+            return False, f"raised {type(exc).__name__}: {exc}{hint}"
         exact = mask is None or not np.any(A[~np.broadcast_to(mask, A.shape)]) \
             if A.shape == A_ref.shape else False
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
@@ -227,14 +317,23 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
 
 def _dtype_case(fn, Q, K, V, mask=None):
     def case():
-        O, A = _call(fn, Q, K, V, mask)
+        try:
+            O, A = _call(fn, Q, K, V, mask)
+        except Exception as exc:
+            hint = _keepdims_hint(exc, Q.shape[:-1] + K.shape[-2:-1])
+            return False, f"raised {type(exc).__name__}: {exc}{hint}"
         want = np.dtype(Q.dtype)
         if O.dtype != want or A.dtype != want:
-            cause = ""
-            if want == np.float32 and np.float64 in (O.dtype, A.dtype):
-                cause = (": dividing by np.sqrt(d_k), a NumPy float64 scalar, turns a "
-                         "float32 array into float64; use math.sqrt(d_k), or cast the "
-                         "results with .astype(Q.dtype)")
+            if O.dtype == want or A.dtype == want:  # one of the two was cast back
+                wrong = "A" if O.dtype == want else "O"
+                cause = (f": {wrong} was not cast back; return both with "
+                         f".astype(Q.dtype)")
+            elif want == np.float32 and O.dtype == A.dtype == np.float64:
+                cause = (": often because the scale is np.sqrt(d_k), a NumPy float64 "
+                         "scalar, which turns a float32 array into float64; use "
+                         "math.sqrt(d_k), or cast the results with .astype(Q.dtype)")
+            else:
+                cause = "; cast the results with .astype(Q.dtype)"
             return False, (f"{want.name} inputs gave O of dtype {O.dtype} and A of "
                            f"dtype {A.dtype}; the contract keeps the input's dtype{cause}")
         return True, ""
@@ -267,7 +366,7 @@ def _inputs(rng, batch=(), T_q=3, T_k=5, d_k=4, d_v=2):
 
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, mask=None) -> (O, A)`` against the contract in this module's
-    docstring: twelve cases, one line each; returns True when all pass."""
+    docstring: thirteen cases, one line each; returns True when all pass."""
     rng = np.random.default_rng(_RNG_SEED)
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -277,8 +376,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
 
     # A masked key far above the others: key 0's score exceeds every other by > 1000,
     # and key 0 is masked for every query.
+    # (Query 0 may see key 0, which scores far *below* its other keys: a mask that is
+    # inverted or ignored shows, and no row's scores lie far from the others'.)
     Q_far = Q.copy()
     Q_far[:, 0] = np.abs(Q_far[:, 0]) + 1.0
+    Q_far[0, 0] = -Q_far[0, 0]
     K_far = K.copy()
     K_far[0] = [3000.0, 0.0, 0.0, 0.0]
     not_key_0 = np.ones((T_q, T_k), dtype=bool)
@@ -287,10 +389,16 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing
 
-    Qb, Kb, Vb = _inputs(rng, batch=(2, 3))  # (B, H, T, d)
-    mask_bh = rng.random((2, 3, T_q, T_k)) < 0.6
+    # (B, H, T, d), B and H unlike T_q, T_k, d_k and d_v, so that a mask broadcast
+    # along the wrong axes raises and a scale read from a fixed axis shows
+    B, H = 6, 7
+    Qb, Kb, Vb = _inputs(rng, batch=(B, H))
+    mask_bh = rng.random((B, H, T_q, T_k)) < 0.6
     mask_bh[..., 0] = True  # every row sees key 0: no fully masked row here
-    pad = padding_mask([4, 0], T_k)[:, None]  # (B, 1, 1, T_k); sequence 1 is empty
+    pad = padding_mask([4, 0, 5, 2, 1, 3], T_k)[:, None]  # (B, 1, 1, T_k); one empty
+
+    # Self-attention, T_q = T_k: a square A, whose shape cannot show a transpose.
+    Q_sq, K_sq, V_sq = _inputs(rng, T_q=6, T_k=6)
 
     Q32, K32, V32 = (x.astype(np.float32) for x in (Q, K, V))
     Q16, K16, V16 = (x.astype(np.float16) for x in (Q, K, V))
@@ -300,8 +408,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         # handles batch dimensions, and the mask's shape is what it mishandles.
         if batched_ok:
             return ("; the mask has fewer dimensions than the scores and must broadcast "
-                    "against them: np.where(mask, S, -np.inf) broadcasts, "
-                    "S[~mask] = -np.inf does not")
+                    "against them as it is: np.where(mask, S, -np.inf) does (any new "
+                    "axes go in front, mask[None, None]); S[~mask] = -np.inf needs a "
+                    "mask of the scores' full shape")
         return ""
 
     results = [
@@ -313,10 +422,12 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
              _case(fn, Q, K, V, causal_mask(T_q, T_k))),
         _run("a masked key whose score is far above the others", _case(
             fn, Q_far, K_far, V, not_key_0,
-            what="; here key 0, masked for every query but the first, outscores "
-                 "every other key by over 1000")),
+            what="; here key 0 outscores every other key by over 1000 for the "
+                 "queries that may not see it")),
         _run("a fully masked row gets zero weights and a zero output",
              _case(fn, Q, K, V, empty_row)),
+        _run("self-attention (T_q = T_k) with a causal mask",
+             _case(fn, Q_sq, K_sq, V_sq, causal_mask(6))),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
