@@ -62,6 +62,10 @@ def test_alibi_moves_the_last_querys_weight_to_its_nearest_keys():
     assert g(PAGE, "alibi_last_after") == pytest.approx(float(after[-1, -1]), rel=1e-9)
     assert g(PAGE, "alibi_first_before") == pytest.approx(float(before[-1, 0]), rel=1e-9)
     assert g(PAGE, "alibi_first_after") == pytest.approx(float(after[-1, 0]), rel=1e-9)
+    # "PyTorch's built-in attention accepts such a floating-point attn_mask and adds it"
+    q, k, v = (torch.from_numpy(x)[None, None] for x in _mask_example()[:3])
+    O_bias = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)[0, 0]
+    assert torch.allclose(O_bias, after @ v[0, 0], atol=1e-14, rtol=0)
     assert g(PAGE, "alibi_last_after") > g(PAGE, "alibi_last_before")
     assert g(PAGE, "alibi_first_after") < g(PAGE, "alibi_first_before")
 
