@@ -322,6 +322,10 @@ def test_training_step_memory_math_quadratic_flash_below_one_matrix():
     assert g(PAGE, "step_growth_math") == pytest.approx(growth)
     assert 3.4 < growth < 4.4  # a T^2 cost quadruples (the rss reading is coarse)
     assert all_mib["FLASH_ATTENTION 2048"] == pytest.approx(glued_flash / MIB)
+    for t in (1024, 2048):  # below one T x T matrix from T = 1024 on, as the caption says
+        assert all_mib[f"FLASH_ATTENTION {t}"] < 4 * t * t / MIB
+        assert all_mib[f"FLASH_ATTENTION {t}"] / (4 * t * t / MIB) < \
+            all_mib["FLASH_ATTENTION 256"] / (4 * 256 * 256 / MIB)
     # the prose quotes the two times and draws no conclusion from them
     assert g(PAGE, "step_speedup") == pytest.approx(g(PAGE, "step_ms_math") / g(PAGE, "step_ms_flash"))
 
@@ -344,6 +348,13 @@ def test_flex_attention_block_kinds_and_agreement():
     assert 0 <= g(PAGE, "flex_alibi_err") < 1e-5
     assert 0 <= g(PAGE, "flex_cap_err") < 1e-5
     assert g(PAGE, "flex_n_warnings") == 1
+    # the prose: the whole grid is evaluated once, and full blocks are kept apart from
+    # partial ones (inside which mask_mod is applied again)
+    import inspect
+    from torch.nn.attention.flex_attention import create_block_mask
+    source = inspect.getsource(create_block_mask)
+    assert "= create_mask(mask_mod, B, H, Q_LEN, KV_LEN" in source
+    assert "separate_full_blocks" in source
 
 
 def test_packed_sequences_with_a_document_mask_equal_separate_attention():
