@@ -8,6 +8,11 @@ the table shows what the blocking buys. The functions compared in one table are 
 in turns (one call of each, repeated), so that a change in the machine's load touches
 them all alike: each time is the median of its calls, and each ratio the median of the
 ratios of calls made in the same turn.
+
+With one BLAS and one torch thread (run.py's default ``--threads 1``), times are the CPU
+seconds of this process (``time.process_time``): the wall-clock time of an idle machine,
+which other processes' time slices on a busy one do not inflate (their use of the shared
+caches still can). With more threads they are wall-clock seconds.
 """
 
 from __future__ import annotations
@@ -52,19 +57,30 @@ class Turns(dict):
         return float(np.median(np.array(self[a]) / np.array(self[b])))
 
 
+def _clock():
+    """CPU time when every library runs one thread, wall-clock time otherwise."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    one_thread = torch.get_num_threads() == 1 and all(
+        pool.get("num_threads") == 1 for pool in threadpool_info())
+    return time.process_time if one_thread else time.perf_counter
+
+
 def timed_in_turns(fns: dict, repeats: int, warmup: int = 1) -> Turns:
-    """Call every function once per turn and keep every call's time. Each turn starts one
-    function further along (f1 f2 f3, f2 f3 f1, ...), so that none is always first."""
+    """Call every function once per turn and keep every call's CPU time. Each turn starts
+    one function further along (f1 f2 f3, f2 f3 f1, ...), so that none is always first."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
+    clock = _clock()
     names = list(fns)
     times = Turns({name: [] for name in names})
     for turn in range(repeats):
         for name in names[turn % len(names):] + names[:turn % len(names)]:
-            start = time.perf_counter()
+            start = clock()
             fns[name]()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return times
 
 
