@@ -271,5 +271,5 @@ def backward(repeats: int = 3) -> dict:
         goals.append(Goal(f"T={T}: hand-written backward / autograd backward", c["numpy_vs_autograd"],
                           BACKWARD_VS_AUTOGRAD, "<=", "x"))
     print("  the flop count says 2x the forward pass (four matrix products against two); the"
-          " 'bwd/fwd' columns are wall-clock times, which also pay for the elementwise passes")
+          " 'bwd/fwd' columns are measured times, which also pay for the elementwise passes")
     return dict(rows=rows, goals=goals)
