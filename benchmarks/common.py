@@ -1,5 +1,5 @@
 """Shared pieces of the benchmarks: goals, printing, the machine (load, versions, BLAS,
-threads, CPU) and its matrix-product rate, the ceiling the kernels are judged against."""
+threads, CPU)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-
-from attention import measure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,28 +95,3 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor()
-
-
-def matmul_rate(T: int, d: int = 64, heads: int = 8, batch: int = 1, backend: str = "numpy",
-                repeats: int = 5, seed: int = 0) -> float:
-    """The machine's matrix-product throughput in flop/s at attention's size.
-
-    Times the batched float32 product (batch, heads, T, d) @ (batch, heads, d, T), i.e.
-    S = Q K^T alone, which is 2 T^2 d flops per head, with NumPy (``backend="numpy"``) or
-    torch (``"torch"``). An attention pass doing 4 T^2 d flops at half this rate or better
-    spends at most half its time outside its two matrix products.
-    """
-    Q, K, _ = measure.random_qkv(T, d, heads, batch, seed)
-    K_t = np.ascontiguousarray(np.swapaxes(K, -1, -2))
-    if backend == "numpy":
-        out = np.empty((batch, heads, T, T), dtype=np.float32)
-        seconds = measure.median_time(lambda: np.matmul(Q, K_t, out=out), repeats)
-    elif backend == "torch":
-        import torch
-        q, k_t = torch.from_numpy(Q), torch.from_numpy(K_t)
-        out = torch.empty((batch, heads, T, T), dtype=torch.float32)
-        with torch.inference_mode():
-            seconds = measure.median_time(lambda: torch.matmul(q, k_t, out=out), repeats)
-    else:
-        raise ValueError(f"backend must be 'numpy' or 'torch', got {backend!r}")
-    return 2 * T * T * d * heads * batch / seconds

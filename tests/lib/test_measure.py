@@ -55,45 +55,6 @@ def test_peak_memory_rejects_an_unknown_method():
         measure.peak_memory(lambda: None, method="guess")
 
 
-def test_attention_flops_counts_two_matrix_products_per_head():
-    assert measure.attention_flops(T=10, d=4, heads=3, batch=2) == 2 * 3 * 2 * (2 * 10 * 10 * 4)
-
-
-def test_attention_cost_gives_one_record_per_length_and_implementation():
-    records = measure.attention_cost([32, 64], d=8, heads=2, block_size=16, repeats=1)
-    assert [(r["T"], r["impl"]) for r in records] == [
-        (T, impl) for T in (32, 64) for impl in ("numpy", "tiled", "torch")]
-    for r in records:
-        assert r["seconds"] > 0 and r["peak_bytes"] >= 0
-        assert r["gflops"] == pytest.approx(r["flops"] / r["seconds"] / 1e9)
-
-
-def test_attention_cost_times_the_output_only_version_on_request():
-    records = measure.attention_cost([2048], d=16, heads=1, repeats=1, impls=("numpy", "numpy_no_weights"))
-    with_weights, without = (r["peak_bytes"] for r in records)
-    assert [r["impl"] for r in records] == ["numpy", "numpy_no_weights"]
-    assert without < with_weights / 2  # no T x T weights kept
-    with pytest.raises(ValueError, match="numpy_no_weights"):
-        measure.attention_cost([8], impls=("numpy_weights",))
-
-
-def test_tiled_attention_peaks_below_the_plain_version():
-    records = measure.attention_cost([1024], d=16, heads=1, block_size=64, repeats=1,
-                                     impls=("numpy", "tiled"))
-    plain, tiled = (r["peak_bytes"] for r in records)
-    assert plain >= 1024 * 1024 * 4  # at least one float32 T x T matrix
-    assert tiled < plain / 8
-
-
-def test_backward_cost_ratios_match_its_times():
-    cost = measure.backward_cost(T=64, d=8, heads=2, repeats=1)
-    assert cost["numpy_ratio"] == pytest.approx(cost["numpy_backward"] / cost["numpy_forward"])
-    assert cost["numpy_recompute_vs_autograd"] == pytest.approx(
-        cost["numpy_backward_recompute"] / cost["torch_backward"])
-    assert cost["torch_ratio"] == pytest.approx(cost["torch_backward"] / cost["torch_forward"])
-    assert cost["numpy_vs_autograd"] == pytest.approx(cost["numpy_backward"] / cost["torch_backward"])
-
-
 def test_threads_sets_and_restores_the_torch_thread_count():
     torch = pytest.importorskip("torch")
     before = torch.get_num_threads()
