@@ -1,76 +1,360 @@
-"""A tiny training run: can one attention head learn to attend to the right key?
+"""Training one attention head to retrieve: does the score scale matter for learning?
 
-Used on the page "Saturation and the softmax Jacobian" (section "Does it matter for
-training?"). The task: each example is a sequence of ``n_keys`` random tokens x_j with
-random values v_j; the query token is a copy of one of them, x_{j*}. The head computes
-q = x_{j*} W_Q, k_j = x_j W_K, scores s_j = c q.k_j, weights a = softmax(s) and output
-o = sum_j a_j v_j, and is trained on the squared error between o and v_{j*}. It succeeds
-when W_Q W_K^T learns to make a token's query point along its own key.
+Page "Does the scale matter for training?" (``chapters/training.md``) explains the task
+and runs the sweep. The task: each example is a sequence of ``T_k`` random tokens x_j
+(rows of X, width ``d_model``) with random values v_j (width ``d_v``); the query token is
+a copy of one of them, x_{j*}. The head computes q = x_{j*} W_Q and k_j = x_j W_K (width
+``d_k``), scores s_j, weights a = softmax(s) and output o = a V, and is trained on the
+mean squared error between o and v_{j*}. It has learned the task when each token's query
+points along its own key.
 
-W_Q and W_K start with N(0, 1/d_model) entries, so q and k have unit-variance entries and
-an unscaled score q.k has variance d_k, as on the page "The variance argument". Fresh
-data is drawn at every step from a seeded generator: two runs give identical losses.
+Two kinds of score:
+
+* ``"dot"``: s_j = c q.k_j. The scale c is 1/sqrt(d_k) for the scaled head, 1 for the
+  unscaled one, 1/d_k for the "1/d_k scale".
+* ``"additive"`` (Bahdanau et al. 2014): s_j = w . tanh(q + k_j + b), with w and b of
+  width d_k. Bahdanau's two matrices W_q, W_k would multiply q and k before the tanh;
+  since q and k are themselves linear in the tokens, those products are folded into W_Q
+  and W_K. The bias b matters here: without it the score is an odd function of (q, k),
+  so a head that ranks x's own key first for the query x must rank it last for -x.
+
+W_Q and W_K start with N(0, 1/d_model) entries, so q and k have unit-variance entries;
+w starts with N(0, 1/d_k) entries and b at zero. All runs with the same seed start from
+the same W_Q, W_K (and w) and see the same fresh batch at every step, so two heads of a
+sweep differ only in their scale, score or learning rate. Random numbers come from a
+seeded ``torch.Generator`` in this order: W_Q, W_K, w (additive only), then for every step
+X, V and the targets j*.
+
+Two trainers compute the same thing. :func:`train_retrieval_head` is one run written
+plainly with ``torch.optim``: the page's loop ``train_one``, with Adam available too.
+:func:`train_retrieval_heads` trains many runs at once, which is what makes a sweep fit
+in a page's time budget: their weights are stacked along a leading run dimension, their
+losses are summed (so each run's gradient is its own) and each run steps with its own
+learning rate. For dot-product scores it also multiplies W_Q W_K^T first, a
+d_model x d_model matrix: the same function and the same gradients, at a cost that no
+longer grows with the batch times the number of keys times d_k. The two agree up to
+float rounding, since they sum in different orders; at learning rates where a head's
+training is chaotic (the unscaled head near the top of its working range, for one), such
+differences grow over the run, so compare the two at rates where it is not.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 
+__all__ = [
+    "RetrievalTask",
+    "TrainedHeads",
+    "retrieval_attention",
+    "train_retrieval_head",
+    "train_retrieval_heads",
+]
+
+SCORES = ("dot", "additive")
+OPTIMIZERS = ("sgd", "adam")
+
 
 class RetrievalTask(NamedTuple):
-    """Sizes of the retrieval task (defaults keep one 300-step run under a second)."""
+    """Sizes of the retrieval task and of a training run."""
 
     d_model: int = 32  # width of the tokens x_j
-    n_keys: int = 16  # keys per example
+    T_k: int = 16  # keys (tokens) per example
     d_v: int = 16  # width of the values v_j
-    batch: int = 32  # examples per step
+    batch: int = 32  # examples per step, drawn fresh at every step
+    steps: int = 200  # optimizer steps
 
 
-def train_retrieval_head(d_k: int, scaled: bool = True, optimizer: str = "sgd", lr: float = 1.0,
-                         steps: int = 300, task: RetrievalTask = RetrievalTask(),
-                         seed: int = 0) -> np.ndarray:
-    """Train W_Q, W_K (d_model x d_k each) on the retrieval task; return the loss at every step.
+class TrainedHeads(NamedTuple):
+    """What :func:`train_retrieval_heads` returns.
 
-    ``scaled`` multiplies the scores by c = 1/sqrt(d_k), otherwise c = 1. ``optimizer`` is
-    ``"sgd"`` (plain gradient descent, no momentum) or ``"adam"`` (torch defaults besides
-    ``lr``). The loss is the mean over the batch and the d_v output entries of
-    (o - v_{j*})^2: about 1 when the weights are spread out, about 2 when the head is sure
-    of a wrong key, 0 when it has learned the task. Runs on one CPU thread in float32.
-    Returns a float64 array of shape (steps,).
+    ``losses``: float64 array (R, steps), the training loss of each run at each step (NaN
+    or inf once a run has diverged). ``params``: the final weights, each stacked along the
+    run dimension R: ``W_Q``, ``W_K`` (R, d_model, d_k), and for additive scores ``w``,
+    ``b`` (R, d_k).
+    """
+
+    losses: np.ndarray
+    params: dict
+
+
+# Input checks ----------------------------------------------------------------------------
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _positive_float(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return float(value)
+
+
+def _check_task(task) -> RetrievalTask:
+    if not isinstance(task, RetrievalTask):
+        raise TypeError(f"task must be a RetrievalTask, got {type(task).__name__}")
+    for name, value in task._asdict().items():
+        _positive_int(value, f"task.{name}")
+    if task.T_k < 2:
+        raise ValueError(f"task.T_k must be at least 2 (one key is nothing to choose from), "
+                         f"got {task.T_k}")
+    return task
+
+
+def _check_choice(value, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def _check_score_and_scale(score, c, name: str = "c"):
+    """Dot-product heads need a scale c; additive ones have none."""
+    _check_choice(score, "score", SCORES)
+    if score == "additive" and c is not None:
+        raise ValueError(f"an additive score has no scale: pass {name}=None")
+    if score == "dot" and c is None:
+        raise ValueError(f"a dot-product score needs its scale {name} (c = 1/sqrt(d_k) "
+                         "for the scaled head)")
+
+
+def _check_dtype(dtype):
+    import torch
+
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+@contextmanager
+def _threads(n: int):
+    """Run torch on ``n`` threads: results then do not depend on the machine's core count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+# The task and the head -------------------------------------------------------------------
+
+
+def _initial_params(task: RetrievalTask, d_k: int, score: str, gen, dtype) -> dict:
+    import torch
+
+    params = {
+        "W_Q": torch.randn(task.d_model, d_k, generator=gen, dtype=dtype) / math.sqrt(task.d_model),
+        "W_K": torch.randn(task.d_model, d_k, generator=gen, dtype=dtype) / math.sqrt(task.d_model),
+    }
+    if score == "additive":
+        params["w"] = torch.randn(d_k, generator=gen, dtype=dtype) / math.sqrt(d_k)
+        params["b"] = torch.zeros(d_k, dtype=dtype)
+    return params
+
+
+def _batch(task: RetrievalTask, gen, dtype):
+    import torch
+
+    X = torch.randn(task.batch, task.T_k, task.d_model, generator=gen, dtype=dtype)  # (B, T_k, d_model)
+    V = torch.randn(task.batch, task.T_k, task.d_v, generator=gen, dtype=dtype)  # (B, T_k, d_v)
+    target = torch.randint(task.T_k, (task.batch,), generator=gen)  # (B,): j* of each example
+    return X, V, target
+
+
+def retrieval_attention(params: dict, X, target, c: float | None = None, score: str = "dot"):
+    """Attention weights A (B, T_k) of one head on a batch of the retrieval task.
+
+    ``params``: ``W_Q``, ``W_K`` (d_model, d_k) and, for ``score="additive"``, ``w``, ``b``
+    (d_k,), as torch tensors (one run, no run dimension). ``X`` (B, T_k, d_model) holds
+    the tokens and ``target`` (B,) the index j* of each example's query token. ``c`` is the
+    scale of a dot-product head and must be None for an additive one.
     """
     import torch
 
-    if optimizer not in ("sgd", "adam"):
-        raise ValueError(f"optimizer must be 'sgd' or 'adam', got {optimizer!r}")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is fastest and reproducible
-    try:
+    _check_score_and_scale(score, c)
+    if c is not None:
+        c = _positive_float(c, "c")
+    needed = ("W_Q", "W_K", "w", "b") if score == "additive" else ("W_Q", "W_K")
+    if not isinstance(params, dict) or any(not isinstance(params.get(k), torch.Tensor)
+                                           for k in needed):
+        raise TypeError(f"params must be a dict of torch tensors with keys {needed}")
+    if not isinstance(X, torch.Tensor) or X.dim() != 3:
+        raise ValueError(f"X must be a torch tensor of shape (B, T_k, d_model), got "
+                         f"{tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__}")
+    if isinstance(target, torch.Tensor) and (target.is_floating_point() or target.dtype == torch.bool):
+        raise TypeError(f"target must hold integer key indices, got dtype {target.dtype}")
+    if not isinstance(target, torch.Tensor) or target.shape != X.shape[:1]:
+        raise ValueError(f"target must be a torch tensor of shape (B,) = {tuple(X.shape[:1])}")
+    if target.numel() and (target.min() < 0 or target.max() >= X.shape[1]):
+        raise ValueError(f"target must index the T_k = {X.shape[1]} keys")
+    if params["W_Q"].shape[0] != X.shape[-1]:
+        raise ValueError(f"W_Q {tuple(params['W_Q'].shape)} does not fit tokens of width "
+                         f"{X.shape[-1]} (X {tuple(X.shape)})")
+    return torch.softmax(_scores(params, X, target, c, score), dim=-1)
+
+
+def _scores(params, X, target, c, score):
+    """Scores S (B, T_k) of one head: the forward pass as the page writes it."""
+    import torch
+
+    x_q = X[torch.arange(X.shape[0]), target]  # (B, d_model): the query token x_{j*}
+    q = x_q @ params["W_Q"]  # (B, d_k)
+    K = X @ params["W_K"]  # (B, T_k, d_k)
+    if score == "dot":
+        return c * torch.einsum("bk,btk->bt", q, K)  # (B, T_k)
+    H = torch.tanh(q[:, None, :] + K + params["b"])  # (B, T_k, d_k)
+    return H @ params["w"]  # (B, T_k)
+
+
+# One run, plainly --------------------------------------------------------------------------
+
+
+def train_retrieval_head(d_k: int, lr: float, c: float | None = None, *, score: str = "dot",
+                         optimizer: str = "sgd", task: RetrievalTask = RetrievalTask(),
+                         seed: int = 0, dtype=None, threads: int = 1) -> np.ndarray:
+    """Train one head on the retrieval task; return its loss at every step.
+
+    ``c`` is the scale of a dot-product head (``score="dot"``), e.g. ``1 / math.sqrt(d_k)``;
+    pass None for ``score="additive"``. ``optimizer``: ``"sgd"`` (plain gradient descent,
+    no momentum) or ``"adam"`` (torch's defaults besides ``lr``). ``dtype`` is
+    ``torch.float32`` (the default) or ``torch.float64``; torch runs on ``threads`` threads.
+    Returns a float64 array of shape (task.steps,).
+    """
+    import torch
+
+    d_k, lr = _positive_int(d_k, "d_k"), _positive_float(lr, "lr")
+    _check_score_and_scale(score, c)
+    c = None if c is None else _positive_float(c, "c")
+    _check_choice(optimizer, "optimizer", OPTIMIZERS)
+    task, seed = _check_task(task), _check_seed(seed)
+    dtype = _check_dtype(torch.float32 if dtype is None else dtype)
+    with _threads(_positive_int(threads, "threads")):
         gen = torch.Generator().manual_seed(seed)
-        d_model, n_keys, d_v, batch = task
-        W_Q = (torch.randn(d_model, d_k, generator=gen) / math.sqrt(d_model)).requires_grad_()
-        W_K = (torch.randn(d_model, d_k, generator=gen) / math.sqrt(d_model)).requires_grad_()
-        params = [W_Q, W_K]
-        opt = torch.optim.SGD(params, lr=lr) if optimizer == "sgd" else torch.optim.Adam(params, lr=lr)
-        c = 1.0 / math.sqrt(d_k) if scaled else 1.0
-        rows = torch.arange(batch)
-        losses = np.empty(steps)
-        for step in range(steps):
-            X = torch.randn(batch, n_keys, d_model, generator=gen)  # tokens (B, T, d_model)
-            V = torch.randn(batch, n_keys, d_v, generator=gen)  # values (B, T, d_v)
-            target = torch.randint(n_keys, (batch,), generator=gen)  # j* for each example
-            q = X[rows, target] @ W_Q  # (B, d_k): the query token is a copy of x_{j*}
-            K = X @ W_K  # (B, T, d_k)
-            S = c * torch.einsum("bd,btd->bt", q, K)  # (B, T)
-            A = torch.softmax(S, dim=-1)  # (B, T)
+        params = {name: p.requires_grad_() for name, p in
+                  _initial_params(task, d_k, score, gen, dtype).items()}
+        make = torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam
+        opt = make(list(params.values()), lr=lr)
+        losses = np.empty(task.steps)
+        for step in range(task.steps):
+            X, V, target = _batch(task, gen, dtype)
+            A = torch.softmax(_scores(params, X, target, c, score), dim=-1)  # (B, T_k)
             O = torch.einsum("bt,btv->bv", A, V)  # (B, d_v)
-            loss = ((O - V[rows, target]) ** 2).mean()
+            loss = ((O - V[torch.arange(task.batch), target]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
             losses[step] = loss.item()
-        return losses
-    finally:
-        torch.set_num_threads(threads)
+    return losses
+
+
+# Many runs at once -----------------------------------------------------------------------------
+
+
+def _stacked_scores(P, x_q, X, c, score):
+    """Scores (R, B, T_k) of R stacked heads on one shared batch."""
+    import torch
+
+    if score == "dot":
+        # s_j = c x_q W_Q W_K^T x_j^T: form W_Q W_K^T (R, d_model, d_model) first.
+        M = c[:, None, None] * (P["W_Q"] @ P["W_K"].transpose(1, 2))
+        return torch.einsum("bd,rde,bte->rbt", x_q, M, X)
+    B, T_k, d_model = X.shape
+    R, _, d_k = P["W_K"].shape
+    q = x_q @ P["W_Q"]  # (R, B, d_k)
+    K = X.reshape(B * T_k, d_model) @ P["W_K"]  # (R, B T_k, d_k)
+    H = torch.tanh(K.view(R, B, T_k, d_k) + (q + P["b"][:, None, :])[:, :, None, :])
+    return (H.view(R, B * T_k, d_k) @ P["w"][:, :, None]).view(R, B, T_k)
+
+
+def train_retrieval_heads(d_k: int, lrs, cs=None, *, score: str = "dot", optimizer: str = "sgd",
+                          task: RetrievalTask = RetrievalTask(), seed: int = 0, dtype=None,
+                          threads: int = 1) -> TrainedHeads:
+    """Train R heads at once, run r with learning rate ``lrs[r]`` and scale ``cs[r]``.
+
+    The same computation as R calls of :func:`train_retrieval_head` (same seed, so the same
+    initial weights and batches), vectorised: the runs' weights are stacked along a leading
+    run dimension, all R losses are computed in one pass and their sum is backpropagated
+    (run r's weights reach only loss r, so each run gets exactly its own gradient), and each
+    run steps with its own learning rate. SGD and Adam are written out, Adam with the
+    arithmetic and defaults of ``torch.optim.Adam``, because ``torch.optim`` takes one
+    learning rate per tensor. ``cs`` (length R) is needed for ``score="dot"`` and must be
+    None for ``score="additive"``. Runs never mix: one that diverges (its loss becomes inf
+    or NaN) leaves the others untouched. Returns a :class:`TrainedHeads`.
+    """
+    import torch
+
+    d_k = _positive_int(d_k, "d_k")
+    lr_list = _run_list(lrs, "lrs")
+    R = len(lr_list)
+    if score == "dot" and cs is not None:
+        c_list = _run_list(cs, "cs")
+        if len(c_list) != R:
+            raise ValueError(f"lrs and cs must have one entry per run: got {R} and {len(c_list)}")
+    _check_score_and_scale(score, None if cs is None else 1.0, "cs")
+    _check_choice(optimizer, "optimizer", OPTIMIZERS)
+    task, seed = _check_task(task), _check_seed(seed)
+    dtype = _check_dtype(torch.float32 if dtype is None else dtype)
+    with _threads(_positive_int(threads, "threads")):
+        gen = torch.Generator().manual_seed(seed)
+        P = {name: p.expand(R, *p.shape).clone().requires_grad_()  # (R, ...) each
+             for name, p in _initial_params(task, d_k, score, gen, dtype).items()}
+        lr = torch.tensor(lr_list, dtype=dtype)  # (R,)
+        c = torch.tensor(c_list, dtype=dtype) if score == "dot" else None  # (R,)
+        moments = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in P.items()}
+        rows = torch.arange(task.batch)
+        losses = torch.empty(R, task.steps, dtype=torch.float64)
+        for step in range(1, task.steps + 1):
+            X, V, target = _batch(task, gen, dtype)
+            S = _stacked_scores(P, X[rows, target], X, c, score)  # (R, B, T_k)
+            A = torch.softmax(S, dim=-1)
+            O = torch.einsum("rbt,btv->rbv", A, V)  # (R, B, d_v)
+            loss = ((O - V[rows, target]) ** 2).mean(dim=(1, 2))  # (R,): one loss per run
+            grads = torch.autograd.grad(loss.sum(), list(P.values()))
+            with torch.no_grad():
+                for (name, p), g in zip(P.items(), grads):
+                    lr_p = lr.view(R, *([1] * (p.dim() - 1)))  # (R, 1, ...): one per run
+                    if optimizer == "sgd":
+                        p.sub_(lr_p * g)
+                    else:
+                        _adam_step(p, g, *moments[name], lr_p, step)
+            losses[:, step - 1] = loss.detach().to(torch.float64)
+    return TrainedHeads(losses.numpy(), {name: p.detach() for name, p in P.items()})
+
+
+def _adam_step(p, g, m, v, lr, t: int, betas=(0.9, 0.999), eps=1e-8):
+    """One Adam step in place: torch.optim.Adam's arithmetic, with a learning rate per run."""
+    beta1, beta2 = betas
+    m.lerp_(g, 1 - beta1)  # running mean of the gradient
+    v.mul_(beta2).addcmul_(g, g, value=1 - beta2)  # running mean of its square
+    denom = v.sqrt().div_(math.sqrt(1 - beta2**t)).add_(eps)
+    p.addcdiv_(m * lr, denom, value=-1 / (1 - beta1**t))
+
+
+def _run_list(values, name: str) -> list[float]:
+    """A non-empty sequence of positive finite numbers, one per run."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of positive numbers, one per run, got {values!r}")
+    out = [_positive_float(v if not isinstance(v, np.generic) else v.item(), f"{name}[{i}]")
+           for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must hold at least one run")
+    return out

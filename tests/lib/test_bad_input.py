@@ -25,6 +25,7 @@ import torch
 
 import attention
 import attention.torch as at
+import attention.training as training
 from attention import checkers
 
 rng = np.random.default_rng(0)
@@ -672,6 +673,91 @@ def test_self_attention_forward_refuses_bad_input(fused, x, error, words):
         at.SelfAttention(8, fused=fused)(x)
 
 
+# attention.training ----------------------------------------------------------------------
+
+_TINY = training.RetrievalTask(d_model=4, T_k=3, d_v=2, batch=2, steps=1)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(d_k=0), ValueError, "d_k"),
+    (dict(d_k=2.0), TypeError, "d_k"),
+    (dict(d_k=True), TypeError, "d_k"),
+    (dict(lrs=[]), ValueError, "at least one run"),
+    (dict(lrs=0.1), TypeError, "sequence"),
+    (dict(lrs="0.1"), TypeError, "sequence"),
+    (dict(lrs=[0.1, -1.0], cs=[1.0, 1.0]), ValueError, "lrs[1]"),
+    (dict(lrs=[float("nan")]), ValueError, "lrs[0]"),
+    (dict(lrs=[0.1], cs=[float("inf")]), ValueError, "cs[0]"),
+    (dict(lrs=[0.1, 0.2], cs=[1.0]), ValueError, "one entry per run"),
+    (dict(cs=None), ValueError, "needs its scale cs"),
+    (dict(score="additive"), ValueError, "pass cs=None"),
+    (dict(score="mlp"), ValueError, "score"),
+    (dict(optimizer="rmsprop"), ValueError, "optimizer"),
+    (dict(seed=-1), ValueError, "seed"),
+    (dict(dtype=torch.float16), TypeError, "dtype"),
+    (dict(threads=0), ValueError, "threads"),
+    (dict(task=(4, 3, 2, 2, 1)), TypeError, "RetrievalTask"),
+    (dict(task=_TINY._replace(T_k=1)), ValueError, "T_k"),
+    (dict(task=_TINY._replace(batch=0)), ValueError, "task.batch"),
+    (dict(task=_TINY._replace(steps=1.5)), TypeError, "task.steps"),
+], ids=lambda v: None)
+def test_train_retrieval_heads_refuses_bad_arguments(kwargs, error, words):
+    args = dict(d_k=2, lrs=[0.1], cs=[1.0], task=_TINY) | kwargs
+    with pytest.raises(error, match=re.escape(words)):
+        training.train_retrieval_heads(**args)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(lr=0.0), ValueError, "lr"),
+    (dict(lr=float("inf")), ValueError, "lr"),
+    (dict(lr="0.1"), TypeError, "lr"),
+    (dict(c=-1.0), ValueError, "c must be positive"),
+    (dict(c=None), ValueError, "needs its scale c"),
+    (dict(score="additive"), ValueError, "pass c=None"),
+    (dict(optimizer="sgd-momentum"), ValueError, "optimizer"),
+    (dict(d_k=-3), ValueError, "d_k"),
+    (dict(task=_TINY._replace(d_model=0)), ValueError, "task.d_model"),
+], ids=lambda v: None)
+def test_train_retrieval_head_refuses_bad_arguments(kwargs, error, words):
+    args = dict(d_k=2, lr=0.1, c=1.0, task=_TINY) | kwargs
+    with pytest.raises(error, match=re.escape(words)):
+        training.train_retrieval_head(**args)
+
+
+def test_training_accepts_numpy_learning_rates_and_a_one_step_task():
+    out = training.train_retrieval_heads(2, np.array([0.1, 0.2]), np.array([1.0, 1.0]), task=_TINY)
+    assert isinstance(out, training.TrainedHeads) and out.losses.shape == (2, 1)
+    assert training.train_retrieval_head(2, 0.1, 1.0, task=_TINY).shape == (1,)
+
+
+_P = {"W_Q": torch.ones(4, 2), "W_K": torch.ones(4, 2)}
+_X, _J = torch.ones(2, 3, 4), torch.tensor([0, 2])
+
+
+@pytest.mark.parametrize("args, kwargs, error, words", [
+    ((_P, _X.numpy(), _J), {}, ValueError, "torch tensor of shape (B, T_k, d_model)"),
+    ((_P, _X[0], _J), {}, ValueError, "(B, T_k, d_model)"),
+    ((_P, _X, _J[:1]), {}, ValueError, "shape (B,)"),
+    ((_P, _X, torch.tensor([0, 3])), {}, ValueError, "index the T_k = 3 keys"),
+    ((_P, _X, torch.tensor([0.0, 1.0])), {}, TypeError, "integer key indices"),
+    ((_P, torch.ones(2, 3, 5), _J), {}, ValueError, "does not fit tokens of width 5"),
+    ((_P, _X, _J), {"c": None}, ValueError, "needs its scale c"),
+    ((_P, _X, _J), {"c": 0.0}, ValueError, "c must be positive"),
+    ((_P, _X, _J), {"score": "additive", "c": None}, TypeError, "keys ('W_Q', 'W_K', 'w', 'b')"),
+    (({"W_Q": torch.ones(4, 2)}, _X, _J), {}, TypeError, "keys ('W_Q', 'W_K')"),
+], ids=lambda v: None)
+def test_retrieval_attention_refuses_bad_input(args, kwargs, error, words):
+    kwargs = {"c": 1.0} | kwargs
+    with pytest.raises(error, match=re.escape(words)):
+        training.retrieval_attention(*args, **kwargs)
+
+
+def test_retrieval_task_and_trained_heads_records_need_every_field():
+    assert training.RetrievalTask() == training.RetrievalTask(32, 16, 16, 32, 200)
+    with pytest.raises(TypeError):
+        training.TrainedHeads(np.zeros((1, 1)))
+
+
 # attention.checkers ----------------------------------------------------------------------
 
 
@@ -701,6 +787,7 @@ def test_checkers_report_failure_instead_of_raising_for_unusable_attempts(name, 
 def _public_names():
     names = [(f"attention.{n}", n) for n in attention.__all__]
     names += [(f"at.{n}", n) for n in at.__all__]
+    names += [(f"training.{n}", n) for n in training.__all__]
     names += [(f"checkers.{n}", n) for n in _checker_names()]
     return names
 

@@ -1,111 +1,509 @@
-"""The training experiment: every number the prose quotes, recomputed independently."""
+"""Does the scale matter for training? Every number the prose quotes, recomputed, and every
+claim checked against the glued grid and against the same sweep run with other seeds.
+
+Three kinds of check:
+
+* glued sweep points rerun one at a time by a plain loop written here (``torch.optim``, no
+  stacking, no W_Q W_K^T trick), at rates where a run is not chaotic (see
+  ``test_the_unscaled_head_amplifies_rounding_near_the_top_of_its_window``);
+* every glued summary number recomputed from the glued grid by code independent of the page;
+* every statement the prose makes about the sweep, as a predicate on a grid, checked on the
+  page's grid and on the grids of two other seeds (the slow part).
+"""
 
 from __future__ import annotations
 
+import ast
 import math
-import re
-import runpy
-import shutil
-import warnings
 
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
-import attention
-from attention import checkers, measure
-from attention.checkers import (
-    check_attention_with_temperature,
-    check_scaled_score_moments,
-    check_softmax_jacobian,
-)
-from tests.glue import executed_notebook, glued, glued_number
-from tests.harness import HTML, ROOT
-from tests.pages._common import (
-    CHAPTERS,
-    g,
-    g_bool,
-    g_text,
-    page_cell,
-    softmax_rows,
-    solution_namespace,
-    torch_softmax_attention,
-)
+from tests.glue import glued
+from tests.pages._common import g, g_bool
+
+PAGE = "training"
+WIDTHS = [16, 64, 256, 1024]
+HEADS = ["scaled", "unscaled", "1/d_k"]
+SCALE = {"scaled": lambda d: 1 / math.sqrt(d), "unscaled": lambda d: 1.0, "1/d_k": lambda d: 1 / d}
+GRID = {"sgd": 10.0 ** np.arange(-2.0, 3.6, 0.5), "adam": 10.0 ** np.arange(-4.0, -0.4, 0.5)}
+THRESHOLD = 0.05
+D_MODEL, T_K, D_V, BATCH, STEPS = 32, 16, 16, 32, 200
+ADD_DK = 256
 
 
-# --- page 3: the training run ----------------------------------------------------------
+def glued_list(name):
+    return np.array(ast.literal_eval(glued(PAGE)[name].strip()), dtype=float)
+
 
 @pytest.fixture(scope="module")
-def training_runs():
-    from attention.training import train_retrieval_head
-
-    sgd = {(s, lr): train_retrieval_head(512, scaled=s, optimizer="sgd", lr=lr, steps=300)
-           for s in (True, False) for lr in (0.3, 1.0, 3.0)}
-    adam = {s: train_retrieval_head(512, scaled=s, optimizer="adam", lr=0.01, steps=300) for s in (True, False)}
-    return sgd, adam
-
-
-def _final(losses):
-    return losses[-20:].mean()
+def page_grid():
+    final = {opt: glued_list(f"tr_final_{opt}") for opt in GRID}
+    for opt, F in final.items():
+        assert F.shape == (len(HEADS), len(WIDTHS), len(GRID[opt]))
+        assert np.isfinite(F).all()
+    return final, glued_list("tr_add_final")
 
 
-def _steps_to(losses, level=0.1):
-    below = np.flatnonzero(losses < level)
-    return int(below[0]) + 1 if below.size else None
+# --- the task and the configuration ------------------------------------------------------
 
 
-def test_training_glued_losses_equal_a_fresh_rerun(training_runs):
-    sgd, adam = training_runs
-    page = "saturation"
-    assert g(page, "train_lr") == 3.0
-    assert g(page, "train_first_scaled") == pytest.approx(sgd[(True, 3.0)][0], rel=1e-9)
-    assert g(page, "train_first_unscaled") == pytest.approx(sgd[(False, 3.0)][0], rel=1e-9)
-    assert g(page, "train_sgd_scaled") == pytest.approx(_final(sgd[(True, 3.0)]), rel=1e-9)
-    assert g(page, "train_sgd_unscaled") == pytest.approx(_final(sgd[(False, 3.0)]), rel=1e-9)
-    assert g(page, "train_sgd_scaled_steps") == _steps_to(sgd[(True, 3.0)])
-    best = min((0.3, 1.0, 3.0), key=lambda lr: _final(sgd[(False, lr)]))
-    assert g(page, "train_best_lr_unscaled") == best
-    assert g(page, "train_best_unscaled") == pytest.approx(_final(sgd[(False, best)]), rel=1e-9)
-    assert g(page, "train_best_unscaled_steps") == _steps_to(sgd[(False, best)])
-    assert g(page, "train_scaled_steps_same_lr") == _steps_to(sgd[(True, best)])
-    assert g(page, "train_worst_scaled") == pytest.approx(max(_final(sgd[(True, lr)]) for lr in (0.3, 1.0, 3.0)), rel=1e-9)
-    assert g(page, "train_adam_lr") == 0.01
-    assert g(page, "train_adam_scaled") == pytest.approx(_final(adam[True]), rel=1e-9)
-    assert g(page, "train_adam_unscaled") == pytest.approx(_final(adam[False]), rel=1e-9)
-    assert g(page, "train_adam_unscaled_steps") == _steps_to(adam[False])
+def test_configuration_as_the_prose_states_it():
+    assert (g(PAGE, "tr_d_model"), g(PAGE, "tr_T_k"), g(PAGE, "tr_d_v")) == (D_MODEL, T_K, D_V)
+    assert (g(PAGE, "tr_batch"), g(PAGE, "tr_steps")) == (BATCH, STEPS)
+    assert g(PAGE, "tr_uniform_loss") == pytest.approx(1 - 1 / T_K)
+    assert g(PAGE, "tr_dk_max") == WIDTHS[-1] and g(PAGE, "tr_n_widths") == len(WIDTHS)
+    assert g(PAGE, "tr_width_ratio") == WIDTHS[-1] // WIDTHS[0]
+    assert g(PAGE, "tr_width_ratio_sqrt") ** 2 == WIDTHS[-1] // WIDTHS[0]
+    assert g(PAGE, "tr_n_lr_sgd") == len(GRID["sgd"]) and g(PAGE, "tr_n_lr_adam") == len(GRID["adam"])
+    assert g(PAGE, "tr_lr_sgd_min") == pytest.approx(GRID["sgd"][0])
+    assert g(PAGE, "tr_lr_sgd_max") == pytest.approx(GRID["sgd"][-1])
+    assert g(PAGE, "tr_lr_adam_min") == pytest.approx(GRID["adam"][0])
+    assert g(PAGE, "tr_lr_adam_max") == pytest.approx(GRID["adam"][-1])
+    # Half a decade apart, as the prose says.
+    for lrs in GRID.values():
+        np.testing.assert_allclose(np.diff(np.log10(lrs)), 0.5)
+    assert g(PAGE, "tr_threshold") == THRESHOLD
+    assert g(PAGE, "tr_n_runs") == len(HEADS) * len(WIDTHS) * sum(len(v) for v in GRID.values())
+    assert g(PAGE, "tr_add_dk") == ADD_DK
+    assert (g(PAGE, "tr_dk_min"), g(PAGE, "tr_dk_second")) == tuple(WIDTHS[:2])
+    assert g(PAGE, "tr_width_factor") == 4 and all(b == 4 * a for a, b in zip(WIDTHS, WIDTHS[1:]))
+    assert g(PAGE, "tr_last") == 20
 
 
-def test_scaled_head_learns_with_sgd_and_unscaled_head_stalls_at_the_same_rate(training_runs):
-    sgd, _ = training_runs
-    assert _final(sgd[(True, 3.0)]) < 0.01
-    assert _final(sgd[(False, 3.0)]) > 1.0
-    assert all(_final(sgd[(True, lr)]) < 0.05 for lr in (0.3, 1.0, 3.0))
+def test_uniform_weights_loss_is_one_minus_one_over_T_k_by_sampling():
+    rng = np.random.default_rng(0)
+    V = rng.standard_normal((20000, T_K, D_V))
+    j = rng.integers(T_K, size=20000)
+    O = V.mean(axis=1)  # uniform weights
+    loss = np.mean((O - V[np.arange(20000), j]) ** 2)
+    assert loss == pytest.approx(1 - 1 / T_K, abs=0.01)
 
 
-def test_adam_largely_rescues_the_unscaled_head(training_runs):
-    _, adam = training_runs
-    assert _final(adam[False]) < 0.1
-    assert _final(adam[True]) < 0.01
+def test_initial_scores_of_the_widest_heads():
+    """Recomputed in float64 NumPy from the same torch draws (W_Q, W_K, X, j*)."""
+    gen = torch.Generator().manual_seed(0)
+    d_k = WIDTHS[-1]
+    W_Q = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
+    W_K = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
+    X = torch.randn(BATCH, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (BATCH,), generator=gen).numpy()
+    raw = np.einsum("bk,btk->bt", X[np.arange(BATCH), j] @ W_Q, X @ W_K)
+    for name, key in (("scaled", "scaled"), ("unscaled", "unscaled"), ("1/d_k", "dk")):
+        S = SCALE[name](d_k) * raw
+        assert g(PAGE, f"tr_init_sd_{key}") == pytest.approx(S.std(ddof=1), rel=1e-4)
+    top = lambda S: _softmax(S).max(axis=-1).mean()
+    assert g(PAGE, "tr_init_top_unscaled") == pytest.approx(top(raw), rel=1e-4)
+    assert g(PAGE, "tr_init_top_dk") == pytest.approx(top(raw / d_k), rel=1e-4)
+    # The prose: unscaled rows saturated, 1/d_k rows nearly uniform.
+    assert g(PAGE, "tr_init_top_unscaled") > 0.9
+    assert g(PAGE, "tr_init_top_dk") < 1.2 / T_K
+    assert abs(g(PAGE, "tr_init_sd_scaled") - 1) < 0.1
 
 
-def test_first_training_loss_matches_a_numpy_forward_pass():
-    """The task as the page describes it, recomputed in NumPy from the same random draws."""
-    torch = pytest.importorskip("torch")
-    from attention.training import RetrievalTask, train_retrieval_head
+def _softmax(S):
+    e = np.exp(S - S.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
-    task = RetrievalTask()
-    for scaled in (True, False):
-        gen = torch.Generator().manual_seed(0)
-        W_Q = (torch.randn(task.d_model, 512, generator=gen) / math.sqrt(task.d_model)).double().numpy()
-        W_K = (torch.randn(task.d_model, 512, generator=gen) / math.sqrt(task.d_model)).double().numpy()
-        X = torch.randn(task.batch, task.n_keys, task.d_model, generator=gen).double().numpy()
-        V = torch.randn(task.batch, task.n_keys, task.d_v, generator=gen).double().numpy()
-        target = torch.randint(task.n_keys, (task.batch,), generator=gen).numpy()
-        rows = np.arange(task.batch)
-        c = 1 / math.sqrt(512) if scaled else 1.0
-        S = c * np.einsum("bd,btd->bt", X[rows, target] @ W_Q, X @ W_K)
-        O = np.einsum("bt,btv->bv", softmax_rows(S), V)
-        want = np.mean((O - V[rows, target]) ** 2)
-        got = train_retrieval_head(512, scaled=scaled, steps=1)[0]
-        assert got == pytest.approx(want, rel=1e-4)
+
+# --- a plain loop, written here ---------------------------------------------------------------
+
+
+def plain_run(d_k, lr, c=None, optimizer="sgd", seed=0, score="dot"):
+    """One run, the obvious way: torch.optim, no stacking; the page's documented draws."""
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(seed)
+    W_Q = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).requires_grad_()
+    W_K = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).requires_grad_()
+    params = [W_Q, W_K]
+    if score == "additive":
+        w = (torch.randn(d_k, generator=gen) / math.sqrt(d_k)).requires_grad_()
+        b = torch.zeros(d_k, requires_grad=True)
+        params += [w, b]
+    opt = (torch.optim.SGD if optimizer == "sgd" else torch.optim.Adam)(params, lr=lr)
+    rows = torch.arange(BATCH)
+    losses = []
+    for _ in range(STEPS):
+        X = torch.randn(BATCH, T_K, D_MODEL, generator=gen)
+        V = torch.randn(BATCH, T_K, D_V, generator=gen)
+        j = torch.randint(T_K, (BATCH,), generator=gen)
+        q, K = X[rows, j] @ W_Q, X @ W_K
+        if score == "dot":
+            S = c * (K @ q[:, :, None])[..., 0]
+        else:
+            S = torch.tanh(q[:, None, :] + K + b) @ w
+        O = (torch.softmax(S, dim=-1)[:, None, :] @ V)[:, 0]
+        loss = ((O - V[rows, j]) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return np.array(losses)
+
+
+# Points where runs are not chaotic: the best rate of each head at d_k = 16 and 64 (the unscaled
+# head's at 64 excepted, see the chaos test), and two at d_k = 256.
+RERUN = [("sgd", "scaled", 16), ("sgd", "unscaled", 16), ("sgd", "1/d_k", 16),
+         ("sgd", "scaled", 64), ("sgd", "1/d_k", 64), ("sgd", "scaled", 256),
+         ("adam", "scaled", 64), ("adam", "unscaled", 16), ("adam", "1/d_k", 256)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opt, name, d_k", RERUN)
+def test_glued_sweep_points_equal_a_plain_rerun(page_grid, opt, name, d_k):
+    final, _ = page_grid
+    row = final[opt][HEADS.index(name), WIDTHS.index(d_k)]
+    i = int(np.argmin(row))
+    got = plain_run(d_k, GRID[opt][i], SCALE[name](d_k), optimizer=opt)[-20:].mean()
+    assert got == pytest.approx(row[i], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_glued_additive_point_equals_a_plain_rerun(page_grid):
+    # The lowest working rate: at the highest one, rounding differences grow by a few per cent.
+    _, add = page_grid
+    i = int(np.flatnonzero(add < THRESHOLD)[0])
+    got = plain_run(ADD_DK, GRID["adam"][i], optimizer="adam", score="additive")[-20:].mean()
+    assert got == pytest.approx(add[i], rel=1e-3)
+
+
+def test_the_page_check_agrees_to_rounding_except_the_chaotic_unscaled_run():
+    assert 0 < g(PAGE, "tr_vec_diff") < 1e-4
+    assert g(PAGE, "tr_chaos_lr") == pytest.approx(10 ** -0.5)
+    assert g(PAGE, "tr_chaos_diff") > 100 * g(PAGE, "tr_vec_diff")
+
+
+@pytest.mark.slow
+def test_the_unscaled_head_amplifies_rounding_near_the_top_of_its_window():
+    """Why the reruns above avoid it: the plain loop and the stacked runs drift apart there."""
+    from attention.training import RetrievalTask, train_retrieval_heads
+
+    stacked = train_retrieval_heads(64, [10 ** -0.5, 0.3], [1.0, 1 / 8],
+                                    task=RetrievalTask(steps=STEPS)).losses
+    unscaled = plain_run(64, 10 ** -0.5, 1.0)
+    scaled = plain_run(64, 0.3, 1 / 8)
+    assert np.abs(stacked[0] - unscaled).max() > 1e-3  # rounding grows
+    assert np.abs(stacked[1] - scaled).max() < 1e-5  # at the scaled head's rate it does not
+
+
+# --- summary numbers, from the glued grid ------------------------------------------------
+
+
+def windows(F, lrs):
+    """(lowest working rate, highest, decades, best rate, best loss) per (head, width)."""
+    out = {}
+    for h, name in enumerate(HEADS):
+        for w, d in enumerate(WIDTHS):
+            row = F[h, w]
+            ok = np.flatnonzero(row < THRESHOLD)
+            b = int(np.argmin(row))
+            out[name, d] = (lrs[ok[0]] if ok.size else None, lrs[ok[-1]] if ok.size else None,
+                            0.5 * ok.size, lrs[b], row[b])
+    return out
+
+
+def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
+    final, add = page_grid
+    W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
+    sgd = GRID["sgd"]
+    first = int(np.argmin(np.abs(np.log10(sgd) - np.log10(3))))
+    low = int(np.argmin(np.abs(np.log10(sgd) + 1)))
+    assert g(PAGE, "tr_lr_first") == pytest.approx(sgd[first])
+    assert g(PAGE, "tr_lr_low") == pytest.approx(0.1)
+    works = final["sgd"] < THRESHOLD
+    for name, key in (("scaled", "sc"), ("unscaled", "un")):
+        assert g(PAGE, f"tr_sgd_n_{key}_first") == works[HEADS.index(name), :, first].sum()
+        assert g(PAGE, f"tr_sgd_n_{key}_low") == works[HEADS.index(name), :, low].sum()
+    for opt in GRID:
+        assert g(PAGE, f"tr_{opt}_worst_best") == pytest.approx(final[opt].min(axis=2).max())
+    best = {(o, n, d): W[o][n, d][3] for o in GRID for n in HEADS for d in WIDTHS}
+    loss = {(o, n, d): W[o][n, d][4] for o in GRID for n in HEADS for d in WIDTHS}
+    dec = {(o, n, d): W[o][n, d][2] for o in GRID for n in HEADS for d in WIDTHS}
+    un = [best["sgd", "unscaled", d] for d in WIDTHS]
+    assert g(PAGE, "tr_sgd_un_best_min") == pytest.approx(min(un))
+    assert g(PAGE, "tr_sgd_un_best_max") == pytest.approx(max(un))
+    un_dec = [dec["sgd", "unscaled", d] for d in WIDTHS]
+    assert (g(PAGE, "tr_sgd_un_dec_min"), g(PAGE, "tr_sgd_un_dec_max")) == (min(un_dec), max(un_dec))
+    for name, key in (("scaled", "sc"), ("1/d_k", "dk")):
+        assert g(PAGE, f"tr_sgd_{key}_best_first") == pytest.approx(best["sgd", name, 16])
+        assert g(PAGE, f"tr_sgd_{key}_best_last") == pytest.approx(best["sgd", name, 1024])
+        assert g(PAGE, f"tr_sgd_{key}_dec_first") == dec["sgd", name, 16]
+        assert g(PAGE, f"tr_sgd_{key}_dec_last") == dec["sgd", name, 1024]
+    assert g(PAGE, "tr_sgd_dk_best_ratio") == pytest.approx(
+        best["sgd", "1/d_k", 1024] / best["sgd", "1/d_k", 16])
+    lows = [W["sgd"]["scaled", d][0] for d in WIDTHS]
+    assert g(PAGE, "tr_sgd_sc_lo_min") == pytest.approx(min(lows))
+    assert g(PAGE, "tr_sgd_sc_lo_max") == pytest.approx(max(lows))
+    assert g(PAGE, "tr_sgd_ratio_last") == pytest.approx(
+        loss["sgd", "unscaled", 1024] / loss["sgd", "scaled", 1024])
+    assert g(PAGE, "tr_adam_dk_best") == pytest.approx(best["adam", "1/d_k", 64])
+    for name, key in (("scaled", "sc"), ("unscaled", "un")):
+        assert g(PAGE, f"tr_adam_{key}_best_first") == pytest.approx(best["adam", name, 16])
+        assert g(PAGE, f"tr_adam_{key}_best_last") == pytest.approx(best["adam", name, 1024])
+    for name, key in (("scaled", "sc"), ("unscaled", "un"), ("1/d_k", "dk")):
+        assert g(PAGE, f"tr_adam_{key}_loss_last") == pytest.approx(loss["adam", name, 1024])
+        assert g(PAGE, f"tr_adam_{key}_dec_last") == dec["adam", name, 1024]
+        assert g(PAGE, f"tr_sgd_{key}_loss_last") == pytest.approx(loss["sgd", name, 1024])
+    bracketed = all(W[o][n, d][0] is not None and W[o][n, d][0] > GRID[o][0]
+                    and W[o][n, d][1] < GRID[o][-1] for o in GRID for n in HEADS for d in WIDTHS)
+    assert g_bool(PAGE, "tr_bracketed") == bracketed
+    # The additive comparison.
+    w = WIDTHS.index(ADD_DK)
+    assert g(PAGE, "tr_add_best") == pytest.approx(add.min())
+    assert g(PAGE, "tr_add_best_lr") == pytest.approx(GRID["adam"][int(np.argmin(add))])
+    assert g(PAGE, "tr_add_n_works") == (add < THRESHOLD).sum()
+    for name, key in (("scaled", "sc"), ("unscaled", "un")):
+        assert g(PAGE, f"tr_add_{key}_best") == pytest.approx(final["adam"][HEADS.index(name), w].min())
+        assert g(PAGE, f"tr_add_{key}_n_works") == (final["adam"][HEADS.index(name), w] < THRESHOLD).sum()
+    assert g(PAGE, "tr_add_ratio_un") == pytest.approx(final["adam"][1, w].min() / add.min())
+
+
+# --- the claims, as predicates on a grid -------------------------------------------------------
+
+
+def claims(final, add):
+    """Every statement the prose makes about the sweep; a dict name -> bool."""
+    W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
+    sgd, adam = GRID["sgd"], GRID["adam"]
+    step = lambda a, b: round(2 * math.log10(b / a))  # grid steps from rate a to rate b
+    works = {opt: final[opt] < THRESHOLD for opt in GRID}
+    first = int(np.argmin(np.abs(np.log10(sgd) - np.log10(3))))
+    low = int(np.argmin(np.abs(np.log10(sgd) + 1)))
+    N = len(WIDTHS)
+    c = {}
+    # One column is an anecdote.
+    c["unscaled fails at every width at the first edition's rate"] = works["sgd"][1, :, first].sum() == 0
+    c["scaled works at all widths but at most one there"] = works["sgd"][0, :, first].sum() >= N - 1
+    c["unscaled works at every width at rate 0.1"] = works["sgd"][1, :, low].sum() == N
+    c["scaled works at no width at rate 0.1"] = works["sgd"][0, :, low].sum() == 0
+    c["every head works somewhere at every width, both optimizers"] = all(
+        final[o].min(axis=2).max() < THRESHOLD for o in GRID)
+    c["every window has failing rates on both sides"] = all(
+        W[o][n, d][0] is not None and W[o][n, d][0] > GRID[o][0] and W[o][n, d][1] < GRID[o][-1]
+        for o in GRID for n in HEADS for d in WIDTHS)
+    # SGD.
+    dk_best = [W["sgd"]["1/d_k", d][3] for d in WIDTHS]
+    c["1/d_k best rate grows with width"] = all(b >= a for a, b in zip(dk_best, dk_best[1:]))
+    c["1/d_k best rate grows by more than d_k does"] = dk_best[-1] / dk_best[0] >= WIDTHS[-1] / WIDTHS[0]
+    c["1/d_k window keeps about its width"] = all(
+        1.0 <= W["sgd"]["1/d_k", d][2] <= 2.0 for d in WIDTHS)
+    sc_best = [W["sgd"]["scaled", d][3] for d in WIDTHS]
+    c["scaled best rate climbs"] = all(b >= a for a, b in zip(sc_best, sc_best[1:])) and sc_best[-1] > sc_best[0]
+    c["scaled window widens"] = W["sgd"]["scaled", WIDTHS[-1]][2] > W["sgd"]["scaled", WIDTHS[0]][2]
+    lows = [W["sgd"]["scaled", d][0] for d in WIDTHS]
+    c["scaled lower edge does not slide"] = step(min(lows), max(lows)) <= 1
+    un_best = [W["sgd"]["unscaled", d][3] for d in WIDTHS]
+    c["unscaled best rate stays between 0.1 and 0.32"] = all(0.09 < b < 0.33 for b in un_best)
+    c["unscaled window stays put (within a grid step)"] = step(min(un_best), max(un_best)) <= 1
+    c["unscaled best loss at the widest width is over ten times the scaled one's"] = (
+        W["sgd"]["unscaled", 1024][4] > 10 * W["sgd"]["scaled", 1024][4])
+    # Adam.
+    dk_adam = [W["adam"]["1/d_k", d][3] for d in WIDTHS[1:]]
+    c["Adam: 1/d_k best rate the same from 64 up"] = len(set(np.round(np.log10(dk_adam), 3))) == 1
+    for name, count in (("scaled", math.sqrt(WIDTHS[-1] / WIDTHS[0])), ("unscaled", WIDTHS[-1] / WIDTHS[0])):
+        a, b = W["adam"][name, 16][3], W["adam"][name, 1024][3]
+        c[f"Adam: {name} best rate drifts down a little, less than the count"] = b <= a and a / b < count
+    at = {n: W["adam"][n, 1024] for n in HEADS}
+    c["Adam: unscaled window narrowest at the widest width"] = all(
+        at["unscaled"][2] < at[n][2] for n in ("scaled", "1/d_k"))
+    c["Adam: unscaled best loss highest at the widest width"] = all(
+        at["unscaled"][4] > at[n][4] for n in ("scaled", "1/d_k"))
+    c["SGD: unscaled best loss highest at the widest width"] = all(
+        W["sgd"]["unscaled", 1024][4] > W["sgd"][n, 1024][4] for n in ("scaled", "1/d_k"))
+    # Additive at d_k = 256 under Adam.
+    w = WIDTHS.index(ADD_DK)
+    un_add = final["adam"][1, w]
+    c["additive works somewhere"] = (add < THRESHOLD).sum() >= 1
+    c["additive best over ten times below the unscaled best"] = un_add.min() > 10 * add.min()
+    c["additive near uniform at the smallest rate, saturated-wrong at the largest"] = (
+        abs(add[0] - (1 - 1 / T_K)) < 0.05 and add[-1] > 1.5)
+    return c
+
+
+def test_every_claim_holds_in_the_page_grid(page_grid):
+    c = claims(*page_grid)
+    failed = [k for k, ok in c.items() if not ok]
+    assert not failed, failed
+
+
+def test_the_prose_counts_match_the_words_around_them():
+    """'works at 0 of the 4 widths' style sentences: the glued counts say what the words say."""
+    assert g(PAGE, "tr_sgd_n_un_first") == 0
+    assert g(PAGE, "tr_sgd_n_sc_first") >= g(PAGE, "tr_n_widths") - 1
+    assert g(PAGE, "tr_sgd_n_un_low") == g(PAGE, "tr_n_widths")
+    assert g(PAGE, "tr_sgd_n_sc_low") == 0
+    assert max(g(PAGE, "tr_sgd_worst_best"), g(PAGE, "tr_adam_worst_best")) < THRESHOLD
+    assert g(PAGE, "tr_sgd_sc_lo_min") == g(PAGE, "tr_sgd_sc_lo_max")  # "at every width"
+    assert g_bool(PAGE, "tr_bracketed")
+
+
+# --- the sweep itself: rerun it, with the page's seed and with others -------------------------
+
+
+def sweep(seed):
+    """The page's sweep with the library's vectorised trainer: final losses and the runs."""
+    from attention.training import RetrievalTask, train_retrieval_heads
+
+    task = RetrievalTask(steps=STEPS)
+    final, trained = {}, {}
+    for opt, lrs in GRID.items():
+        final[opt] = np.empty((len(HEADS), len(WIDTHS), len(lrs)))
+        for w, d_k in enumerate(WIDTHS):
+            runs = [(n, lr) for n in HEADS for lr in lrs]
+            out = train_retrieval_heads(d_k, [lr for _, lr in runs],
+                                        [SCALE[n](d_k) for n, _ in runs],
+                                        optimizer=opt, task=task, seed=seed)
+            final[opt][:, w] = out.losses[:, -20:].mean(axis=1).reshape(len(HEADS), -1)
+            trained[opt, d_k] = out
+    add = train_retrieval_heads(ADD_DK, list(GRID["adam"]), score="additive",
+                                optimizer="adam", task=task, seed=seed)
+    return final, add.losses[:, -20:].mean(axis=1), trained
+
+
+@pytest.fixture(scope="module")
+def page_sweep():
+    return sweep(0)
+
+
+@pytest.mark.slow
+def test_rerunning_the_page_sweep_gives_the_glued_grid_exactly(page_grid, page_sweep):
+    final, add = page_grid
+    again, again_add, _ = page_sweep
+    for opt in GRID:
+        np.testing.assert_allclose(again[opt], final[opt], rtol=1e-12)
+    np.testing.assert_allclose(again_add, add, rtol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_every_claim_holds_for_other_seeds(seed):
+    final, add, trained = sweep(seed)
+    c = claims(final, add)
+    failed = [k for k, ok in c.items() if not ok]
+    assert not failed, f"seed {seed}: {failed}"
+    stats = run_stats(final, trained, seed_eval=1)
+    failed = [k for k, ok in failure_claims(stats).items() if not ok]
+    assert not failed, f"seed {seed}: {failed}"
+
+
+# --- what failed runs look like, and the learned patterns ----------------------------------
+
+
+def run_stats(final, trained, seed_eval=1):
+    """(opt, head, d_k, lr, where, mean largest weight, fraction right) for every run."""
+    gen = torch.Generator().manual_seed(seed_eval)
+    X = torch.randn(256, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (256,), generator=gen).numpy()
+    x_q = X[np.arange(256), j]
+    W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
+    out = []
+    for (opt, d_k), runs in trained.items():
+        lrs = GRID[opt]
+        for h, name in enumerate(HEADS):
+            lo, hi = W[opt][name, d_k][:2]
+            for i, lr in enumerate(lrs):
+                r = h * len(lrs) + i
+                W_Q = runs.params["W_Q"][r].double().numpy()
+                W_K = runs.params["W_K"][r].double().numpy()
+                A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", x_q @ W_Q, X @ W_K))
+                loss = final[opt][h, WIDTHS.index(d_k), i]
+                where = ("works" if loss < THRESHOLD else "none" if lo is None else
+                         "too fast" if lr > hi else "too slow" if lr < lo else "gap")
+                out.append((opt, name, d_k, lr, where, A.max(axis=-1).mean(),
+                            (A.argmax(axis=-1) == j).mean()))
+    return out
+
+
+def failure_claims(stats):
+    fast = [(t, r) for o, n, d, lr, w, t, r in stats if w == "too fast"]
+    slow = {n: [t for o, nn, d, lr, w, t, r in stats if w == "too slow" and nn == n] for n in HEADS}
+    works_un = [t for o, n, d, lr, w, t, r in stats if w == "works" and n == "unscaled"]
+    return {
+        "too fast: saturated": min(t for t, _ in fast) > 0.95,
+        "too fast, a decade above, SGD: mostly wrong": max(_far_right(stats)) < 0.5,
+        "too slow: scaled and 1/d_k not saturated": max(slow["scaled"] + slow["1/d_k"]) < 0.9,
+        "unscaled never spread out": min(slow["unscaled"] + works_un) > 0.6,
+        "unscaled working runs saturated": min(works_un) > 0.9,
+    }
+
+
+def _far_right(stats):
+    hi = {}
+    for o, n, d, lr, w, t, r in stats:
+        if w == "works":
+            hi[o, n, d] = max(hi.get((o, n, d), 0), lr)
+    return [r for o, n, d, lr, w, t, r in stats
+            if o == "sgd" and w == "too fast" and lr >= 10 * hi[o, n, d] * (1 - 1e-9)]
+
+
+@pytest.mark.slow
+def test_failed_run_numbers_recomputed_in_numpy(page_sweep):
+    final, _, trained = page_sweep
+    stats = run_stats(final, trained)
+    fast = np.array([(t, r) for o, n, d, lr, w, t, r in stats if w == "too fast"])
+    assert g(PAGE, "tr_fast_top_min") == pytest.approx(fast[:, 0].min(), rel=1e-4)
+    assert g(PAGE, "tr_fast_right_max") == pytest.approx(fast[:, 1].max(), abs=1.5 / 256)
+    far = _far_right(stats)
+    assert g(PAGE, "tr_n_far") == len(far)
+    assert g(PAGE, "tr_far_right_max") == pytest.approx(max(far), abs=1.5 / 256)
+    slow = lambda n: [t for o, nn, d, lr, w, t, r in stats if w == "too slow" and nn == n]
+    assert g(PAGE, "tr_slow_un_top_min") == pytest.approx(min(slow("unscaled")), rel=1e-4)
+    assert g(PAGE, "tr_slow_sc_top_max") == pytest.approx(
+        max(slow("scaled") + slow("1/d_k")), rel=1e-4)
+    assert g(PAGE, "tr_works_un_top_min") == pytest.approx(
+        min(t for o, n, d, lr, w, t, r in stats if w == "works" and n == "unscaled"), rel=1e-4)
+    failed = [k for k, ok in failure_claims(stats).items() if not ok]
+    assert not failed, failed
+
+
+@pytest.mark.slow
+def test_learned_pattern_numbers_recomputed_in_numpy(page_sweep):
+    final, _, trained = page_sweep
+    gen = torch.Generator().manual_seed(1)
+    X = torch.randn(256, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (256,), generator=gen).numpy()
+    x_q = X[np.arange(256), j]
+    d_k = WIDTHS[-1]
+    gen0 = torch.Generator().manual_seed(0)
+    W_Q0 = (torch.randn(D_MODEL, d_k, generator=gen0) / math.sqrt(D_MODEL)).double().numpy()
+    W_K0 = (torch.randn(D_MODEL, d_k, generator=gen0) / math.sqrt(D_MODEL)).double().numpy()
+    for name, key in (("scaled", "sc"), ("unscaled", "un")):
+        h = HEADS.index(name)
+        i = int(np.argmin(final["sgd"][h, -1]))
+        r = h * len(GRID["sgd"]) + i
+        runs = trained["sgd", d_k]
+        pairs = {"untrained": (W_Q0, W_K0),
+                 "trained": (runs.params["W_Q"][r].double().numpy(),
+                             runs.params["W_K"][r].double().numpy())}
+        for when, (W_Q, W_K) in pairs.items():
+            A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", x_q @ W_Q, X @ W_K))
+            right = (A.argmax(axis=-1) == j).mean()
+            # float32 on the page, float64 here: allow one near-tie row to flip.
+            assert g(PAGE, f"tr_right_{key}_{when}") == pytest.approx(right, abs=1.5 / 256)
+        assert g(PAGE, f"tr_right_{key}_untrained") < 0.2
+        assert g(PAGE, f"tr_right_{key}_trained") > 0.95
+    assert g(PAGE, "tr_n_show") == 12
+
+
+@pytest.mark.slow
+def test_additive_initial_score_spread_recomputed(page_sweep):
+    gen = torch.Generator().manual_seed(0)
+    W_Q = (torch.randn(D_MODEL, ADD_DK, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
+    W_K = (torch.randn(D_MODEL, ADD_DK, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
+    w = (torch.randn(ADD_DK, generator=gen) / math.sqrt(ADD_DK)).double().numpy()
+    gen = torch.Generator().manual_seed(1)
+    X = torch.randn(256, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (256,), generator=gen).numpy()
+    q = X[np.arange(256), j] @ W_Q
+    S = np.tanh(q[:, None, :] + X @ W_K) @ w
+    assert g(PAGE, "tr_add_init_sd") == pytest.approx(S.std(ddof=1), rel=1e-4)
+    # "and would at any width": s = sum_m w_m tanh(z_m), w_m ~ N(0, 1/d_k), z_m = q_m + k_m ~
+    # N(0, 2): Var s = E[tanh(z)^2] whatever d_k.
+    rng = np.random.default_rng(0)
+    spreads = []
+    for d_k in (16, 1024):
+        z = rng.standard_normal((4000, d_k)) * math.sqrt(2)
+        w_ = rng.standard_normal((4000, d_k)) / math.sqrt(d_k)
+        spreads.append((np.tanh(z) * w_).sum(axis=1).std())
+    assert spreads[0] == pytest.approx(spreads[1], rel=0.05)
