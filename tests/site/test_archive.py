@@ -164,7 +164,8 @@ def test_archive_installs_with_its_readme_and_runs_every_notebook(archive, tmp_p
 
     # The second command: JupyterLab starts from the environment and serves the notebooks.
     port = _free_port()
-    server = subprocess.Popen(f"{lab} --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} "
+    as_root = " --allow-root" if os.geteuid() == 0 else ""  # CI runs as root; a reader does not
+    server = subprocess.Popen(f"{lab}{as_root} --no-browser --ServerApp.ip=127.0.0.1 --ServerApp.port={port} "
                               "--ServerApp.token='' --ServerApp.password='' --ServerApp.open_browser=False",
                               shell=True, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               start_new_session=True)
