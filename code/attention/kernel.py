@@ -54,21 +54,22 @@ def gaussian_kernel_weights(Q, K, bandwidth: float = 1.0) -> np.ndarray:
 def additive_scores(Q, K, W_q, W_k, w) -> np.ndarray:
     """Additive attention scores S_ij = tanh(q_i W_q + k_j W_k) . w (Bahdanau et al., 2014).
 
-    Shapes: Q (..., T_q, d_q), K (..., T_k, d_k), W_q (d_q, h), W_k (d_k, h), w (h,)
-    -> (..., T_q, T_k). Queries and keys may have different widths. Every score lies in
-    [-sum |w|, sum |w|], however large q and k are. Forms the (..., T_q, T_k, h) array of
-    pre-activations: unlike a dot product, no single matrix product gives the scores.
+    Shapes: Q (..., T_q, d_q), K (..., T_k, d_k), W_q (d_q, d_a), W_k (d_k, d_a), w (d_a,)
+    -> (..., T_q, T_k), where d_a is the width of the hidden layer. Queries and keys may
+    have different widths. Every score lies in [-sum |w|, sum |w|], however large q and k
+    are. Forms the (..., T_q, T_k, d_a) array of pre-activations: unlike a dot product, no
+    single matrix product gives the scores.
     """
     Q, K = _pair(Q, K, same_width=False)
     W_q = as_float_array(W_q, "W_q")
     W_k = as_float_array(W_k, "W_k")
     w = as_float_array(w, "w")
     if w.ndim != 1:
-        raise ValueError(f"w must be a vector of shape (h,), got shape {w.shape}")
-    h = w.shape[0]
+        raise ValueError(f"w must be a vector of shape (d_a,), got shape {w.shape}")
+    d_a = w.shape[0]
     for name, W, x in (("W_q", W_q, Q), ("W_k", W_k, K)):
-        if W.shape != (x.shape[-1], h):
-            raise ValueError(f"{name} must have shape {(x.shape[-1], h)} for inputs of shape "
+        if W.shape != (x.shape[-1], d_a):
+            raise ValueError(f"{name} must have shape {(x.shape[-1], d_a)} for inputs of shape "
                              f"{x.shape} and w of shape {w.shape}, got shape {W.shape}")
-    pre = (Q @ W_q)[..., :, None, :] + (K @ W_k)[..., None, :, :]  # (..., T_q, T_k, h)
+    pre = (Q @ W_q)[..., :, None, :] + (K @ W_k)[..., None, :, :]  # (..., T_q, T_k, d_a)
     return np.tanh(pre) @ w  # (..., T_q, T_k)

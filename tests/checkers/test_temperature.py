@@ -130,6 +130,91 @@ def returns_only_the_output(Q, K, V, tau):
     return right(Q, K, V, tau)[0]
 
 
+def tau_squared(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau**2))
+    return A @ V, A
+
+
+def tau_on_both_q_and_k(Q, K, V, tau):
+    A = _softmax(_scores(Q / tau, K / tau, 1.0))  # tau twice: tau^2 in all
+    return A @ V, A
+
+
+def scores_times_sqrt_d_k(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) * np.sqrt(Q.shape[-1]) / tau)
+    return A @ V, A
+
+
+def d_k_from_the_first_axis(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau) * np.sqrt(Q.shape[-1] / Q.shape[0]))
+    return A @ V, A
+
+
+def d_k_from_len_of_K(Q, K, V, tau):
+    d_k = len(K)  # the number of keys, not their width
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (tau * np.sqrt(d_k)))
+    return A @ V, A
+
+
+def temperature_on_the_values(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, 1.0))
+    return A @ (V / tau), A
+
+
+def values_in_another_order(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return A @ V[..., ::-1, :], A  # weights right, values reversed
+
+
+def np_dot_instead_of_matmul(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return np.dot(A, V), A  # on stacks, np.dot pairs every batch with every other
+
+
+def einsum_without_ellipsis(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau))
+    return np.einsum("qk,kd->qd", A, V), A  # one head only
+
+
+def softmax_along_axis_1(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau), axis=1)  # the key axis only when 2-D
+    return A @ V, A
+
+
+def one_maximum_for_the_whole_array(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max())  # not each row's own maximum
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def maximum_without_keepdims(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    E = np.exp(S - S.max(axis=-1))  # (T_q, T_k) - (T_q,): does not broadcast
+    A = E / E.sum(axis=-1)
+    return A @ V, A
+
+
+def weights_not_normalised(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    return (E @ V) / E.sum(axis=-1, keepdims=True), E  # O right, A unnormalised
+
+
+def log_weights_returned(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    S = S - S.max(axis=-1, keepdims=True)
+    L = S - np.log(np.exp(S).sum(axis=-1, keepdims=True))
+    return np.exp(L) @ V, L
+
+
+def computed_in_float32(Q, K, V, tau):
+    q, k, v = (torch.as_tensor(x).float() for x in (Q, K, V))
+    A = torch.softmax(q @ k.transpose(-2, -1) / (tau * q.shape[-1] ** 0.5), -1)
+    return (A @ v).numpy(), A.numpy()
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
     (output_zeros, "all zeros"),
@@ -149,6 +234,21 @@ WRONG = [
     (output_divided_by_tau, "divided by tau"),
     (output_from_unnormalised_exponentials, "not A V of your own weights"),
     (returns_only_the_output, "pair (O, A)"),
+    (tau_squared, "divided by tau twice"),
+    (tau_on_both_q_and_k, "both Q and K"),
+    (scores_times_sqrt_d_k, "multiplied by sqrt(d_k)"),
+    (d_k_from_the_first_axis, "Q.shape[-1]"),
+    (d_k_from_len_of_K, "not the width d_k"),
+    (temperature_on_the_values, "A V divided by tau"),
+    (values_in_another_order, "not A V of your own weights"),
+    (np_dot_instead_of_matmul, "np.dot"),
+    (einsum_without_ellipsis, "einsum without '...'"),
+    (softmax_along_axis_1, "along axis 1"),
+    (one_maximum_for_the_whole_array, "its own maximum"),
+    (maximum_without_keepdims, "keepdims=True"),
+    (weights_not_normalised, "row sums"),
+    (log_weights_returned, "log-softmax"),
+    (computed_in_float32, "float32"),
 ]
 
 
@@ -161,7 +261,36 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mist
     assert any(keyword in line for line in failed), report
 
 
-@pytest.mark.parametrize("attempt", [right, right_in_torch, right_by_the_library])
+def right_with_einsum(Q, K, V, tau):
+    S = np.einsum("...qd,...kd->...qk", Q, K) / (tau * np.sqrt(Q.shape[-1]))
+    A = _softmax(S)
+    return np.einsum("...qk,...kd->...qd", A, V), A
+
+
+def right_with_tau_on_q_only(Q, K, V, tau):
+    A = _softmax(_scores(Q / tau, K, 1.0))  # (Q / tau) K^T = Q K^T / tau
+    return A @ V, A
+
+
+def right_with_log_sum_exp(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    m = S.max(axis=-1, keepdims=True)
+    A = np.exp(S - m - np.log(np.exp(S - m).sum(axis=-1, keepdims=True)))
+    return [A @ V, A]  # a list is a pair too
+
+
+def right_by_torch_sdpa(Q, K, V, tau):
+    q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
+    c = 1 / (tau * q.shape[-1] ** 0.5)
+    O = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=c)
+    return O.numpy(), torch.softmax(c * q @ k.transpose(-2, -1), -1).numpy()
+
+
+RIGHT = [right, right_in_torch, right_by_the_library, right_with_einsum, right_with_tau_on_q_only,
+         right_with_log_sum_exp, right_by_torch_sdpa]
+
+
+@pytest.mark.parametrize("attempt", RIGHT, ids=[f.__name__ for f in RIGHT])
 def test_right_attempts_are_accepted(attempt, capsys):
     assert checkers.check_attention_with_temperature(attempt) is True
     report = capsys.readouterr().out
@@ -181,5 +310,38 @@ def test_the_output_is_checked_not_only_the_weights(capsys):
 def test_both_limits_and_a_batch_are_checked(capsys):
     checkers.check_attention_with_temperature(right)
     report = capsys.readouterr().out
-    for case in ("tau -> 0+", "tau -> infinity", "tie", "batch"):
+    for case in ("tau -> 0+", "tau -> infinity", "tie", "batch", "far apart"):
         assert case in report, case
+
+
+def test_every_size_of_the_checkers_inputs_differs_from_every_other():
+    # A width read from the wrong axis, or a transpose, passes unnoticed when two sizes agree.
+    from attention.checkers import temperature as t
+
+    sizes = (t.T_Q, t.T_K, t.D_K, t.D_V) + t.BATCH
+    assert len(set(sizes)) == len(sizes)
+
+
+def test_no_two_scale_mistakes_give_the_same_scores_at_the_checkers_temperatures():
+    # Each mistake divides Q K^T by its own factor; if two agreed at some tau the checker
+    # could name the wrong one there.
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(0)
+    for lead in ((), t.BATCH):
+        Q, K, V = (rng.standard_normal(lead + s)
+                   for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+        for tau in t.TAUS:
+            right_A = _softmax(_scores(Q, K, tau))
+            weights = [right_A] + [w for _, w in t._weight_mistakes(Q, K, V, tau)]
+            for i in range(len(weights)):
+                for j in range(i):
+                    assert not np.allclose(weights[i], weights[j], atol=1e-4), (lead, tau, i, j)
+
+
+def test_the_page_solution_is_accepted():
+    from tests.pages._common import solution_namespace
+
+    ns = solution_namespace("soft-retrieval", "attention_with_temperature")
+    assert checkers.check_attention_with_temperature(ns["attention_with_temperature"],
+                                                     verbose=False)

@@ -92,3 +92,32 @@ def test_additive_scores_take_batch_dimensions():
     S = additive_scores(Q, K, W_q, W_k, w)
     assert S.shape == (2, 3, 5)
     np.testing.assert_allclose(S[1], additive_scores(Q[1], K[1], W_q, W_k, w))
+
+
+@pytest.mark.parametrize("g", [0.5, 4.0, 30.0])
+def test_qk_norm_scores_are_the_gaussian_kernel_of_the_unit_vectors_with_sigma_squared_one_over_g(g):
+    # Page "Why the dot product": QK-norm's softmax(g cos theta) is the kernel with sigma^2 = 1/g.
+    rng = np.random.default_rng(int(g * 10))
+    Q, K = rng.standard_normal((4, 6)) * 3, rng.standard_normal((9, 6)) * rng.uniform(0.1, 5, (9, 1))
+    Q_hat = Q / np.linalg.norm(Q, axis=1, keepdims=True)
+    K_hat = K / np.linalg.norm(K, axis=1, keepdims=True)
+    A_qk_norm = torch.softmax(g * torch.as_tensor(Q_hat @ K_hat.T), dim=-1).numpy()
+    np.testing.assert_allclose(gaussian_kernel_weights(Q_hat, K_hat, g**-0.5), A_qk_norm, atol=1e-12)
+
+
+def test_additive_scores_spread_is_set_by_the_hidden_width_not_by_d_k():
+    # With variance-preserving projections the pre-activations have the same distribution at
+    # every d_k, so the scores' spread does not grow with d_k (unlike q . k).
+    rng = np.random.default_rng(9)
+    spreads, dots = [], []
+    for d_k in (8, 128, 2048):
+        sd = []
+        for _ in range(16):  # one draw of the weights moves the spread a fair amount
+            Q, K = rng.standard_normal((32, d_k)), rng.standard_normal((32, d_k))
+            W_q = rng.standard_normal((d_k, 16)) / np.sqrt(d_k)
+            W_k = rng.standard_normal((d_k, 16)) / np.sqrt(d_k)
+            sd.append(additive_scores(Q, K, W_q, W_k, np.ones(16) / 4.0).std())
+        spreads.append(np.mean(sd))
+        dots.append((Q @ K.T).std())
+    assert max(spreads) / min(spreads) < 1.15
+    assert dots[-1] / dots[0] > 10  # sqrt(2048 / 8) = 16

@@ -8,8 +8,8 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
-from attention.checkers import _common
 from tests.glue import executed_notebook
 from tests.pages._common import CHAPTERS, g, softmax_rows
 
@@ -96,31 +96,94 @@ def test_explorer_inside_bullet_numbers_are_the_softmax_of_the_query_over_two():
     assert abs(10 * a[1] - 3) < 0.05 and abs(10 * a[2] - 2) < 0.05
 
 
-def test_the_checkers_cold_case_overflows_without_the_max_shift():
-    # The solution says some of the checker's scores at tau = 1e-3 pass 709.
-    rng = np.random.default_rng(_common._RNG_SEED + 1)
-    Q, K, V = _common._qkv(rng, T_q=3, T_k=4, d_k=3, d_v=2)
-    assert (Q @ K.T / (1e-3 * math.sqrt(3))).max() > 709
-    with np.errstate(over="ignore"):
-        assert np.isinf(np.exp(710.0))
+# Largest finite numbers, written from their bit layout (not read from NumPy).
+FLOAT64_MAX = (2 - 2.0**-52) * 2.0**1023
+FLOAT32_MAX = (2 - 2.0**-23) * 2.0**127
 
 
-def own_score_tops_row(T: int, d_model: int, draws: int = 40, seed: int = 7) -> float:
-    rng = np.random.default_rng(seed)
-    hits = [np.mean((X @ X.T).argmax(axis=1) == np.arange(T))
-            for X in (rng.standard_normal((T, d_model)) for _ in range(draws))]
+def test_the_overflow_thresholds_the_exercise_quotes():
+    assert g(PAGE, "ln_max64") == pytest.approx(math.log(FLOAT64_MAX), rel=1e-12)
+    assert g(PAGE, "ln_max32") == pytest.approx(math.log(FLOAT32_MAX), rel=1e-6)
+    assert round(g(PAGE, "ln_max64"), 2) == 709.78 and round(g(PAGE, "ln_max32"), 2) == 88.72
+
+
+@pytest.mark.parametrize("name, dtype, biggest", [("tau_over64", torch.float64, FLOAT64_MAX),
+                                                  ("tau_over32", torch.float32, FLOAT32_MAX)])
+def test_without_the_shift_the_worked_example_overflows_exactly_below_the_glued_tau(name, dtype, biggest):
+    tau = g(PAGE, name)
+    assert tau == pytest.approx(1.5 / math.log(biggest), rel=1e-6)  # 3.0 / (2 tau) = ln max
+    q = torch.tensor([0.1, 3.0, 0.1], dtype=dtype)
+    for factor, overflows in ((1.01, False), (0.99, True)):
+        e = torch.exp(q / (2.0 * tau * factor))  # unshifted exponentials
+        assert bool(torch.isinf(e).any()) is overflows
+        shifted = torch.softmax(q / (2.0 * tau * factor), dim=-1)  # torch shifts by the max
+        assert torch.isfinite(shifted).all()
+
+
+def test_one_maximum_for_the_whole_array_gives_nan_where_each_rows_own_does_not():
+    # The solution's third cell: two queries of one direction, one a hundred times shorter.
+    q = torch.tensor([0.1, 3.0, 0.1], dtype=torch.float64)
+    S = torch.stack([q, q / 100]) / (1e-3 * 2.0)  # (2, 3), tau = 1e-3, sqrt(d_k) = 2
+    E = torch.exp(S - S.max())
+    A_global = E / E.sum(-1, keepdim=True)
+    assert torch.isnan(A_global[1]).all() and not torch.isnan(A_global[0]).any()
+    assert torch.isfinite(torch.softmax(S, dim=-1)).all()
+    assert "one maximum:    [nan nan nan]" in page_output_text()
+
+
+def page_output_text() -> str:
+    out = []
+    for cell in executed_notebook(PAGE)["cells"]:
+        for output in cell.get("outputs", []):
+            out.append("".join(output.get("text", "")))
+    return "\n".join(out)
+
+
+def test_softmax_weights_are_positive_for_finite_scores_and_underflow_only_far_apart():
+    # The convex-hull exercise's third part: strictly inside, except where exp underflows.
+    for gap in (1.0, 30.0, 700.0):
+        a = torch.softmax(torch.tensor([0.0, gap, 0.0], dtype=torch.float64), dim=-1)
+        assert (a > 0).all()
+    a = torch.softmax(torch.tensor([0.0, 800.0, 0.0], dtype=torch.float64), dim=-1)
+    assert a.tolist() == [0.0, 1.0, 0.0]
+    assert "weights [0. 1. 0.] output [10.  0.]" in page_output_text()
+
+
+def own_score_tops_row(T: int, d_model: int, draws: int = 10, seed: int = 7) -> float:
+    gen = torch.Generator().manual_seed(seed)
+    hits = []
+    for _ in range(draws):
+        X = torch.randn(T, d_model, generator=gen, dtype=torch.float64)
+        hits.append(((X @ X.T).argmax(dim=1) == torch.arange(T)).double().mean().item())
     return float(np.mean(hits))
 
 
-def test_random_tokens_score_themselves_highest_in_nearly_every_row_more_so_when_wider():
-    # Other draws than the page's: "nearly every row, the more reliably the wider the tokens".
-    for T in (16, 256):
-        narrow, wide = own_score_tops_row(T, 16), own_score_tops_row(T, 64)
-        assert narrow > 0.85 and wide > 0.999 and wide >= narrow
-    # ... and with equal lengths, always (Cauchy-Schwarz).
+def test_wide_random_tokens_score_themselves_highest_in_every_row_narrow_ones_less_so_when_many():
+    # Other draws (torch's generator) than the page's: "in every row at width 64, while narrow
+    # tokens among many others lose the top spot more often".
+    table = {(d, T): own_score_tops_row(T, d) for d in (8, 16, 64) for T in (16, 128, 512)}
+    for T in (16, 128, 512):
+        assert table[64, T] == 1.0
+        assert table[8, T] <= table[16, T] <= table[64, T]
+    for d in (8, 16):
+        assert table[d, 16] > table[d, 128] > table[d, 512]
+    assert table[8, 512] < 0.5
+    # ... with equal lengths always (Cauchy-Schwarz), and a token that loses its row always
+    # loses it to a longer one.
     X = np.random.default_rng(3).standard_normal((256, 16))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)
-    assert np.array_equal((X @ X.T).argmax(axis=1), np.arange(256))
+    X_unit = X / np.linalg.norm(X, axis=1, keepdims=True)
+    assert np.array_equal((X_unit @ X_unit.T).argmax(axis=1), np.arange(256))
+    winner = (X @ X.T).argmax(axis=1)
+    lost = winner != np.arange(256)
+    norms = np.linalg.norm(X, axis=1)
+    assert lost.any() and (norms[winner[lost]] > norms[lost]).all()
+
+
+def test_the_page_table_is_the_one_its_cell_prints():
+    text = page_output_text()
+    assert "rows whose own score is the largest" in text
+    row_64 = next(line for line in text.splitlines() if line.startswith("d_model = 64"))
+    assert row_64.split()[3:] == ["100.0%"] * 3
 
 
 def test_with_the_worked_examples_query_keys_1_and_3_always_tie():
@@ -172,8 +235,9 @@ def test_notation_lives_on_the_index_page_only():
     index = (CHAPTERS / "index.md").read_text()
     assert "(notation)=\n## Notation" in index
     for row in ("$q$ | $1 \\times d_k$", "$k_j$, $v_j$", "$d_{\\text{model}}$", "$J$ |",
-                "$T$ when $T_q = T_k$", "$o = a V$"):
+                "$T$ when $T_q = T_k$", "$o = a V$", "| $B$, $H$ |", "$(B, H, T_q, d_k)$"):
         assert row in index, row
+    assert "(B, H, T, d)" not in index and "(B, H, T, d)" not in SOURCE
     assert "$L$ for $T_q$, $S$ for $T_k$, $E$ for $d_k$" in index
 
 
@@ -181,6 +245,9 @@ def test_the_temperature_exercise_comes_before_the_explorer_and_the_tie_demonstr
     exercise = SOURCE.index(":label: ex-temperature")
     solution = SOURCE.index("```{solution-start} ex-temperature\n:class: dropdown")
     assert exercise < solution < SOURCE.index("TemperatureExplorer()")
+    # ... and before the page derives the two limits and the cold slope it asks about.
+    assert exercise < SOURCE.index("The temperature's two limits") < SOURCE.index("def da2_dq2")
+    assert SOURCE.index("```{solution-end}", solution) < SOURCE.index("The temperature's two")
     assert exercise < SOURCE.index("K_tie")  # the tie is shown only inside the solution
     assert SOURCE.index("K_tie") < SOURCE.index("```{solution-end}", solution)
     # Above the exercise the page derives only the single-best-key limit.
@@ -189,7 +256,31 @@ def test_the_temperature_exercise_comes_before_the_explorer_and_the_tie_demonstr
 
 def test_the_cold_regime_is_not_said_to_stop_learning():
     assert "learning stops" not in SOURCE
+    assert "In exact arithmetic the\nderivative is not zero" in SOURCE
     assert "does not *stop* learning" in SOURCE
+
+
+def test_in_float32_the_cold_derivative_is_exactly_zero_and_in_float64_it_is_not():
+    # "In float32 ... a_2 rounds to exactly 1, so ... d a_2 / d q_2 comes out exactly zero",
+    # checked with autograd rather than the page's formula.
+    grads = {}
+    for dtype in (torch.float32, torch.float64):
+        q = torch.tensor([0.1, 3.0, 0.1, 0.0], dtype=dtype, requires_grad=True)
+        a = torch.softmax(q @ torch.eye(4, dtype=dtype)[:3].T / (0.05 * 2.0), dim=-1)
+        a[1].backward()
+        grads[dtype] = (a[1].item(), q.grad[1].item(), q.grad[0].item())
+    assert grads[torch.float32][0] == 1.0 and grads[torch.float32][1] == 0.0
+    assert grads[torch.float32][2] != 0.0  # the other scores' gradients survive
+    assert grads[torch.float64][1] == pytest.approx(slope(0.05), rel=1e-3)
+    assert "a_2 == 1? True   a_2 (1 - a_2) = 0.0" in page_output_text()
+
+
+def test_the_hand_arithmetic_typed_into_the_math_is_right():
+    # s = (0.05, 1.5, 0.05), gaps 1.45 and, for the sharper query, 14.95
+    assert "(0.05,\\; 1.5,\\; 0.05)" in SOURCE
+    assert 0.5 * 0.1 == pytest.approx(0.05) and 0.5 * 3.0 == 1.5
+    assert 0.5 * (3.0 - 0.1) == pytest.approx(1.45) and "-1.45, 0, -1.45" in SOURCE
+    assert 0.5 * (30 - 0.1) == pytest.approx(14.95) and "= 14.95$" in SOURCE
 
 
 def test_graves_is_cited_where_the_temperature_is_introduced():

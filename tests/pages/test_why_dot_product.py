@@ -70,6 +70,31 @@ def test_the_identity_holds_at_other_widths_lengths_and_query_sizes(seed, d_k, l
     np.testing.assert_allclose(torch_kernel(Q, K, sigma), torch_attention(Q, K, K)[1], atol=1e-10)
 
 
+def page_kernel_figure_data():
+    rng = np.random.default_rng(0)
+    k = np.sort(rng.uniform(0, 6, 40))[:, None]
+    v = np.sin(k) + 0.3 * rng.standard_normal((40, 1))
+    return k, v, np.linspace(0, 6, 300)[:, None]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_the_narrow_kernel_follows_the_noise_and_the_wide_one_flattens_the_peaks(seed):
+    # The caption: "a narrow kernel ... follows their noise; a wide one ... flattens the peaks".
+    if seed == 0:
+        k, v, q = page_kernel_figure_data()
+    else:
+        rng = np.random.default_rng(100 + seed)
+        k = np.sort(rng.uniform(0, 6, 40))[:, None]
+        v = np.sin(k) + 0.3 * rng.standard_normal((40, 1))
+        q = np.linspace(0, 6, 300)[:, None]
+    narrow = torch_kernel(q, k, 0.1) @ v
+    wide = torch_kernel(q, k, 0.8) @ v
+    wiggle = lambda f: np.abs(np.diff(f[:, 0], 2)).sum()  # noqa: E731
+    assert wiggle(narrow) > 10 * wiggle(wide)
+    assert wide.max() < 0.95 and wide.min() > -0.95  # the sine's peaks are +-1
+    assert narrow.max() > 1.0 or narrow.min() < -1.0  # noise pushes it past them
+
+
 # --- length --------------------------------------------------------------------------------------
 
 def unit(degrees):
@@ -140,6 +165,20 @@ def spreads(d_k: int, draws: int = 10, h: int = 32, seed: int = 100):
     return float(np.mean(sd_dot)), float(np.mean(sd_add))
 
 
+def test_without_the_tanh_the_additive_spread_stays_put_too_it_is_the_initialisation():
+    # "That is the initialisation's doing, not the tanh's".
+    gen = torch.Generator().manual_seed(7)
+    sds = []
+    for d_k in (16, 256, 1024):
+        q, k = torch.randn(64, d_k, generator=gen), torch.randn(64, d_k, generator=gen)
+        W_q = torch.randn(d_k, 32, generator=gen) / math.sqrt(d_k)
+        W_k = torch.randn(d_k, 32, generator=gen) / math.sqrt(d_k)
+        w = torch.randn(32, generator=gen) / math.sqrt(32)
+        pre = (q @ W_q)[:, None, :] + (k @ W_k)[None, :, :]
+        sds.append(float((pre @ w).std()))
+    assert max(sds) / min(sds) < 1.3
+
+
 def test_additive_scores_keep_their_spread_while_dot_products_grow_like_sqrt_d_k():
     dot_16, add_16 = spreads(16)
     for d_k in (64, 1024, 4096):
@@ -160,9 +199,11 @@ def test_the_page_leaves_the_training_comparison_to_the_training_page():
 def page_order_data():
     """The draws of the page's order cells, in the same order."""
     rng = np.random.default_rng(4)
-    T, d_model, d_k = 6, 8, 4
+    T, d_model, d_k, d_v = 6, 8, 4, 4
     X = rng.standard_normal((T, d_model))
-    W_Q, W_K, W_V = (rng.standard_normal((d_model, d_k)) for _ in range(3))
+    W_Q = rng.standard_normal((d_model, d_k))
+    W_K = rng.standard_normal((d_model, d_k))
+    W_V = rng.standard_normal((d_model, d_v))
     perm = rng.permutation(T)
     embed = {word: rng.standard_normal(d_model) for word in ("dog", "bites", "man")}
     return X, W_Q, W_K, W_V, np.eye(T)[perm], embed
@@ -176,6 +217,10 @@ def test_self_attention_is_permutation_equivariant_on_the_page():
     assert g(PAGE, "gap_perm") < 1e-13
     assert g(PAGE, "gap_words") < 1e-13
     X, W_Q, W_K, W_V, P, embed = page_order_data()
+    first = np.stack([embed[w] for w in ("dog", "bites", "man")])
+    second = np.stack([embed[w] for w in ("man", "bites", "dog")])
+    np.testing.assert_allclose(self_attention(first, W_Q, W_K, W_V),
+                               self_attention(second, W_Q, W_K, W_V)[::-1], atol=1e-13)
     np.testing.assert_allclose(self_attention(P @ X, W_Q, W_K, W_V),
                                P @ self_attention(X, W_Q, W_K, W_V), atol=1e-13)
 
@@ -210,6 +255,55 @@ def test_a_causal_mask_a_position_encoding_and_a_distance_bias_each_break_it():
     assert g(PAGE, "gap_alibi") == pytest.approx(gap_alibi, rel=1e-9)
     for gap in (gap_causal, gap_encoding, gap_alibi):
         assert gap > 0.1
+
+
+def rotary(Z, rate=0.5):
+    """Rotate pair m of row i by the angle i * rate**m, written with complex numbers."""
+    T, d = Z.shape
+    z = torch.complex(t(Z[:, 0::2]), t(Z[:, 1::2]))  # (T, d/2)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * rate ** torch.arange(d // 2)
+    r = z * torch.polar(torch.ones_like(angle), angle)
+    return torch.stack([r.real, r.imag], dim=-1).reshape(T, d).numpy()
+
+
+def test_rotary_queries_and_keys_break_equivariance_and_score_by_offset_only():
+    X, W_Q, W_K, W_V, P, _ = page_order_data()
+
+    def rot_attention(X):
+        q, k = rotary(X @ W_Q), rotary(X @ W_K)
+        return torch_attention(q, k, X @ W_V)[0]
+
+    gap = np.abs(rot_attention(P @ X) - P @ rot_attention(X)).max()
+    assert g(PAGE, "gap_rotary") == pytest.approx(gap, rel=1e-9)
+    T = X.shape[0]
+    Q_r = rotary(np.repeat(X[:1] @ W_Q, T, axis=0))
+    K_r = rotary(np.repeat(X[1:2] @ W_K, T, axis=0))
+    S = Q_r @ K_r.T
+    for offset in range(-T + 1, T):
+        np.testing.assert_allclose(np.diagonal(S, offset), np.diagonal(S, offset)[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_each_position_mechanism_breaks_equivariance_at_other_seeds(seed):
+    rng = np.random.default_rng(50 + seed)
+    T, d_model, d_k = 7, 8, 4
+    X = rng.standard_normal((T, d_model))
+    W_Q, W_K, W_V = (rng.standard_normal((d_model, d_k)) for _ in range(3))
+    P = np.eye(T)[np.roll(np.arange(T), 1)]
+    pos = np.arange(T)[:, None]
+    angles = pos * 10000.0 ** (-np.arange(0, d_model, 2) / d_model)
+    E = np.stack([np.sin(angles), np.cos(angles)], axis=-1).reshape(T, d_model)
+    causal = np.tril(np.ones((T, T), dtype=bool))
+    bias = -0.5 * np.abs(pos - pos.T)
+
+    def gap(f):
+        return np.abs(f(P @ X) - P @ f(X)).max()
+
+    gaps = [gap(lambda Z: self_attention(Z, W_Q, W_K, W_V, mask=causal)),
+            gap(lambda Z: self_attention(Z + E, W_Q, W_K, W_V)),
+            gap(lambda Z: self_attention(Z, W_Q, W_K, W_V, bias=bias)),
+            gap(lambda Z: torch_attention(rotary(Z @ W_Q), rotary(Z @ W_K), Z @ W_V)[0])]
+    assert min(gaps) > 1e-3, gaps
 
 
 def test_under_a_causal_mask_the_first_output_is_the_first_value():
@@ -250,5 +344,5 @@ def test_no_number_is_typed_into_the_caption_or_alt_text():
 
 def test_the_page_cites_its_sources():
     for key in ("nadaraya1964estimating", "watson1964smooth", "henry2020query", "bahdanau2014neural",
-                "britz2017massive", "vaswani2017attention", "press2022train"):
+                "britz2017massive", "vaswani2017attention", "press2022train", "dehghani2023scaling"):
         assert f"`{key}`" in SOURCE, key

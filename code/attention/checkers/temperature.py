@@ -5,8 +5,15 @@ The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` i
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
 batch and head dimensions (..., T_q, d_k); at several temperatures; in both limits (the
 output becomes the best key's value as tau -> 0+, or the average of the tied best keys'
-values, and the average of all values as tau -> infinity). When an attempt fails, the
-checker compares it with the usual mistakes and names the one it matches.
+values, and the average of all values as tau -> infinity); and, cold, on rows whose scores
+lie far apart, which only a shift by each row's own maximum survives. The inputs are
+float64 and the answers are compared to 1e-8, so an attempt that computes in float32 fails
+(and is told so). When an attempt fails, the checker compares it with the usual mistakes
+and names the one it matches.
+
+Every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2, batch (5, 6)), so a
+transpose, a width read from the wrong axis or a softmax along the wrong axis shows; and at
+the temperatures used no two of the usual scale mistakes give the same scores.
 """
 
 from __future__ import annotations
@@ -21,6 +28,15 @@ from ._common import _RNG_SEED, _close, _qkv, _report, _run
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
 COLD, HOT = 1e-3, 1e6
+#: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
+T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
+
+_BATCH_HINT = ("with leading (batch, head) dimensions every step must act on the last two "
+               "axes only: transpose K with np.swapaxes(K, -1, -2) (K.T reverses every axis), "
+               "multiply with @ (np.dot, and an einsum without '...', do not pair the batches), "
+               "and reduce along axis=-1")
+_KEEPDIMS_HINT = ("when you subtract each row's maximum or divide by the row sums, keep the "
+                  "reduced axis so that it broadcasts: keepdims=True")
 
 
 def _softmax(S, axis=-1):
@@ -33,11 +49,54 @@ def _raw_scores(Q, K):
     return Q @ np.swapaxes(K, -1, -2)  # (..., T_q, T_k)
 
 
-def _weight_mistakes(Q, K, tau) -> list[tuple[str, np.ndarray]]:
+def _pair(result) -> tuple:
+    """The attempt's result as (O, A), or a TypeError that says what it returned instead."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise TypeError(f"the function must return a pair (O, A), got {type(result).__name__}")
+    return tuple(result)
+
+
+def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
+    """Call the attempt; on an exception return (None, a message with a hint if one fits)."""
+    try:
+        return _pair(fn(Q, K, V, tau)), ""
+    except Exception as exc:  # the reader's code failed: say why, do not crash
+        message = f"raised {type(exc).__name__}"
+        if np.ndim(Q) > 2:
+            lead = ", ".join(str(n) for n in np.shape(Q)[:-2])
+            message += f" on inputs of shape ({lead}, T, d)"
+        message += f": {exc}"
+        hints = []
+        if "could not be broadcast" in str(exc):
+            hints.append(_KEEPDIMS_HINT)
+        if np.ndim(Q) > 2:
+            hints.append(_BATCH_HINT)
+        return None, "; ".join([message] + hints)
+
+
+_PRECISION = "keeps only about 7 digits"
+
+
+def _compare(got, want, what: str, atol: float) -> tuple[bool, str]:
+    """``_close``, and a word about precision when an attempt computed in float32."""
+    ok, detail = _close(got, want, what, atol=atol)
+    dtype = getattr(got, "dtype", None)
+    if (not ok and got is not None and dtype is not None and np.dtype(dtype).kind == "f"
+            and np.dtype(dtype).itemsize < 8 and np.shape(got) == np.shape(want)
+            and np.all(np.isfinite(np.asarray(got, dtype=np.float64)))
+            and np.abs(np.asarray(got, dtype=np.float64) - want).max() < 1e-4):
+        detail += (f": your array is {np.dtype(dtype).name} while the inputs are float64, so it "
+                   f"{_PRECISION}; compute in the inputs' precision (for example "
+                   "torch.as_tensor(Q) keeps float64, where .float() or dtype=torch.float32 "
+                   "rounds)")
+    return ok, detail
+
+
+def _weight_mistakes(Q, K, V, tau) -> list[tuple[str, np.ndarray]]:
     """Weights that the usual mistakes produce, each with the message that names it."""
     d_k = Q.shape[-1]
     R = _raw_scores(Q, K)
-    return [
+    mistakes = [
         ("tau multiplies the scores; it must divide them: Q K^T / (tau sqrt(d_k))",
          _softmax(tau * R / np.sqrt(d_k))),
         ("the scores are divided by tau but not by sqrt(d_k): the temperature comes on top of "
@@ -46,13 +105,35 @@ def _weight_mistakes(Q, K, tau) -> list[tuple[str, np.ndarray]]:
         ("the scores are divided by sqrt(tau d_k); tau belongs outside the square root",
          _softmax(R / np.sqrt(tau * d_k))),
         ("tau is ignored: these are the weights at tau = 1", _softmax(R / np.sqrt(d_k))),
+        ("the scores are divided by tau twice, tau^2 sqrt(d_k) (dividing both Q and K by tau "
+         "does that): divide Q, or K, or the scores by tau once",
+         _softmax(R / (tau**2 * np.sqrt(d_k)))),
+        ("the scores are multiplied by sqrt(d_k); they must be divided by it: "
+         "Q K^T / (tau sqrt(d_k))", _softmax(R * np.sqrt(d_k) / tau)),
     ]
+    sizes = set(np.shape(Q)[:-1]) | set(np.shape(K)) | set(np.shape(V))
+    for m in sorted(sizes - {d_k, 1}):
+        mistakes.append((f"the scores are divided by tau sqrt({m}), but {m} is not the width "
+                         f"d_k = {d_k} of the queries and keys: read d_k from the last axis, "
+                         "Q.shape[-1]", _softmax(R / (tau * np.sqrt(m)))))
+    return mistakes
 
 
-def _check_weights(got, want, Q, K, tau, what: str, atol: float = 1e-8) -> tuple[bool, str]:
+def _fitted_scale(A, R) -> float | None:
+    """The factor c with A = softmax(c R), if the weights are a softmax of scaled raw scores."""
+    if not np.all(A > 0):
+        return None
+    L = np.log(A)
+    L = L - L.mean(axis=-1, keepdims=True)
+    X = R - R.mean(axis=-1, keepdims=True)
+    c = float((L * X).sum() / (X * X).sum())
+    return c if np.allclose(_softmax(c * R), A, atol=1e-7) else None
+
+
+def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8) -> tuple[bool, str]:
     """Compare an attempt's weights with ``want`` and name the mistake if there is one."""
-    ok, detail = _close(got, want, what, atol=atol)
-    if ok or got is None:
+    ok, detail = _compare(got, want, what, atol)
+    if ok or got is None or _PRECISION in detail:
         return ok, detail
     A = np.asarray(got, dtype=np.float64)
     if A.shape != want.shape:
@@ -62,30 +143,58 @@ def _check_weights(got, want, Q, K, tau, what: str, atol: float = 1e-8) -> tuple
     if not np.isfinite(A).all():
         return False, detail
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
-        if np.allclose(A.sum(axis=-2), 1.0, atol=1e-6):
-            return False, (detail + ": the columns sum to 1, not the rows: the softmax ran along "
-                           "the query axis; run it along the keys, axis=-1")
-        return False, (detail + f": the rows sum to {np.round(A.sum(axis=-1).ravel()[:3], 4)}..., "
-                       "not 1: was tau applied after the softmax? It must divide the scores "
-                       "before the softmax")
-    for message, wrong in _weight_mistakes(Q, K, tau):
+        return False, detail + ": " + _why_rows_do_not_sum_to_one(A, want, tau)
+    for message, wrong in _weight_mistakes(Q, K, V, tau):
         if wrong.shape == A.shape and np.allclose(A, wrong, atol=1e-7):
             return False, f"{detail}: {message}"
+    c = _fitted_scale(A, _raw_scores(Q, K))
+    d_k = Q.shape[-1]
+    if c is not None and not np.isclose(c, 1 / (tau * np.sqrt(d_k)), rtol=1e-6):
+        return False, (f"{detail}: your weights are softmax(c Q K^T) with c = {c:.4g}, but at "
+                       f"tau = {tau:g} and d_k = {d_k} the factor is 1/(tau sqrt(d_k)) = "
+                       f"{1 / (tau * np.sqrt(d_k)):.4g}")
     return False, detail
 
 
-def _check_output(got_pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> tuple[bool, str]:
+def _why_rows_do_not_sum_to_one(A, want, tau) -> str:
+    sums = np.round(A.sum(axis=-1).ravel()[:3], 4)
+    for axis in range(A.ndim - 1):
+        if np.allclose(A.sum(axis=axis), 1.0, atol=1e-6):
+            if axis == A.ndim - 2:
+                return ("the columns sum to 1, not the rows: the softmax ran along the query "
+                        "axis; run it along the keys, axis=-1")
+            return (f"the weights sum to 1 along axis {axis}, a batch or head axis: run the "
+                    "softmax along the keys, axis=-1")
+    for factor, how in ((tau, "divided"), (1 / tau, "multiplied")):
+        if np.allclose((A * factor).sum(axis=-1), 1.0, atol=1e-6):
+            return (f"the weights are a softmax {how} by tau: tau was applied after the "
+                    "softmax; it must divide the scores before the softmax")
+    with np.errstate(over="ignore"):
+        if np.all(A <= 0) and np.allclose(np.exp(A), want, atol=1e-7):
+            return ("these are the logarithms of the weights (a log-softmax): return the "
+                    "weights themselves")
+    if np.all(A >= 0) and np.all(A.sum(axis=-1) > 0):
+        if np.allclose(A / A.sum(axis=-1, keepdims=True), want, atol=1e-7):
+            return (f"the rows sum to {sums}..., not 1: divide the exponentials by their row "
+                    "sums, A = E / E.sum(axis=-1, keepdims=True)")
+    return f"the rows sum to {sums}..., not 1: each query's weights must sum to 1"
+
+
+def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> tuple[bool, str]:
     """Compare an attempt's output with ``want_O`` and say what is wrong with it."""
-    O = got_pair[0]
-    ok, detail = _close(O, want_O, what, atol=atol)
-    if ok or O is None:
+    O = pair[0]
+    ok, detail = _compare(O, want_O, what, atol)
+    if ok or O is None or _PRECISION in detail:
         return ok, detail
     O = np.asarray(O, dtype=np.float64)
+    if O.shape == want_O.shape[:-1] + V.shape[:-2] + V.shape[-1:] and V.ndim > 2:
+        return False, (f"{detail}: np.dot (or np.tensordot) pairs every batch of A with every "
+                       "batch of V; A @ V (np.matmul) pairs each batch with its own")
     if O.shape != want_O.shape or not np.isfinite(O).all():
         return False, detail
     if not O.any():
         return False, f"{detail}: the output is all zeros; return O = A V, the weighted values"
-    A = np.asarray(got_pair[1], dtype=np.float64)
+    A = np.asarray(pair[1], dtype=np.float64)
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1]:
         AV = A @ V
         for factor, name in ((1 / tau, "divided by tau"), (tau, "multiplied by tau")):
@@ -97,23 +206,35 @@ def _check_output(got_pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8)
     return False, detail
 
 
-def _pair(result) -> tuple:
-    """The attempt's result as (O, A), or a TypeError that says what it returned instead."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise TypeError(f"the function must return a pair (O, A), got {type(result).__name__}")
-    return tuple(result)
+def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint=""):
+    """Run the attempt once and compare its weights (if ``want_A``) and output (if ``want_O``)."""
+    pair, error = _attempt(fn, Q, K, V, tau)
+    if pair is None:
+        return False, error
+    if want_A is not None:
+        ok, detail = _check_weights(pair[1], want_A, Q, K, V, tau, f"weights {what}", atol)
+        if not ok:
+            if hint and pair[1] is not None and np.isnan(np.asarray(pair[1], dtype=float)).any():
+                detail += hint
+            return False, detail
+    if want_O is not None:
+        return _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol)
+    return True, ""
 
 
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, tau) -> (O, A)``: scores Q K^T / (tau sqrt(d_k)), A their softmax
     along the keys, O = A V, for (T_q, d_k) and (..., T_q, d_k) inputs and in both limits."""
     rng = np.random.default_rng(_RNG_SEED + 1)
-    Q, K, V = _qkv(rng, T_q=3, T_k=4, d_k=3, d_v=2)  # T_q != T_k: a transpose shows
+    Q, K, V = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V)
     results = []
 
     def returns_a_pair_output_first():
-        O, A = _pair(fn(Q, K, V, 2.0))
-        if np.shape(O) == (3, 4) and np.shape(A) == (3, 2):
+        pair, error = _attempt(fn, Q, K, V, 2.0)
+        if pair is None:
+            return False, error
+        O, A = pair
+        if np.shape(O) == (T_Q, T_K) and np.shape(A) == (T_Q, D_V):
             return False, "the pair is in the wrong order: return (O, A), the output first"
         return True, ""
 
@@ -121,33 +242,52 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     for tau in TAUS:
         O_ref, A_ref = scaled_dot_product_attention(Q, K, V, temperature=tau)
-        results.append(_run(f"weights at tau = {tau}", lambda t=tau, A=A_ref: _check_weights(
-            _pair(fn(Q, K, V, t))[1], A, Q, K, t, f"weights at tau = {t}")))
-        results.append(_run(f"output at tau = {tau}", lambda t=tau, O=O_ref: _check_output(
-            _pair(fn(Q, K, V, t)), Q, K, V, t, O, f"output at tau = {t}")))
+        results.append(_run(f"weights at tau = {tau}", lambda t=tau, A=A_ref: _case(
+            fn, Q, K, V, t, want_A=A, what=f"at tau = {t}")))
+        results.append(_run(f"output at tau = {tau}", lambda t=tau, O=O_ref: _case(
+            fn, Q, K, V, t, want_O=O, what=f"at tau = {t}")))
 
     # tau -> 0+: one-hot on each query's best key, and the output is that key's value.
     best = np.argmax(Q @ K.T, axis=-1)
-    onehot = (np.arange(4) == best[:, None]).astype(float)  # (T_q, T_k)
+    onehot = (np.arange(T_K) == best[:, None]).astype(float)  # (T_q, T_k)
     results.append(_run(f"tau -> 0+ (tau = {COLD:g}): weights one-hot on the best key",
-                        lambda: _check_weights(_pair(fn(Q, K, V, COLD))[1], onehot, Q, K, COLD,
-                                               f"weights at tau = {COLD:g}", atol=1e-6)))
+                        lambda: _case(fn, Q, K, V, COLD, want_A=onehot,
+                                      what=f"at tau = {COLD:g}", atol=1e-6)))
     results.append(_run(f"tau -> 0+ (tau = {COLD:g}): output is the best key's value",
-                        lambda: _check_output(_pair(fn(Q, K, V, COLD)), Q, K, V, COLD, V[best],
-                                              f"output at tau = {COLD:g}", atol=1e-6)))
+                        lambda: _case(fn, Q, K, V, COLD, want_O=V[best],
+                                      what=f"at tau = {COLD:g}", atol=1e-6)))
+
+    # Cold, with one row's scores far below another's: a single maximum for the whole array
+    # leaves every exponential of the low row underflowed to 0, and 0/0 is NaN.
+    top = float(np.max(Q[0] @ K.T))  # positive for the checker's seed
+    Q_far = np.stack([Q[0], 1e-3 * Q[0]]) * (5.0 / top)  # (2, d_k)
+    # the first row's best score is 5 / (COLD sqrt(d_k)), about 1900; the second row's all
+    # lie within about 2 of 0: exp() of them minus 1900 is 0 in float64
+    O_far, A_far = scaled_dot_product_attention(Q_far, K, V, temperature=COLD)
+    far_hint = (": was each row shifted by its own maximum? One maximum for the whole array "
+                "(S.max() without axis=-1) leaves a row whose scores all lie far below it with "
+                "every exponential underflowed to 0, and 0/0 is NaN; subtract "
+                "S.max(axis=-1, keepdims=True)")
+    results.append(_run(f"tau -> 0+ (tau = {COLD:g}): rows far apart, each shifted by its own "
+                        "maximum", lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
+                                                 what="with rows far apart", atol=1e-6,
+                                                 hint=far_hint)))
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
     K_tie = K.copy()
     j = int(np.argmax(q_tie @ K.T))
-    other = (j + 1) % 4
+    other = (j + 1) % T_K
     K_tie[other] = K_tie[j]  # two identical keys: exactly equal scores
-    tie = np.zeros((1, 4))
+    tie = np.zeros((1, T_K))
     tie[0, [j, other]] = 0.5
 
     def tied_keys_share_the_weight():
-        O, A = _pair(fn(q_tie, K_tie, V, COLD))
-        ok, detail = _check_weights(A, tie, q_tie, K_tie, COLD,
+        pair, error = _attempt(fn, q_tie, K_tie, V, COLD)
+        if pair is None:
+            return False, error
+        O, A = pair
+        ok, detail = _check_weights(A, tie, q_tie, K_tie, V, COLD,
                                     f"weights at tau = {COLD:g} with two tied best keys", atol=1e-6)
         one_hot = (A is not None and np.shape(A) == tie.shape
                    and np.isclose(np.max(np.asarray(A, dtype=np.float64)), 1.0, atol=1e-6))
@@ -155,36 +295,25 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             detail += (": two keys tied for the best score should get 1/2 each, however small "
                        "tau is; an argmax picks only one of them")
         if ok:
-            ok, detail = _close(O, tie @ V, "output with two tied best keys", atol=1e-6)
+            ok, detail = _compare(O, tie @ V, "output with two tied best keys", 1e-6)
         return ok, detail
 
     results.append(_run("tau -> 0+ with a tie: the tied keys share the weight", tied_keys_share_the_weight))
 
     # tau -> infinity: uniform weights, and the output is the plain average of the values.
-    uniform = np.full((3, 4), 0.25)
+    uniform = np.full((T_Q, T_K), 1 / T_K)
+    mean = np.broadcast_to(V.mean(axis=0), (T_Q, D_V))
     results.append(_run(f"tau -> infinity (tau = {HOT:g}): uniform weights",
-                        lambda: _check_weights(_pair(fn(Q, K, V, HOT))[1], uniform, Q, K, HOT,
-                                               f"weights at tau = {HOT:g}", atol=1e-5)))
+                        lambda: _case(fn, Q, K, V, HOT, want_A=uniform,
+                                      what=f"at tau = {HOT:g}", atol=1e-5)))
     results.append(_run(f"tau -> infinity (tau = {HOT:g}): output is the mean of the values",
-                        lambda: _check_output(_pair(fn(Q, K, V, HOT)), Q, K, V, HOT,
-                                              np.broadcast_to(V.mean(axis=0), (3, 2)),
-                                              f"output at tau = {HOT:g}", atol=1e-5)))
+                        lambda: _case(fn, Q, K, V, HOT, want_O=mean,
+                                      what=f"at tau = {HOT:g}", atol=1e-5)))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
-    Qb, Kb, Vb = _qkv(rng, T_q=3, T_k=4, d_k=3, d_v=2, batch=(2, 3))
+    Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
     O_b, A_b = scaled_dot_product_attention(Qb, Kb, Vb, temperature=2.0)
-
-    def batched():
-        try:
-            O, A = _pair(fn(Qb, Kb, Vb, 2.0))
-        except Exception as exc:
-            return False, (f"raised {type(exc).__name__} on inputs of shape (2, 3, T, d): {exc}; "
-                           "with leading batch dimensions transpose only the last two axes of K, "
-                           "np.swapaxes(K, -1, -2) (K.T reverses every axis)")
-        ok, detail = _check_weights(A, A_b, Qb, Kb, 2.0, "batched weights")
-        if ok:
-            ok, detail = _check_output((O, A), Qb, Kb, Vb, 2.0, O_b, "batched output")
-        return ok, detail
-
-    results.append(_run("leading batch and head dimensions (2, 3, T, d)", batched))
+    results.append(_run("leading batch and head dimensions (5, 6, T, d)",
+                        lambda: _case(fn, Qb, Kb, Vb, 2.0, want_A=A_b, want_O=O_b,
+                                      what="with batch dimensions")))
     return _report(results, verbose)
