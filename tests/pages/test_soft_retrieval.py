@@ -132,11 +132,9 @@ def test_one_maximum_for_the_whole_array_gives_nan_where_each_rows_own_does_not(
 
 
 def page_output_text() -> str:
-    out = []
-    for cell in executed_notebook(PAGE)["cells"]:
-        for output in cell.get("outputs", []):
-            out.append("".join(output.get("text", "")))
-    return "\n".join(out)
+    """Everything the page's cells print (a cell's stream may arrive in several pieces)."""
+    return "\n".join("".join("".join(output.get("text", "")) for output in cell.get("outputs", []))
+                     for cell in executed_notebook(PAGE)["cells"])
 
 
 def test_softmax_weights_are_positive_for_finite_scores_and_underflow_only_far_apart():

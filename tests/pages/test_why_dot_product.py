@@ -165,6 +165,18 @@ def spreads(d_k: int, draws: int = 10, h: int = 32, seed: int = 100):
     return float(np.mean(sd_dot)), float(np.mean(sd_add))
 
 
+def test_the_pages_spread_table_says_what_the_prose_reads_from_it():
+    text = "".join("".join(o.get("text", "")) for c in executed_notebook(PAGE)["cells"]
+                   for o in c.get("outputs", []))
+    rows = [line.split() for line in text.splitlines()
+            if line.strip() and line.split()[0] in ("16", "64", "256", "1024")]
+    table = np.array([[float(x) for x in row] for row in rows[-4:]])  # d_k, q.k, add, lin
+    assert table[:, 0].tolist() == [16, 64, 256, 1024]
+    np.testing.assert_allclose(table[:, 1] / table[0, 1], np.sqrt(table[:, 0] / 16), rtol=0.1)
+    for column in (2, 3):
+        assert table[:, column].max() / table[:, column].min() < 1.15
+
+
 def test_without_the_tanh_the_additive_spread_stays_put_too_it_is_the_initialisation():
     # "That is the initialisation's doing, not the tanh's".
     gen = torch.Generator().manual_seed(7)
