@@ -153,6 +153,8 @@ def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None) ->
                               cwd=ROOT, capture_output=True, text=True,
                               env={"SOURCE_DATE_EPOCH": "1767225600", **os.environ,  # as the Makefile
                                    "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
+                                   # two pages run at once on two cores: one BLAS thread each
+                                   "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                                    "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         if proc.returncode not in (0, 1) or not lines:
