@@ -1,7 +1,8 @@
 """Softmax, its Jacobian and its vector-Jacobian product.
 
 Explained in the chapter's pages "Saturation and the softmax Jacobian" (the Jacobian and
-its VJP) and "Numerical stability and masks" (why the row maximum is subtracted).
+its VJP, what passes through it) and "Numerical stability" (why the row maximum is
+subtracted).
 """
 
 from __future__ import annotations
