@@ -40,11 +40,12 @@ function render({ model, el }) {
     title: "Saturation explorer: one query against T_k random keys",
     viewBox: "0 0 680 520",
     svgLabel: "Bar chart of one query's attention weights; two gauges, what the softmax lets through, trace of J squared, and the gradient reaching the query on a log scale; and two curves against d_k, the mean largest weight and the median and mean gradient reaching the query, with the current setting marked.",
-    note: `Unit-variance query and keys, fixed seed; each width draws its own queries and keys, and a larger T<sub>k</sub> adds keys to the same row. `
-      + `Curves: ${g.n_queries} random queries at the current temperature and T<sub>k</sub>; left, unscaled (dashed) and scaled (solid); `
-      + "right, for the current scores, the median (solid) and the mean (dashed) over queries, on a log scale. "
-      + "Gradient reaching q: its root-mean-square size for a random upstream gradient with unit-variance entries, "
-      + "averaged also over the parts of the keys that the scores do not see. "
+    note: "Unit-variance query and keys, fixed seed. Every width uses the same key directions, so moving d<sub>k</sub> "
+      + "shows the same rows grow sharper or not, and a larger T<sub>k</sub> adds keys to the same row. "
+      + `Curves: ${g.n_queries} random queries at the current temperature and T<sub>k</sub>. Mean largest weight: `
+      + "unscaled (dashed) and scaled (solid). Gradient reaching q, for the current scores: the median (solid) and "
+      + "the mean (dotted) over queries, on a log scale; it is the root-mean-square size for a random upstream "
+      + "gradient with unit-variance entries, averaged also over the parts of the keys that the scores do not see. "
       + "Bars: the first query's weights, drawn to within a few pixels (the readout gives the largest exactly).",
   });
   const dkCtl = rangeControl(controls, {
