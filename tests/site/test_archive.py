@@ -7,7 +7,9 @@ installing the pinned requirements and the helper package; pip finds the package
 the machine's pip configuration says, PyPI or a local wheel folder), checks the second
 (JupyterLab starts and serves the notebooks), and runs every notebook of the archive top to
 bottom with nbclient in that environment's own kernel, widgets included. One install, two
-notebooks at a time: about 4-8 minutes on 2 cores, most of it pip.
+notebooks at a time. Measured on the shared 2-core machine (load average 10-14): the install
+about 15 minutes (pip fetching and unpacking some 120 packages, torch from a local wheel),
+the notebooks about 7 minutes one at a time; marked ``slow``.
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ NotebookClient(nb, timeout=600, kernel_name="python3",
                resources={"metadata": {"path": str(path.parent)}}).execute()
 prefix, package = nb.cells[-1].outputs[0]["text"].split()
 assert Path(prefix).resolve() == (folder / ".venv").resolve(), prefix
-assert Path(package).resolve().is_relative_to(folder / "code"), package
+assert Path(package).resolve().is_relative_to((folder / "code").resolve()), package
 views = sum(1 for c in nb.cells for o in c.get("outputs", [])
             if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
 print("widget views:", views)
