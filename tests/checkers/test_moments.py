@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import attention
@@ -22,6 +23,30 @@ def var(d_k, rho, kurtosis=3.0):
 
 def mean(d_k, rho, kurtosis=3.0):
     return right(d_k, rho, kurtosis)[0]
+
+
+def sampled(d_k, rho, kurtosis=3.0, n=4_000, seed=None):
+    """A Monte Carlo estimate with normal entries (whatever the kurtosis), as a reader might try."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n, d_k))
+    z = rng.standard_normal((n, d_k))
+    s = np.einsum("nd,nd->n", q, rho * q + math.sqrt(1 - rho**2) * z) / math.sqrt(d_k)
+    return float(s.mean()), float(s.var())
+
+
+def sampled_with_the_kurtosis(d_k, rho, kurtosis=3.0, n=4_000):
+    """A seeded estimate whose entries have the asked fourth moment: a symmetric three-point
+    distribution, 0 with probability 1 - 1/kurtosis, +-sqrt(kurtosis) otherwise (mean 0,
+    variance 1, E[x^4] = kurtosis)."""
+    rng = np.random.default_rng(0)
+
+    def entries(shape):
+        keep = rng.random(shape) < 1 / kurtosis
+        return keep * rng.choice([-1.0, 1.0], shape) * math.sqrt(kurtosis)
+
+    q, z = entries((n, d_k)), entries((n, d_k))
+    s = np.einsum("nd,nd->n", q, rho * q + math.sqrt(1 - rho**2) * z) / math.sqrt(d_k)
+    return float(s.mean()), float(s.var())
 
 
 # (wrong attempt, a word its message must contain)
@@ -47,12 +72,37 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * kurtosis), "two rho^2 too many"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 3)), "excess kurtosis"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)), "noise term is missing"),
+    # kurtosis read as the excess kurtosis (E[q^4] = kurtosis + 3)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis + 1)), "read as the excess"),
+    # the kurtosis applied to the noise term too
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), (1 + rho**2) * (kurtosis - 1) / 2), "whatever the kurtosis"),
+    # right only at rho in {0, +-1}
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + abs(rho) * (kurtosis - 2)), "|rho| where rho^2"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1) + math.sqrt(1 - rho**2)),
+     "coefficient is not squared"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**4 * (kurtosis - 2)), "not in between"),
+    (lambda d_k, rho, kurtosis: (rho**3 * math.sqrt(d_k), var(d_k, rho, kurtosis)), "linear in rho"),
+    # right for rho >= 0 only
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis) if rho >= 0 else 1 - rho**2),
+     "negative rho"),
+    # right for normal entries only, and ignoring the argument it was given
+    (lambda d_k, rho, kurtosis: right(d_k, rho), "normal entries only"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * max(kurtosis - 2, 0)), "kurtosis 3) only"),
+    # estimates instead of the formula
+    (lambda d_k, rho, kurtosis: sampled(d_k, rho, kurtosis), "sampled estimate"),
+    (lambda d_k, rho, kurtosis: sampled(d_k, rho, kurtosis, seed=0), "estimate of it"),
+    (lambda d_k, rho, kurtosis: sampled_with_the_kurtosis(d_k, rho, kurtosis), "estimate from samples"),
+    (lambda d_k, rho, kurtosis: tuple(round(x, 2) for x in right(d_k, rho, kurtosis)), "rounded"),
     # the pair itself
     (lambda d_k, rho, kurtosis: right(d_k, rho, kurtosis)[::-1], "swapped"),
     (lambda d_k, rho: right(d_k, rho), "three arguments"),
     (lambda d_k, rho, kurtosis: None, "returned None"),
     (lambda d_k, rho, kurtosis: mean(d_k, rho), "pair"),
     (lambda d_k, rho, kurtosis: (float("nan"), 1.0), "finite"),
+    (lambda d_k, rho, kurtosis: np.array(right(d_k, rho, kurtosis)).reshape(2, 1), "shape (2, 1)"),
+    (lambda d_k, rho, kurtosis: [[m] for m in right(d_k, rho, kurtosis)], "one number"),
+    (lambda d_k, rho, kurtosis: dict(zip(("mean", "variance"), right(d_k, rho, kurtosis))), "dict"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), complex(var(d_k, rho, kurtosis))), "complex"),
 ]
 
 
@@ -65,8 +115,18 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(a
 
 def test_the_right_formula_passes_every_check(capsys):
     assert checkers.check_scaled_score_moments(right) is True
-    assert "6 of 6 checks passed." in capsys.readouterr().out
+    assert "7 of 7 checks passed." in capsys.readouterr().out
     assert checkers.check_scaled_score_moments(attention.score_moments, verbose=False) is True
+
+
+@pytest.mark.parametrize("form", [
+    lambda m, v: np.array([m, v]),  # an array of shape (2,)
+    lambda m, v: [m, v],
+    lambda m, v: (np.float32(m), np.float32(v)),  # the formula computed in float32
+    lambda m, v: (np.asarray(m), np.asarray(v)),  # 0-d arrays
+], ids=["array (2,)", "list", "float32", "0-d arrays"])
+def test_the_right_formula_passes_in_any_reasonable_container(form):
+    assert checkers.check_scaled_score_moments(lambda d, r, k: form(*right(d, r, k)), verbose=False)
 
 
 def test_an_attempt_that_is_right_for_normal_entries_passes_those_checks_only(capsys):

@@ -55,16 +55,39 @@ def test_real_initializations_give_entry_variance_about_a_third_and_the_scaling_
         assert want * 0.95 < g(PAGE, lo) <= g(PAGE, hi) < want * 1.05
 
 
+def test_gpt2_entry_variance_grows_with_d_model_while_pytorchs_default_stays_a_third():
+    assert g(PAGE, "init_gpt2_xl_s2") == pytest.approx(1600 * 0.02**2, rel=1e-12)
+    assert g(PAGE, "init_gpt2_xl_var") == pytest.approx((1600 * 0.02**2) ** 2, rel=1e-12)
+    assert g(PAGE, "init_gpt2_xl_var") < 1  # "still below 1"
+    # measured at GPT-2 XL's width with both initializations (an independent draw)
+    d_model, d_k = 1600, 64
+    gen = torch.Generator().manual_seed(77)
+    X = torch.nn.functional.layer_norm(torch.randn(300, d_model, generator=gen), (d_model,))
+    torch.manual_seed(5)
+    measured = {}
+    for init in ("default", "gpt2"):
+        W_Q, W_K = torch.nn.Linear(d_model, d_k), torch.nn.Linear(d_model, d_k)
+        if init == "gpt2":
+            for layer in (W_Q, W_K):
+                torch.nn.init.normal_(layer.weight, std=0.02)
+                torch.nn.init.zeros_(layer.bias)
+        with torch.no_grad():
+            measured[init] = (W_Q(X) @ W_K(X).T / math.sqrt(d_k)).var().item()
+    assert measured["gpt2"] == pytest.approx(g(PAGE, "init_gpt2_xl_var"), rel=0.08)
+    assert measured["default"] == pytest.approx((1 / 3 + 1 / (3 * d_model)) ** 2, rel=0.08)
+
+
 # --- Checking it by sampling ---------------------------------------------------------------
 
 def _replay_variance_sampling():
-    """The page's sampling, replayed: same seed, same order of draws."""
+    """The page's sampling, replayed: same seed, same order of draws (float32, as there), the
+    sums taken in float64 here."""
     rng = np.random.default_rng(4)
     raw = {}
     for d_k in 2 ** np.arange(0, 11):
-        q = rng.standard_normal((20_000, d_k))
-        k = rng.standard_normal((20_000, d_k))
-        raw[int(d_k)] = (q * k).sum(axis=1)
+        q = rng.standard_normal((20_000, d_k), dtype=np.float32)
+        k = rng.standard_normal((20_000, d_k), dtype=np.float32)
+        raw[int(d_k)] = (q.astype(np.float64) * k).sum(axis=1)
     return raw
 
 
@@ -76,12 +99,12 @@ def replayed():
 def test_measured_score_variances_match_the_replayed_sampling_and_the_theory(replayed):
     raw = replayed
     for d_k in (64, 512):
-        assert g(PAGE, f"var_raw_{d_k}") == pytest.approx(raw[d_k].var(), rel=1e-9)
-        assert g(PAGE, f"var_scaled_{d_k}") == pytest.approx((raw[d_k] / math.sqrt(d_k)).var(), rel=1e-9)
+        assert g(PAGE, f"var_raw_{d_k}") == pytest.approx(raw[d_k].var(), rel=1e-5)
+        assert g(PAGE, f"var_scaled_{d_k}") == pytest.approx((raw[d_k] / math.sqrt(d_k)).var(), rel=1e-5)
         assert g(PAGE, f"var_raw_{d_k}") == pytest.approx(d_k, rel=0.05)
     scaled = [(s / math.sqrt(d)).var() for d, s in raw.items()]
-    assert g(PAGE, "var_scaled_min") == pytest.approx(min(scaled), rel=1e-9)
-    assert g(PAGE, "var_scaled_max") == pytest.approx(max(scaled), rel=1e-9)
+    assert g(PAGE, "var_scaled_min") == pytest.approx(min(scaled), rel=1e-5)
+    assert g(PAGE, "var_scaled_max") == pytest.approx(max(scaled), rel=1e-5)
     assert 0.95 < min(scaled) and max(scaled) < 1.05
 
 
@@ -94,9 +117,9 @@ def test_standard_errors_of_the_variances_and_the_largest_gap_in_standard_errors
         se = math.sqrt((m4 - m2**2) / x.size)
         rel.append(se / m2)
         gaps.append(abs(m2 - 1) / se)
-    assert g(PAGE, "rel_se_min") == pytest.approx(100 * min(rel), rel=1e-6)
-    assert g(PAGE, "rel_se_max") == pytest.approx(100 * max(rel), rel=1e-6)
-    assert g(PAGE, "var_gap_max") == pytest.approx(max(gaps), rel=1e-6)
+    assert g(PAGE, "rel_se_min") == pytest.approx(100 * min(rel), rel=1e-4)
+    assert g(PAGE, "rel_se_max") == pytest.approx(100 * max(rel), rel=1e-4)
+    assert g(PAGE, "var_gap_max") == pytest.approx(max(gaps), rel=1e-3)
     # "the most at the smallest widths": the standard error of a normal sample's variance is
     # sqrt(2/n); the product of two normals (d_k = 1) has kurtosis 9, hence sqrt(8/n).
     assert max(rel) == rel[0] and rel[0] == pytest.approx(math.sqrt(8 / 20_000), rel=0.15)
@@ -168,6 +191,32 @@ def test_correlated_key_moments_match_formula_and_sampling():
     assert g(PAGE, "corr_var_se") == pytest.approx(
         attention.sample_statistics(s)["var_se"] * math.sqrt(2), rel=0.15)
     assert g(PAGE, "corr_gap_max") < 3
+
+
+def test_at_a_fixed_rho_a_wider_head_gives_the_aligned_key_more_weight():
+    """Recomputed from full key vectors (k_1 = rho q + sqrt(1 - rho^2) z_1), another seed."""
+    assert g(PAGE, "key1_uniform") == pytest.approx(1 / 16, rel=1e-12)
+    rng = np.random.default_rng(2024)
+    n, T_k = 1_000, 16
+    weights = {}
+    for d_k in (16, 64, 256, 1024):
+        q = rng.standard_normal((n, d_k))
+        K = rng.standard_normal((n, T_k, d_k))
+        K0 = K[:, 0].copy()
+        for rho in (0.1, 0.2, 0.5):
+            K[:, 0] = rho * q + math.sqrt(1 - rho**2) * K0
+            s = np.einsum("nd,ntd->nt", q, K) / math.sqrt(d_k)
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            w = (e / e.sum(axis=1, keepdims=True))[:, 0]
+            weights[(rho, d_k)] = (w.mean(), w.std() / math.sqrt(256))  # the page's 256
+    for rho in (0.1, 0.2, 0.5):
+        means = [weights[(rho, d)][0] for d in (16, 64, 256, 1024)]
+        assert means[0] > 1 / 16 and all(a < b for a, b in zip(means, means[1:])), (rho, means)
+    for name, key in (("key1_weak_16", (0.1, 16)), ("key1_weak_1024", (0.1, 1024)),
+                      ("key1_half_256", (0.5, 256))):
+        mean, se = weights[key]
+        assert g(PAGE, name) == pytest.approx(mean, abs=4 * se + 1e-3), name
+    assert weights[(0.5, 1024)][0] > 0.99  # "until it saturates"
 
 
 # --- The width explorer's things to try ------------------------------------------------------
@@ -253,43 +302,87 @@ def test_one_over_d_k_scores_are_near_uniform_at_initialization():
     assert g(PAGE, "mup_max_256") < 1.25 / 32 < g(PAGE, "sqrt_max_256")
 
 
-def _score_steps(optimizer_cls, W_Q, W_K, X, divide, d_k, steps, **kw):
+def _score_steps(optimizer_cls, W_Q, W_K, X, divide, d_k, steps, train_k=False, **kw):
+    """Scores before, after one step and after ``steps`` steps; W_K trained too if asked."""
     W = torch.tensor(W_Q, requires_grad=True)
+    Wk = torch.tensor(W_K, requires_grad=train_k)
     c = 1 / math.sqrt(d_k) if divide else 1.0
-    opt = optimizer_cls([W], **kw)
-    out = [c * (X @ W) @ (X @ W_K).T]
+    opt = optimizer_cls([W, Wk] if train_k else [W], **kw)
+
+    def scores():
+        return c * (X @ W) @ (X @ Wk).T
+
+    out = [scores().detach()]
     for _ in range(steps):
         opt.zero_grad()
-        S = c * (X @ W) @ (X @ W_K).T
-        (-torch.log_softmax(S, -1).diagonal().mean()).backward()
+        (-torch.log_softmax(scores(), -1).diagonal().mean()).backward()
         opt.step()
-        out.append((c * (X @ W) @ (X @ W_K).T).detach())
+        out.append(scores().detach())
     return out
 
 
-def test_folding_the_scale_into_w_q_trains_differently_under_adam_and_identically_under_adafactor():
-    assert g(PAGE, "adam_step_ratio") == pytest.approx(math.sqrt(256), rel=0.01)
-    assert g(PAGE, "adafactor_step_ratio") == pytest.approx(1.0, abs=1e-6)
-    assert g(PAGE, "adafactor_gap_100") == 0.0
+def _t5_comparison(cls, kw, seed, d_model, d_k, steps=30, train_k=False, w_q_scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = torch.tensor(rng.standard_normal((8, d_model)))
+    W_Q = w_q_scale * rng.standard_normal((d_model, d_k)) / math.sqrt(d_model)
+    W_K = rng.standard_normal((d_model, d_k)) / math.sqrt(d_model)
+    ours = _score_steps(cls, W_Q, W_K, X, True, d_k, steps, train_k, **kw)
+    t5 = _score_steps(cls, W_Q / math.sqrt(d_k), W_K, X, False, d_k, steps, train_k, **kw)
+    ratio = ((t5[1] - t5[0]).abs().mean() / (ours[1] - ours[0]).abs().mean()).item()
+    return ratio, (t5[-1] - ours[-1]).abs().max().item(), ours[-1].abs().max().item()
+
+
+def test_the_pages_t5_numbers():
+    assert g(PAGE, "adam_step_ratio_min") == pytest.approx(math.sqrt(256), rel=0.01)
+    assert g(PAGE, "adam_step_ratio_max") == pytest.approx(math.sqrt(256), rel=0.01)
+    assert g(PAGE, "adam_gap_over_top_min") > 1  # "differ by at least ... times the largest"
     assert g(PAGE, "adam_gap_100") > g(PAGE, "adam_scores_max") > 1
+    assert g(PAGE, "adafactor_step_ratio") == pytest.approx(1.0, abs=1e-6)
+    assert g(PAGE, "adafactor_gap_100") == 0.0  # "to the last bit"
+    assert g(PAGE, "noscale_step_ratio") == pytest.approx(math.sqrt(256), rel=0.01)
+    assert g(PAGE, "noscale_gap_100") > 1
     assert g(PAGE, "rms_t5_base") == pytest.approx((768 * 64) ** -0.5, rel=1e-12)
     assert g(PAGE, "rms_t5_base") > 1e-3  # above Adafactor's floor epsilon_2
-    # the same experiment at another width and seed; sqrt(48) is not a power of two, so the
-    # two parametrizations agree to rounding, not to the last bit
-    rng = np.random.default_rng(11)
-    d_model, d_k = 32, 48
-    X = torch.tensor(rng.standard_normal((8, d_model)))
-    W_Q = rng.standard_normal((d_model, d_k)) / math.sqrt(d_model)
-    W_K = torch.tensor(rng.standard_normal((d_model, d_k)) / math.sqrt(d_model))
-    for cls, kw, same in ((torch.optim.Adam, {"lr": 1e-3}, False), (torch.optim.Adafactor, {}, True)):
-        ours = _score_steps(cls, W_Q, W_K, X, True, d_k, 30, **kw)
-        t5 = _score_steps(cls, W_Q / math.sqrt(d_k), W_K, X, False, d_k, 30, **kw)
-        ratio = ((t5[1] - t5[0]).abs().mean() / (ours[1] - ours[0]).abs().mean()).item()
-        gap = (t5[-1] - ours[-1]).abs().max().item()
-        if same:
-            assert ratio == pytest.approx(1.0, rel=1e-6) and gap < 1e-9 * t5[-1].abs().max().item()
-        else:
-            assert ratio == pytest.approx(math.sqrt(d_k), rel=0.01) and gap > 0.5
+
+
+ADAM = [(torch.optim.Adam, {"lr": lr}) for lr in (1e-4, 1e-3, 1e-2)]
+ADAFACTOR = [(torch.optim.Adafactor, {}), (torch.optim.Adafactor, {"lr": 1e-3})]
+
+
+@pytest.mark.parametrize("seed, d_model, d_k, train_k", [(11, 32, 48, False), (12, 48, 64, True)])
+def test_folding_the_scale_trains_differently_under_adam_at_every_lr_and_identically_under_adafactor(
+        seed, d_model, d_k, train_k):
+    """Other widths and seeds than the page's, W_K trained too in one case; sqrt(48) is not a
+    power of two, so there the two agree to rounding, not to the last bit."""
+    for cls, kw in ADAM:
+        ratio, gap, top = _t5_comparison(cls, kw, seed, d_model, d_k, train_k=train_k)
+        if not train_k:  # W_K's first step is the same in both, which dilutes the ratio
+            assert ratio == pytest.approx(math.sqrt(d_k), rel=0.01)
+        assert ratio > 2 and gap > 0.5 * top, (kw, ratio, gap, top)
+    for cls, kw in ADAFACTOR:
+        ratio, gap, top = _t5_comparison(cls, kw, seed, d_model, d_k, train_k=train_k)
+        assert ratio == pytest.approx(1.0, rel=1e-6) and gap < 1e-9 * top, (kw, ratio, gap)
+
+
+def test_adafactor_without_its_rms_factor_or_below_its_floor_behaves_like_adam():
+    # the factor switched off by a floor above both matrices' RMS, as on the page
+    ratio, gap, top = _t5_comparison(torch.optim.Adafactor, {"eps": (None, 1.0)}, 13, 32, 64)
+    assert ratio == pytest.approx(8.0, rel=0.01) and gap > 0.5 * top
+    # the real floor 1e-3 binds when T5's W_Q is small: here its RMS is about 2e-4
+    ratio, gap, top = _t5_comparison(torch.optim.Adafactor, {}, 13, 32, 64, w_q_scale=0.01)
+    assert ratio > 2 and gap > 1e-3 * top
+
+
+def test_layernorm_gives_length_sqrt_d_k_before_its_gains():
+    """'before its gains, a normalized q or k has length sqrt(d_k)', so a scaled score is at
+    most sqrt(d_k) times the product of the largest gains."""
+    torch.manual_seed(3)
+    for d_k in (16, 128):
+        q = torch.nn.functional.layer_norm(3 * torch.randn(50, d_k) + 1, (d_k,), eps=1e-12)
+        assert torch.allclose(q.norm(dim=1), torch.full((50,), math.sqrt(d_k)), rtol=1e-5)
+        g_q, g_k = torch.rand(d_k) * 2, torch.rand(d_k) * 2
+        s = (q * g_q) @ (q * g_k).T / math.sqrt(d_k)
+        assert s.abs().max() <= math.sqrt(d_k) * g_q.max() * g_k.max() + 1e-5
 
 
 # --- What the reader sees ---------------------------------------------------------------------

@@ -264,7 +264,7 @@ def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget)
     assert s["scaled_mean"][2] == 16.0 and abs(s["scaled_mean"][0] - 16) < 3 * s["scaled_mean"][1]
     assert s["row_key1"][0] > 0.99 and f"{s['row_key1'][0]:.4f}" in bullets[3]
 
-    # 5. Reverse the correlation: rho = -0.5 -> everything mirrors, key 1 gets almost nothing.
+    # 5. Reverse the correlation: rho = -0.5 -> the mean mirrors, key 1 gets almost nothing.
     rho.fill(str(RHOS.index(-0.5)))
     s = state(root)
     assert s["d_k"] == 1024 and s["rho"] == -0.5

@@ -5,13 +5,16 @@ variance of a correlated score when the entries are not normal,
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho, at several widths, for normal entries (kurtosis 3) and others; and the formula
-must agree with sampled scores for random-sign and Laplace entries. When an attempt fails, the
-checker compares it with the usual mistakes and names the one it matches.
+negative rho (from -1 to 1), at several widths, for normal entries (kurtosis 3) and others; the
+answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
+with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
+compares it with the usual mistakes and names the one it matches, or says on which settings it
+is right and where it goes wrong.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -19,10 +22,12 @@ import numpy as np
 from ..moments import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
 from ._common import _RNG_SEED, _report, _run
 
-D_KS = (1, 16, 64, 256)
-RHOS = (-0.8, -0.3, 0.0, 0.5, 1.0)
+D_KS = (1, 3, 16, 64, 256)
+RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
 KURTOSES = (1.0, 1.8, 3.0, 6.0)
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
+# Settings called a second time: a formula gives the same answer, a sampled estimate does not.
+REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
 
 # Each usual mistake: (mean or variance as a function of d_k, rho, kurtosis; what it gets wrong).
 MEAN_MISTAKES = [
@@ -55,6 +60,12 @@ VAR_MISTAKES = [
     (lambda d, r, k: 1.0 + r,
      "rho is not squared: Var(rho X) = rho^2 Var(X), and the variance cannot depend on the "
      "sign of rho"),
+    (lambda d, r, k: 1.0 + abs(r) * (k - 2.0),
+     "|rho| where rho^2 belongs: Var(rho X) = rho^2 Var(X), so the rho |q|^2 term adds "
+     "rho^2 (kurtosis - 1), not |rho| (kurtosis - 1)"),
+    (lambda d, r, k: r**2 * (k - 1.0) + np.sqrt(1.0 - r**2),
+     "the noise term's coefficient is not squared: Var(c X) = c^2 Var(X), so "
+     "sqrt(1 - rho^2) q.z adds (1 - rho^2) to the scaled variance, not sqrt(1 - rho^2)"),
     (lambda d, r, k: d * (1.0 + r**2 * (k - 2.0)),
      "the variance is unscaled: that is Var(q.k); dividing the score by sqrt(d_k) divides its "
      "variance by d_k"),
@@ -76,34 +87,81 @@ VAR_MISTAKES = [
     (lambda d, r, k: 1.0 + r**2 * (k - 3.0),
      "kurtosis here is the fourth moment E[q_m^4] (3 for normal entries), not the excess "
      "kurtosis E[q_m^4] - 3"),
+    (lambda d, r, k: 1.0 + r**2 * (k + 1.0),
+     "kurtosis is already the fourth moment E[q_m^4] (3 for normal entries): it was read as the "
+     "excess kurtosis and 3 added to it, E[q_m^4] = kurtosis + 3; use Var(q_m^2) = kurtosis - 1"),
+    (lambda d, r, k: (1.0 + r**2) * (k - 1.0) / 2.0,
+     "the kurtosis scales the whole variance, but only the term rho |q|^2 involves q_m^2: its "
+     "variance becomes rho^2 (kurtosis - 1), while the noise term sqrt(1 - rho^2) q.z keeps "
+     "(1 - rho^2) whatever the kurtosis"),
     (lambda d, r, k: r**2 * (k - 1.0),
      "the noise term is missing: sqrt(1 - rho^2) q.z adds (1 - rho^2) to the scaled variance"),
     (lambda d, r, k: np.sqrt(1.0 + r**2 * (k - 2.0)),
      "that is the standard deviation; return the variance, its square"),
 ]
+#: How far a sampled estimate may stray and still count as "close": 15% of the score's standard
+#: deviation for a mean, 15% for a variance (five standard errors of a thousand-odd samples).
+ESTIMATE_TOL = 0.15
 
 
 def _reference(d, r, k) -> tuple[float, float]:
     return score_moments(d, r, k)
 
 
+def _equal(got: float, want: float) -> bool:
+    """Equal up to rounding, float32 rounding included (a formula computed in float32 is right)."""
+    return bool(np.isclose(got, want, rtol=1e-6, atol=1e-9))
+
+
 def _matches(values: dict, formula, which: int, probes) -> bool:
     """Whether the attempt's mean (which = 0) or variance (1) equals ``formula`` at every probe."""
+    return all(_equal(values[p][which], formula(*p)) for p in probes)
+
+
+def _near(values: dict, formula, which: int, probes) -> bool:
+    """Whether the attempt is within sampling error of ``formula`` at every probe (an estimate)."""
     for p in probes:
-        want = formula(*p)
-        got = values[p][which]
-        if not np.isclose(got, want, rtol=1e-6, atol=1e-9):
+        got, want = values[p][which], formula(*p)
+        sd = np.sqrt(max(_reference(*p)[1], values[p][1], 0.0))  # the larger of the two
+        tol = ESTIMATE_TOL * (sd if which == 0 else abs(want)) + 0.01
+        if not abs(got - want) <= tol:
             return False
     return True
+
+
+def _number(x, what: str) -> float:
+    """One returned value as a float, or an error that says what it is instead."""
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"the {what} is a bool ({x!r}): return a number")
+    try:
+        arr = np.asarray(x)
+    except Exception:  # an object NumPy cannot read
+        raise TypeError(f"the {what} must be a number, got {x!r:.60}") from None
+    if arr.ndim != 0:
+        raise TypeError(f"the {what} must be one number, got an array of shape {arr.shape}: "
+                        "return the pair as two numbers, `return mean, variance`")
+    if np.iscomplexobj(arr):
+        raise TypeError(f"the {what} is a complex number ({x!r}): a square root of something "
+                        "negative? Both moments are real")
+    if arr.dtype.kind not in "iuf" and not isinstance(x, numbers.Real):
+        raise TypeError(f"the {what} must be a number, got {x!r:.60}")
+    return float(arr)
 
 
 def _pair(result) -> tuple[float, float]:
     """The attempt's result as two finite floats, or an error that says what it returned."""
     if result is None:
         raise TypeError("the function returned None: return the pair (mean, variance)")
+    if isinstance(result, dict):
+        raise TypeError(f"the function returned a dict ({result!r:.60}): return the pair "
+                        "(mean, variance) as a tuple, `return mean, variance`")
+    shape = getattr(result, "shape", None)
+    if shape is not None and tuple(shape) != (2,):
+        raise TypeError(f"the function returned an array of shape {tuple(shape)}: return the "
+                        "pair (mean, variance) as two numbers, `return mean, variance`")
     if isinstance(result, str) or not hasattr(result, "__len__") or len(result) != 2:
         raise TypeError(f"the function must return a pair (mean, variance), got {result!r:.60}")
-    mean, var = (float(np.asarray(x, dtype=np.float64)) for x in result)
+    mean, var = _number(result[0], "mean"), _number(result[1], "variance")
     if not (np.isfinite(mean) and np.isfinite(var)):
         raise ValueError(f"the function returned ({mean}, {var}): both must be finite numbers")
     return mean, var
@@ -120,27 +178,86 @@ def _call(fn: Callable, d_k, rho, kurtosis) -> tuple[float, float]:
     return _pair(result)
 
 
+def _where_right(values: dict, which: int, wrong: list) -> str:
+    """Which settings the attempt gets right, when they form a pattern that hints at the mistake."""
+    right = [p for p in values if p not in wrong]
+    if not right:
+        return ""
+    if all(abs(r) not in (0.0, 1.0) for _, r, _ in wrong):
+        if which == 0:
+            return ("right at rho = 0 and rho = +-1 but not in between: the mean is linear in "
+                    "rho, E[q.k] = rho d_k")
+        return ("right at rho = 0 and rho = +-1 but not in between: check how each term's "
+                "coefficient enters, rho^2 for rho |q|^2 and (1 - rho^2) for sqrt(1 - rho^2) q.z")
+    if all(r < 0 for _, r, _ in wrong):
+        return "right for rho >= 0 but not for negative rho: mind the sign of rho"
+    if all(k != 3.0 for _, _, k in wrong):
+        return ("right for normal entries (kurtosis 3) only: the kurtosis must enter through "
+                "Var(q_m^2) = E[q_m^4] - 1 = kurtosis - 1")
+    if all(d != 1 for d, _, _ in wrong):
+        return "right at d_k = 1 only: check how the scaled moments depend on d_k"
+    return ""
+
+
+def _within_one_percent(values: dict, which: int, probes) -> bool:
+    return all(abs(values[p][which] - _reference(*p)[which])
+               <= 0.01 * max(1.0, abs(_reference(*p)[which])) for p in probes)
+
+
 def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     """Compare the attempt's mean (which = 0) or variance (1) with the formula on ``probes``.
 
     A mistake is recognised on every probe at once (a formula can agree with a wrong one on
-    part of them: at kurtosis 3, 1 + rho^2 (kurtosis - 3) is 1), then reported for ``probes``.
+    part of them: at kurtosis 3, 1 + rho^2 (kurtosis - 3) is 1), then on ``probes`` alone; then
+    an answer near the formula (rounded, or estimated from samples); then the pattern of the
+    settings it gets right. The message always ends with one setting where it is wrong.
     """
-    wrong = [p for p in probes if not np.isclose(values[p][which], _reference(*p)[which],
-                                                 rtol=1e-9, atol=1e-12)]
+    wrong = [p for p in probes if not _equal(values[p][which], _reference(*p)[which])]
     if not wrong:
         return True, ""
     swapped = (_matches(values, lambda *p: _reference(*p)[1], 0, PROBES)
                and _matches(values, lambda *p: _reference(*p)[0], 1, PROBES))
     if swapped:
         return False, "mean and variance are swapped: return (mean, variance), the mean first"
-    for formula, message in (MEAN_MISTAKES if which == 0 else VAR_MISTAKES):
+    mistakes = MEAN_MISTAKES if which == 0 else VAR_MISTAKES
+    for formula, message in mistakes:
         if _matches(values, formula, which, PROBES):
             return False, message
     d, r, k = wrong[0]
     got, want = values[wrong[0]][which], _reference(d, r, k)[which]
-    return False, (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got:.6g}, expected "
-                   f"{want:.6g} (wrong at {len(wrong)} of {len(probes)} settings)")
+    detail = (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got:.6g}, expected "
+              f"{want:.6g} (wrong at {len(wrong)} of {len(probes)} settings)")
+    for formula, message in mistakes:  # a mistake that shows on these settings only
+        if _matches(values, formula, which, probes):
+            return False, f"on these settings, {message}; {detail}"
+    if _within_one_percent(values, which, wrong):
+        return False, ("within 1% of the formula wherever it differs: a rounded value, or an "
+                       f"estimate from samples? The exercise asks for the exact formula; {detail}")
+    # An estimate is near the formula (or near a wrong one) everywhere and on it almost nowhere.
+    if len(wrong) >= 0.9 * len(probes):
+        if _near(values, lambda *p: _reference(*p)[which], which, probes):
+            return False, ("close to the formula but not equal to it: an estimate from samples? "
+                           f"The exercise asks for the exact formula; {detail}")
+        for formula, message in mistakes:
+            if _near(values, formula, which, probes):
+                return False, f"close to a wrong formula (an estimate of it?): {message}; {detail}"
+    all_wrong = [p for p in PROBES if not _equal(values[p][which], _reference(*p)[which])]
+    hint = _where_right(values, which, all_wrong)
+    return False, (f"{hint}; {detail}" if hint else detail)
+
+
+def _same_on_every_call(fn: Callable, values: dict) -> tuple[bool, str]:
+    """A formula returns the same pair every time; a sampled estimate does not."""
+    for p in REPEATS:
+        again = _call(fn, *p)
+        if again != values[p]:
+            first = f"({values[p][0]:.4g}, {values[p][1]:.4g})"
+            return False, (f"two calls with the same arguments (d_k = {p[0]}, rho = {p[1]}, "
+                           f"kurtosis = {p[2]}) gave {first} and then ({again[0]:.4g}, "
+                           f"{again[1]:.4g}): that is a sampled estimate, and the exercise asks "
+                           "for the exact formula (the checks below compare it with samples "
+                           "themselves)")
+    return True, ""
 
 
 def _agrees_with_sampling(fn: Callable, entries: str, d_k: int, rho: float, n: int, seed: int):
@@ -171,6 +288,8 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
         return _report(results, verbose)
     normal = [p for p in PROBES if p[2] == 3.0]
     other = [p for p in PROBES if p[2] != 3.0]
+    results.append(_run("the same answer on every call (a formula, not an estimate)",
+                        lambda: _same_on_every_call(fn, values)))
     results.append(_run("mean, for positive and negative rho",
                         lambda: _diagnose(values, 0, PROBES, "mean")))
     results.append(_run("variance for normal entries (kurtosis 3)",
