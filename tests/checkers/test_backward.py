@@ -21,13 +21,15 @@ def swap(X):
 # --- right answers ----------------------------------------------------------------------
 
 def correct(Q, K, V, dO, mask=None):
-    """The page's equations, step by step."""
+    """The page's equations, step by step, after the forward pass of ex-numpy-attention."""
     c = 1 / math.sqrt(Q.shape[-1])
     S = c * Q @ swap(K)                                  # (..., T_q, T_k)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
-    A = A / A.sum(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))     # a query with no key: 0
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
     O = A @ V
     dV = swap(A) @ dO
     dA = dO @ swap(V)
@@ -61,13 +63,18 @@ def the_blocked_library(Q, K, V, dO, mask=None):
 
 # --- wrong answers, as a student writes them --------------------------------------------
 
-def _forward(Q, K, V, mask=None, fill=-np.inf, scale=None):
+def _forward(Q, K, V, mask=None, fill=-np.inf, scale=None, guard=True):
+    """(c, A, O); ``guard`` gives a query with no visible key zero weights."""
     c = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, fill)
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
-    A = A / A.sum(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True)
+    if guard:
+        m = np.where(np.isneginf(m), 0.0, m)
+    A = np.exp(S - m)
+    total = A.sum(axis=-1, keepdims=True)
+    A = A / (np.where(total == 0, 1.0, total) if guard else total)
     return c, A, A @ V
 
 
@@ -162,6 +169,156 @@ def returns_None_for_dK(Q, K, V, dO, mask=None):
     return dQ, None, dV
 
 
+def _guarded_forward(Q, K, V, mask=None, fill=-np.inf):
+    """The forward pass of ex-numpy-attention: a query with no visible key gets zeros."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, fill)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return c, A, A @ V
+
+
+def _backward_from(c, A, O, Q, K, V, dO):
+    dS = A * (dO @ swap(V) - np.sum(dO * O, axis=-1, keepdims=True))
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
+def nan_for_a_query_with_no_visible_key(Q, K, V, dO, mask=None):
+    """Right wherever every query sees a key; the unguarded softmax gives NaN otherwise."""
+    c, A, O = _forward(Q, K, V, mask, guard=False)
+    return _backward_from(c, A, O, Q, K, V, dO)
+
+
+def minus_1e9_for_masked_scores(Q, K, V, dO, mask=None):
+    """Right unless a query sees no key: then its weights are uniform, not zero."""
+    return _backward_from(*_guarded_forward(Q, K, V, mask, fill=-1e9), Q, K, V, dO)
+
+
+def D_from_the_unmasked_forward_pass(Q, K, V, dO, mask=None):
+    c, A, O = _guarded_forward(Q, K, V, mask)
+    _, A_free, O_free = _guarded_forward(Q, K, V)
+    dA = dO @ swap(V)
+    dS = A * (dA - np.sum(A_free * dA, axis=-1, keepdims=True))
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
+def dK_without_the_mask(Q, K, V, dO, mask=None):
+    dQ, _, dV = correct(Q, K, V, dO, mask)
+    return dQ, correct(Q, K, V, dO)[1], dV
+
+
+def mask_applied_after_the_softmax(Q, K, V, dO, mask=None):
+    c, A, _ = _guarded_forward(Q, K, V)
+    if mask is not None:
+        A = A * mask                                     # rows no longer sum to 1
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def d_k_from_axis_1(Q, K, V, dO, mask=None):
+    """Q.shape[1] is d_k for one head, H for (B, H, T_q, d_k)."""
+    c = 1 / math.sqrt(Q.shape[1])
+    _, A, O = _guarded_forward(Q * (c * math.sqrt(Q.shape[-1])), K, V, mask)
+    return _backward_from(c, A, O, Q, K, V, dO)
+
+
+def scale_from_T_q(Q, K, V, dO, mask=None):
+    c = 1 / math.sqrt(Q.shape[-2])
+    _, A, O = _guarded_forward(Q * (c * math.sqrt(Q.shape[-1])), K, V, mask)
+    return _backward_from(c, A, O, Q, K, V, dO)
+
+
+def float64_from_np_sqrt(Q, K, V, dO, mask=None):
+    """np.sqrt gives a float64 scalar, which makes float32 arrays float64."""
+    c = 1 / np.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = attention.softmax(S)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def jacobian_from_np_eye(Q, K, V, dO, mask=None):
+    """dS through the full Jacobian diag(a) - a a^T: right, but np.eye is float64."""
+    c, A, O = _guarded_forward(Q, K, V, mask)
+    J = A[..., :, None] * np.eye(A.shape[-1]) - A[..., :, None] * A[..., None, :]
+    dS = np.einsum("...qk,...qkj->...qj", dO @ swap(V), J)
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
+def computes_in_float32(Q, K, V, dO, mask=None):
+    low = [x.astype(np.float32) for x in (Q, K, V, dO)]
+    return tuple(g.astype(Q.dtype) for g in correct(*low, mask))
+
+
+def dA_through_a_pseudo_inverse(Q, K, V, dO, mask=None):
+    c, A, O = _guarded_forward(Q, K, V, mask)
+    dA = dO @ np.linalg.pinv(V)                          # "undoing" O = A V
+    dS = A * (dA - np.sum(A * dA, axis=-1, keepdims=True))
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
+def dV_through_an_inverse(Q, K, V, dO, mask=None):
+    c, A, O = _guarded_forward(Q, K, V, mask)
+    dV = np.linalg.inv(A) @ O * 0 + swap(A) @ dO         # inv needs a square A
+    dQ, dK, _ = _backward_from(c, A, O, Q, K, V, dO)
+    return dQ, dK, dV
+
+
+def last_head_only(Q, K, V, dO, mask=None):
+    """A loop that keeps only the last head's gradients, zeros elsewhere."""
+    grads = correct(Q, K, V, dO, mask)
+    if Q.ndim == 2:
+        return grads
+    out = []
+    for g in grads:
+        kept = np.zeros_like(g)
+        kept[..., -1, :, :] = g[..., -1, :, :]
+        out.append(kept)
+    return out
+
+
+def loop_without_the_batch_index(Q, K, V, dO, mask=None):
+    """for b, for h: store into [:, h] -- the last batch item wins."""
+    if Q.ndim == 2:
+        return correct(Q, K, V, dO, mask)
+    B, H, T_q, T_k = Q.shape[0], Q.shape[1], Q.shape[-2], K.shape[-2]
+    m = None if mask is None else np.broadcast_to(mask, (B, H, T_q, T_k))
+    out = [np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)]
+    for b in range(B):
+        for h in range(H):
+            grads = correct(Q[b, h], K[b, h], V[b, h], dO[b, h],
+                            None if m is None else m[b, h])
+            for o, g in zip(out, grads):
+                o[:, h] = g                              # the b index forgotten
+    return out
+
+
+def dS_negated(Q, K, V, dO, mask=None):
+    dQ, dK, dV = correct(Q, K, V, dO, mask)
+    return -dQ, -dK, dV
+
+
+def every_gradient_negated(Q, K, V, dO, mask=None):
+    return tuple(-g for g in correct(Q, K, V, dO, mask))
+
+
+def divides_by_c(Q, K, V, dO, mask=None):
+    c = 1 / math.sqrt(Q.shape[-1])
+    dQ, dK, dV = correct(Q, K, V, dO, mask)
+    return dQ / c**2, dK / c**2, dV
+
+
+def D_without_keepdims(Q, K, V, dO, mask=None):
+    """D of shape (..., T_q): subtracted along the keys; only square shapes run."""
+    c, A, O = _guarded_forward(Q, K, V, mask)
+    dS = A * (dO @ swap(V) - np.sum(dO * O, axis=-1))
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
     (forgets_D, "lacks the '- D' term"),
@@ -179,22 +336,57 @@ WRONG = [
     (masks_with_zero, "set to 0 instead of -inf"),
     (softmax_over_queries, "wrong axis"),
     (returns_None_for_dK, "dK is None"),
+    (nan_for_a_query_with_no_visible_key, "whose every key is masked"),
+    (minus_1e9_for_masked_scores, "got uniform weights"),
+    (D_from_the_unmasked_forward_pass, "D comes from the unmasked forward pass"),
+    (dK_without_the_mask, "dK is the gradient of unmasked attention"),
+    (mask_applied_after_the_softmax, "multiplies the weights after the softmax"),
+    (d_k_from_axis_1, "reads d_k from Q.shape[1]"),
+    (scale_from_T_q, "the scale uses T_q"),
+    (float64_from_np_sqrt, "are float64 for float32 inputs"),
+    (jacobian_from_np_eye, "float64 for float32 inputs"),
+    (computes_in_float32, "float32 precision"),
+    (dA_through_a_pseudo_inverse, "not dO times an inverse of V"),
+    (dV_through_an_inverse, "needs no matrix inverse"),
+    (last_head_only, "(batch item, head) pairs"),
+    (loop_without_the_batch_index, "(batch item, head) pairs"),
+    (dS_negated, "dQ, dK are negated"),
+    (every_gradient_negated, "every gradient has the wrong sign"),
+    (divides_by_c, "dQ divides by c"),
+    (divides_by_c, "dK divides by c"),
+    (D_without_keepdims, "D lost its keepdims"),
+    (D_without_keepdims, "keepdims=True"),
 ]
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     "'- D' term": {forgets_D},
-    "wrong sign": {adds_D},
+    "D has the wrong sign": {adds_D},
     "plain row sum": {D_as_a_plain_row_sum},
     "lacks the factor c": {no_scale_in_dQ_and_dK},
     "dV carries the factor c": {scale_on_dV_too},
     "dS where it needs dS^T": {dK_without_the_transpose},
     "X.T reverses every axis": {uses_dot_T},
     "wrong order": {returns_dQ_dV_dK, returns_dV_dK_dQ},
-    "mask is ignored": {ignores_the_mask},
+    "mask is ignored": {ignores_the_mask, dK_without_the_mask},
     "mask is inverted": {inverts_the_mask},
     "instead of -inf": {masks_with_zero},
     "wrong axis": {softmax_over_queries},
+    "softmax is 0/0 = NaN": {nan_for_a_query_with_no_visible_key},
+    "uniform weights": {minus_1e9_for_masked_scores},
+    "unmasked forward pass": {D_from_the_unmasked_forward_pass},
+    "after the softmax": {mask_applied_after_the_softmax},
+    "Q.shape[1]": {d_k_from_axis_1},
+    "uses T_q": {scale_from_T_q},
+    "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye},
+    "float32 precision": {computes_in_float32},
+    "inverse of V": {dA_through_a_pseudo_inverse},
+    "no matrix inverse": {dV_through_an_inverse},
+    "(batch item, head) pairs": {last_head_only, loop_without_the_batch_index},
+    "are negated": {dS_negated},
+    "every gradient has the wrong sign": {every_gradient_negated},
+    "divides by c": {divides_by_c},
+    "keepdims": {D_without_keepdims},
 }
 
 
@@ -210,7 +402,7 @@ def _failures(fn, capsys) -> list[str]:
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_attention_backward(fn) is True
     out = capsys.readouterr().out
-    assert "✗" not in out and "6 of 6 checks passed." in out
+    assert "✗" not in out and "8 of 8 checks passed." in out
 
 
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(WRONG)])
@@ -231,8 +423,7 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(fn, capsys):
 
 def test_dot_T_passes_on_one_head_and_fails_only_with_batch_and_heads(capsys):
     failures = _failures(uses_dot_T, capsys)
-    assert len(failures) == 3 and all("(B, H, T_q, d_k)" in f or "(B, 1, 1, T_k)" in f
-                                      or "every batch item" in f for f in failures)
+    assert len(failures) == 5 and not any(f.startswith("✗ one head") for f in failures)
 
 
 def test_a_product_whose_shapes_do_not_fit_on_one_head_is_pointed_to_the_equations(capsys):
@@ -243,7 +434,8 @@ def test_a_product_whose_shapes_do_not_fit_on_one_head_is_pointed_to_the_equatio
 
 
 def test_the_mask_mistakes_pass_without_a_mask_and_fail_with_one(capsys):
-    for fn in (ignores_the_mask, inverts_the_mask, masks_with_zero):
+    for fn in (ignores_the_mask, inverts_the_mask, masks_with_zero, dK_without_the_mask,
+               D_from_the_unmasked_forward_pass, mask_applied_after_the_softmax):
         failures = _failures(fn, capsys)
         assert failures and all("mask" in f.split(":")[0] for f in failures), failures
 
@@ -253,7 +445,35 @@ def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
         raise NotImplementedError("your code here")
 
     failures = _failures(skeleton, capsys)
-    assert len(failures) == 6 and all("NotImplementedError" in f for f in failures)
+    assert len(failures) == 8 and all("NotImplementedError" in f for f in failures)
+
+
+def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
+    for fn in (nan_for_a_query_with_no_visible_key, minus_1e9_for_masked_scores):
+        failures = _failures(fn, capsys)
+        assert len(failures) == 1 and "see no key" in failures[0], failures
+
+
+def test_the_dtype_mistakes_fail_only_the_float32_case(capsys):
+    for fn in (float64_from_np_sqrt, jacobian_from_np_eye):
+        failures = _failures(fn, capsys)
+        assert len(failures) == 1 and failures[0].startswith("✗ float32 inputs"), failures
+
+
+def test_a_float32_attempt_that_casts_back_passes(capsys):
+    def casts_back(Q, K, V, dO, mask=None):
+        return tuple(g.astype(Q.dtype) for g in jacobian_from_np_eye(Q, K, V, dO, mask))
+
+    assert checkers.check_attention_backward(casts_back) is True
+
+
+def test_the_checker_inputs_have_all_sizes_different():
+    """So that a size read from the wrong axis (T_q for d_k, H for d_k, ...) shows."""
+    from attention.checkers.backward import _inputs
+
+    Q, K, V, dO = _inputs(np.random.default_rng(0), batch=(2, 3))
+    sizes = Q.shape + K.shape[-2:-1] + V.shape[-1:]
+    assert len(set(sizes)) == len(sizes) == 6
 
 
 def test_every_printed_line_fits_the_book_column(capsys):
@@ -267,3 +487,10 @@ def test_the_checker_leaves_no_warnings_behind(recwarn):
     for fn, _ in WRONG:
         checkers.check_attention_backward(fn, verbose=False)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(capsys):
+    """A causal mask leaves a key column all -inf: the softmax over queries is NaN there,
+    and the message still names the axis, not an overflow."""
+    failures = _failures(softmax_over_queries, capsys)
+    assert len(failures) == 8 and all("wrong axis" in f for f in failures), failures

@@ -7,6 +7,7 @@ import ast
 import inspect
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import attention
 from attention import checkers
 from tests.glue import executed_notebook, glued
-from tests.pages._common import CHAPTERS, g, g_bool, page_cell, torch_softmax_attention
+from tests.pages._common import CHAPTERS, g, g_bool, g_text, page_cell, torch_softmax_attention
 
 PAGE = "backward"
 
@@ -93,7 +94,36 @@ def test_backward_reference_solution_passes_its_checker_and_wrong_ones_fail():
 
 def test_executed_page_shows_the_skeleton_failing_and_the_reference_passing():
     text = str(executed_notebook(PAGE))
-    assert "0 of 6 checks passed." in text and "6 of 6 checks passed." in text
+    assert "0 of 8 checks passed." in text and "8 of 8 checks passed." in text
+
+
+def test_exercise_states_the_contract_its_checker_demands():
+    """Batch and head dimensions, the mask's polarity and broadcasting, a query that sees
+    no key, and the dtype: each is a case of the checker, so each is in the text."""
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    exercise = text[text.index(":label: ex-backward"):text.index("from attention.checkers import")]
+    for phrase in ("(..., T_q, d_k)", 'True means "may attend"', "broadcasts",
+                   "sees no key", "zero weights", "`float32` in, `float32` out",
+                   "(dQ, dK, dV)"):
+        assert phrase in exercise, phrase
+
+
+def test_the_reference_solution_gives_zero_gradients_to_a_query_that_sees_no_key():
+    namespace = {"np": np, "math": math, "check_attention_backward": lambda fn: True}
+    exec(page_cell(PAGE, "def reference_attention_backward"), namespace)
+    Q, K, V, dO = _page_inputs()
+    mask = np.tril(np.ones((5, 6), dtype=bool))
+    mask[2] = False
+    dQ, dK, dV = namespace["reference_attention_backward"](Q, K, V, dO, mask)
+    q, k, v = (torch.tensor(x, requires_grad=True) for x in (Q, K, V))
+    # torch 2.13's built-in gives a query with no visible key a zero output
+    F.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(mask)).backward(
+        torch.from_numpy(dO))
+    for got, t in zip((dQ, dK, dV), (q, k, v)):
+        np.testing.assert_allclose(got, t.grad.numpy(), atol=1e-12)
+    assert np.all(dQ[..., 2, :] == 0)
+    low = namespace["reference_attention_backward"](*(x.astype(np.float32) for x in (Q, K, V, dO)), mask)
+    assert all(x.dtype == np.float32 for x in low)
 
 
 # --- the code section and the consequences -------------------------------------------------
@@ -114,6 +144,13 @@ def test_masked_scores_receive_no_gradient():
     F.scaled_dot_product_attention(q, k, v, attn_mask=mask).backward(torch.from_numpy(dO))
     assert float(k.grad[..., 5, :].abs().max()) == 0.0 and float(v.grad[..., 5, :].abs().max()) == 0.0
     assert g(PAGE, "masked_dS_max") == 0.0 and g(PAGE, "unseen_key_grad") == 0.0
+    # a query that sees no key: zero weights in the forward pass, zero gradient, no NaN
+    blind = mask.clone()
+    blind[2] = False
+    q.grad = None
+    F.scaled_dot_product_attention(q, k, v, attn_mask=blind).backward(torch.from_numpy(dO))
+    assert float(q.grad[..., 2, :].abs().max()) == 0.0 and not torch.isnan(q.grad).any()
+    assert g(PAGE, "blind_query_grad") == 0.0 and g(PAGE, "blind_nans") == 0
 
 
 def test_backward_counts_twice_the_forward_flops_at_every_shape():
@@ -148,6 +185,34 @@ def test_measured_backward_forward_ratios_agree_with_the_glued_times():
     assert (g(PAGE, "cost_T"), g(PAGE, "cost_heads"), g(PAGE, "cost_d")) == (512, 4, 64)
 
 
+def test_the_timed_built_in_ran_its_fused_kernel():
+    """The prose calls the timed built-in fused: its inputs, (1, 4, 512, 64) float32, go to
+    the CPU flash kernel, and the executed page printed that backward function."""
+    q = torch.randn(1, 4, 512, 64, requires_grad=True)
+    name = type(F.scaled_dot_product_attention(q, q, q).grad_fn).__name__
+    assert name == "ScaledDotProductFlashAttentionForCpuBackward0"
+    assert f"the built-in's backward: {name}" in str(executed_notebook(PAGE))
+
+
+def test_what_autograd_saves_readable_keeps_A_and_the_fused_kernel_a_log_sum_exp():
+    rng = np.random.default_rng(0)
+    q, k, v = (torch.tensor(rng.standard_normal((1, 2, t, 4)), requires_grad=True) for t in (5, 6, 6))
+    s = torch.softmax(q @ k.transpose(-2, -1) / 2.0, -1)
+    assert tuple(s.grad_fn._saved_result.shape) == (1, 2, 5, 6)  # A, kept for the backward
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        node = F.scaled_dot_product_attention(q, k, v).grad_fn
+    saved = {n[len("_saved_"):] for n in dir(node) if n.startswith("_saved_")
+             and torch.is_tensor(getattr(node, n)) and getattr(node, n).dim() > 0}
+    assert saved == {"query", "key", "value", "output", "logsumexp"}
+    lse = node._saved_logsumexp.detach()
+    with torch.no_grad():
+        ref = torch.logsumexp(q @ k.transpose(-2, -1) / 2.0, -1)
+    assert float((lse - ref).abs().max()) < 1e-12
+    assert g_bool(PAGE, "readable_keeps_A") and not g_bool(PAGE, "fused_keeps_A")
+    assert g_text(PAGE, "fused_saved") == ", ".join(sorted(saved))
+    assert 0 <= g(PAGE, "lse_err") < 1e-12
+
+
 def test_memory_of_A_against_O_and_the_log_sum_exp():
     heads, T, layers, d_v = (int(g(PAGE, n)) for n in ("mem_heads", "mem_T", "mem_layers", "mem_d_v"))
     assert (heads, T, layers, d_v) == (32, 8192, 32, 128)
@@ -163,28 +228,66 @@ def test_recomputing_A_from_the_log_sum_exp_and_the_tiled_backward_are_exact():
     assert 0 <= g(PAGE, "tiled_backward_err") < 1e-12
 
 
-def test_scale_reaches_dQ_but_not_dV():
-    d_k = int(g(PAGE, "scale_d_k"))
-    rng = np.random.default_rng(3)
+def _one_step_ratios(d_k, seed=1, T=8, d_model=32, d_v=4, lr=1e-2, eps=1e-8):
+    """Alternative (c = 1/d_k, sqrt(d_k) W_Q) over standard, for the gradient and one SGD and
+    one Adam step of the effective query weights; and the largest deviation from 1 of the
+    ratios for W_K and W_V. NumPy, with the library's backward pass and the chain rule
+    dW = X^T dX, and Adam's first step written out (m/(sqrt(v) + eps) = g/(|g| + eps))."""
+    rng = np.random.default_rng(seed)
+    X, G = rng.standard_normal((T, d_model)), rng.standard_normal((T, d_v))
+    W_Q, W_K = rng.standard_normal((2, d_model, d_k)) / math.sqrt(d_model)
+    W_V = rng.standard_normal((d_model, d_v)) / math.sqrt(d_model)
+    r = math.sqrt(d_k)
+
+    def grads(W_q, temperature):
+        dQ, dK, dV = attention.attention_backward(X @ W_q, X @ W_K, X @ W_V, G, temperature=temperature)
+        return X.T @ dQ, X.T @ dK, X.T @ dV
+
+    std, alt = list(grads(W_Q, 1.0)), list(grads(r * W_Q, r))  # temperature sqrt(d_k): c = 1/d_k
+    sgd = [lr * x for x in std], [lr * x for x in alt]
+    adam = [lr * x / (np.abs(x) + eps) for x in std], [lr * x / (np.abs(x) + eps) for x in alt]
+    n = np.linalg.norm
+    others = [n(a) / n(s_) for a, s_ in zip(alt[1:] + sgd[1][1:] + adam[1][1:],
+                                            std[1:] + sgd[0][1:] + adam[0][1:])]
+    return (n(alt[0]) / n(std[0]), n(sgd[1][0] / r) / n(sgd[0][0]),
+            n(adam[1][0] / r) / n(adam[0][0]), max(abs(o - 1) for o in others))
+
+
+@pytest.mark.parametrize("d_k", [16, 64, 256])
+def test_folding_sqrt_d_k_into_W_Q_slows_its_learning_by_d_k_under_SGD_and_sqrt_d_k_under_Adam(d_k):
+    grad, sgd, adam, others = _one_step_ratios(d_k)
+    assert grad == pytest.approx(1 / math.sqrt(d_k), rel=1e-12)
+    assert sgd == pytest.approx(1 / d_k, rel=1e-12)
+    assert adam == pytest.approx(1 / math.sqrt(d_k), rel=1e-4)
+    assert others < 1e-12
+
+
+def test_moving_the_factor_into_W_K_instead_swaps_the_roles_of_dQ_and_dK():
+    rng = np.random.default_rng(2)
+    d_k = 64
     Q, K, V, dO = (rng.standard_normal(s) for s in ((8, d_k), (8, d_k), (8, 4), (8, 4)))
-    grads = []
-    for c, q_scale in ((1 / math.sqrt(d_k), 1.0), (1 / d_k, math.sqrt(d_k))):
-        q, k, v = (torch.tensor(x, requires_grad=True) for x in (q_scale * Q, K, V))
-        (torch.softmax(c * q @ k.T, -1) @ v).backward(torch.from_numpy(dO))
-        grads.append((q.grad.norm(), k.grad.norm(), v.grad.norm()))
-    (q1, k1, v1), (q2, k2, v2) = grads
-    assert float(q2 / q1) == pytest.approx(1 / math.sqrt(d_k), rel=1e-12)
-    assert float(k2 / k1) == pytest.approx(1.0, rel=1e-12)
-    assert float(v2 / v1) == pytest.approx(1.0, rel=1e-12)
-    assert g(PAGE, "scale_dQ_ratio") == pytest.approx(1 / math.sqrt(d_k), rel=1e-9)
-    assert g(PAGE, "scale_dK_ratio") == pytest.approx(1.0, rel=1e-9)
-    assert g(PAGE, "scale_dV_ratio") == pytest.approx(1.0, rel=1e-9)
+    std = attention.attention_backward(Q, K, V, dO)
+    alt = attention.attention_backward(Q, math.sqrt(d_k) * K, V, dO, temperature=math.sqrt(d_k))
+    ratios = [np.linalg.norm(a) / np.linalg.norm(s_) for a, s_ in zip(alt, std)]
+    assert ratios == pytest.approx([1.0, 1 / math.sqrt(d_k), 1.0], rel=1e-12)
+
+
+def test_the_glued_step_ratios_are_those_ratios():
+    assert g(PAGE, "scale_grad_256") == pytest.approx(1 / 16, rel=1e-9)
+    assert g(PAGE, "scale_sgd_256") == pytest.approx(1 / 256, rel=1e-9)
+    assert g(PAGE, "scale_adam_256") == pytest.approx(1 / 16, rel=1e-4)
+    assert g(PAGE, "scale_other_min") == pytest.approx(1.0, abs=1e-9)
+    assert g(PAGE, "scale_other_max") == pytest.approx(1.0, abs=1e-9)
+    # SGD's step and Adam's first step are proportional to the learning rate
+    assert g(PAGE, "scale_lr") == 0.01
+    for lr in (1e-3, 1.0):
+        assert _one_step_ratios(256, lr=lr)[1:3] == pytest.approx(_one_step_ratios(256)[1:3], rel=1e-9)
 
 
 def test_mup_is_not_described_as_the_demo():
     text = (CHAPTERS / f"{PAGE}.md").read_text()
-    assert "the one muP uses" not in text
-    assert "zero" in text[text.index("muP"):] and "8/d" in text
+    assert "the one muP uses" not in text and "it is not muP" in text
+    assert "{ref}`variance` page describes it" in text
 
 
 # --- the verification section ---------------------------------------------------------------
@@ -236,10 +339,36 @@ def test_autograd_agreement_is_at_the_precision_of_each_dtype():
     assert g(PAGE, "autograd_problems") == 3
     assert 1e-8 < g(PAGE, "autograd_err_fp32") < 1e-5
     assert 0 <= g(PAGE, "autograd_err_fp64") < 1e-12
+    # "a few units of float32 rounding on gradients whose entries reach ..."
+    grad_max = max(float(np.abs(x).max()) for x in ref)
+    assert g(PAGE, "autograd_grad_max") >= grad_max
+    assert g(PAGE, "fp32_eps") == float(np.finfo(np.float32).eps)
+    assert g(PAGE, "autograd_err_fp32") < 10 * g(PAGE, "fp32_eps") * g(PAGE, "autograd_grad_max")
 
 
-def test_gradcheck_passes():
+def test_gradcheck_passes_ours_and_rejects_a_backward_without_D():
     assert g_bool(PAGE, "gradcheck_nomask") and g_bool(PAGE, "gradcheck_mask")
+    assert not g_bool(PAGE, "gradcheck_wrong")
+    defaults = inspect.signature(torch.autograd.gradcheck).parameters
+    assert g(PAGE, "gradcheck_atol") == defaults["atol"].default == 1e-5
+    assert g(PAGE, "gradcheck_rtol") == defaults["rtol"].default == 1e-3
+
+    class NoD(torch.autograd.Function):  # independent of the page's cell
+        @staticmethod
+        def forward(ctx, q, k, v):
+            ctx.save_for_backward(q, k, v)
+            return torch.softmax(q @ k.T / 2.0, -1) @ v
+
+        @staticmethod
+        def backward(ctx, dO):
+            q, k, v = ctx.saved_tensors
+            A = torch.softmax(q @ k.T / 2.0, -1)
+            dS = A * (dO @ v.T)
+            return dS @ k / 2.0, dS.T @ q / 2.0, A.T @ dO
+
+    rng = np.random.default_rng(1)
+    inputs = tuple(torch.tensor(rng.standard_normal(s), requires_grad=True) for s in ((5, 4), (6, 4), (6, 3)))
+    assert torch.autograd.gradcheck(NoD.apply, inputs, raise_exception=False) is False
 
 
 def test_the_fused_kernel_runs_with_equal_widths_and_agrees():
@@ -256,12 +385,61 @@ def test_the_fused_kernel_runs_with_equal_widths_and_agrees():
     with pytest.raises(RuntimeError), sdpa_kernel(SDPBackend.FLASH_ATTENTION):  # d_v != d_k
         F.scaled_dot_product_attention(q, k, v[..., :3])
     assert glued(PAGE)["builtin_backend"].strip("'\"") == "ScaledDotProductFlashAttentionForCpuBackward0"
-    # unpinned, with d_v != d_k: a silent fallback to another backward function
+    # unpinned, with d_v != d_k: a silent fallback, the graph MATH builds
     q3 = torch.tensor(Q, requires_grad=True)
-    silent = F.scaled_dot_product_attention(q3, torch.tensor(K), torch.tensor(V[..., :3]))
-    name = type(silent.grad_fn).__name__
-    assert "Flash" not in name and glued(PAGE)["fallback_backend"].strip("'\"") == name
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        silent = F.scaled_dot_product_attention(q3, torch.tensor(K), torch.tensor(V[..., :3]))
+    assert not caught
     with sdpa_kernel(SDPBackend.MATH):
         pinned = F.scaled_dot_product_attention(q3, torch.tensor(K), torch.tensor(V[..., :3]))
-    assert type(pinned.grad_fn).__name__ == name and g_bool(PAGE, "fallback_is_math")
+    assert _nodes(silent) == _nodes(pinned) and not any("Flash" in n for n in _nodes(silent))
+    assert g_bool(PAGE, "fallback_is_math") and not g_bool(PAGE, "fallback_has_fused")
+    # pinned to the fused kernel: an error, and a warning that names the reason
+    with warnings.catch_warnings(record=True) as caught, pytest.raises(RuntimeError) as error:
+        warnings.simplefilter("always")
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q3, torch.tensor(K), torch.tensor(V[..., :3]))
+    assert any("same last dimension" in str(w.message) for w in caught)
+    assert g_text(PAGE, "flash_error") == str(error.value).strip()
+    assert "because: Flash attention requires q,k,v to have the same last dimension" in str(
+        executed_notebook(PAGE))
     assert 0 <= g(PAGE, "builtin_backward_err") < 1e-12
+
+
+def _nodes(out):
+    names, todo = set(), [out.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is not None and type(node).__name__ not in names:
+            names.add(type(node).__name__)
+            todo += [f for f, _ in node.next_functions]
+    return names
+
+
+# --- what the reader sees ---------------------------------------------------------------------
+
+def test_code_and_output_lines_fit_the_column_and_glue_lives_only_in_removed_cells():
+    for cell in executed_notebook(PAGE)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "glue(" in source:
+            assert "remove-cell" in tags, source[:80]
+        for line in source.splitlines():
+            assert len(line) <= 76, line
+        for output in cell.get("outputs", []):
+            assert output.get("name") != "stderr", "".join(output.get("text", ""))[:200]
+            if output.get("output_type") == "stream":
+                for line in "".join(output["text"]).splitlines():
+                    assert len(line) <= 76, line
+
+
+def test_glue_comes_from_the_book_module_and_only_timings_are_measurements():
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "from myst_nb import glue" not in text and "from attention.book import glue" in text
+    for cell in executed_notebook(PAGE)["cells"]:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "measurement" in tags:
+            assert "median_time" in "".join(cell["source"]) or "seconds" in "".join(cell["source"])

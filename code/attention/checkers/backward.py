@@ -6,17 +6,22 @@ The contract the exercise states, and this checker tests:
 * shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v) and dO (..., T_q, d_v),
   with leading batch and head dimensions (B, H); each gradient has the shape of its
   input, and they are returned in the order (dQ, dK, dV);
-* the forward pass is S = c Q K^T with c = 1/sqrt(d_k), A = softmax(S) along the keys,
-  O = A V; ``mask`` is boolean, True = "may attend", broadcasts to (..., T_q, T_k), and a
-  masked score is -inf before the softmax.
+* the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
+  c = 1/sqrt(d_k), A = softmax(S) along the keys, O = A V; ``mask`` is boolean, True =
+  "may attend", broadcasts to (..., T_q, T_k), and a masked score is -inf before the
+  softmax; a query whose every key is masked has zero weights and a zero output, so its
+  gradients are zero, never NaN;
+* the gradients have the inputs' dtype (float32 in, float32 out).
 
-Six cases: one head without and with a causal mask, compared with central differences
+Eight cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
-missing transpose does not change a shape, only the values); and three with batch and
-head dimensions (B, H): no mask, one causal mask for every head, a (B, 1, 1, T_k)
-padding mask. When an attempt fails a case, the checker compares it with the usual
-mistakes on the same inputs and names the one it matches. Messages are wrapped to 76
-columns.
+missing transpose does not change a shape, only the values); three with batch and head
+dimensions (B, H): no mask, one causal mask for every head, a (B, 1, 1, T_k) padding
+mask; a full (B, H, T_q, T_k) mask in which some queries see no key; and float32
+inputs. Every size differs from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6,
+d_v = 7), so that a size read from the wrong axis shows. When an attempt fails a case,
+the checker compares it with the usual mistakes on the same inputs and names the one it
+matches. Messages are wrapped to 76 columns.
 """
 
 from __future__ import annotations
@@ -37,49 +42,86 @@ from ._common import _RNG_SEED, _run
 
 WIDTH = 76  # printed lines fit the book's code column
 NAMES = ("dQ", "dK", "dV")
+RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
+RTOL_NUMERIC = 1e-6  # against central differences, whose own error is about 1e-9
+RTOL_FLOAT32 = 1e-4  # float32 inputs: a few thousand float32 roundings at most
 
 
 def _swap(X):
     return np.swapaxes(X, -1, -2)
 
 
-def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, D_mode="dO.O",
-               D_sign=-1.0, scale_dQ=1.0, scale_dK=1.0, scale_dV=1.0, dK_from="dS^T",
-               dQ_from="dS", dV_from="A^T"):
+def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from="d_k",
+               D_mode="dO.O", D_sign=-1.0, dS_sign=1.0, dA_mode="V^T", scale_dQ=1.0,
+               scale_dK=1.0, scale_dV=1.0, dK_from="dS^T", dQ_from="dS", dV_from="A^T",
+               guard=True):
     """(dQ, dK, dV) in float64, with the deviations from the page's formulas named.
 
-    ``mask_mode``: "-inf" (right), "ignored", "inverted" or "zero" (masked scores set to
-    0); ``axis``: the softmax's axis; ``D_mode``: "dO.O" (right), "none" (no D term) or
-    "row sum" (sum_j dA_ij, without the weights); ``D_sign``: -1 is right; ``scale_X``
-    multiplies the right gradient X by this factor; ``dK_from="dS"`` forgets the
-    transpose of dS in dK, ``dQ_from="dS^T"`` puts one in dQ, ``dV_from="A"`` forgets
-    the transpose of A in dV (these three need T_q = T_k).
+    ``mask_mode``: "-inf" (right), "ignored", "inverted", "zero" (masked scores set to
+    0), "large" (-1e9 instead of -inf: a query with no visible key gets uniform weights)
+    or "after" (the softmax of the unmasked scores times the mask, not renormalised);
+    ``axis``: the softmax's axis; ``scale_from``: where d_k is read ("d_k" right, "T_q",
+    "T_k", "axis 1" = Q.shape[1]); ``D_mode``: "dO.O" (right), "none" (no D term), "row
+    sum" (sum_j dA_ij, without the weights), "definition" (sum_j A_ij dA_ij, equal to the
+    right one unless dA is wrong), "unmasked" (from the unmasked forward pass)
+    or "no keepdims" (D_j subtracted from column j, which needs T_q = T_k); ``D_sign``:
+    -1 is right; ``dS_sign`` multiplies dS; ``dA_mode="pinv"`` uses dO pinv(V) for dA;
+    ``scale_X`` multiplies the right gradient X by this factor; ``dK_from="dS"``
+    forgets the transpose of dS in dK, ``dQ_from="dS^T"`` puts one in dQ, ``dV_from="A"``
+    forgets the transpose of A in dV (these three need T_q = T_k); ``guard=False`` lets
+    a query with no visible key have NaN weights (0/0) instead of zeros.
     """
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
-    c = 1.0 / math.sqrt(Q.shape[-1])
+    d = {"d_k": Q.shape[-1], "T_q": Q.shape[-2], "T_k": K.shape[-2],
+         "axis 1": Q.shape[1]}[scale_from]
+    c = 1.0 / math.sqrt(d)
     S = c * (Q @ _swap(K))
-    if mask is not None and mask_mode != "ignored":
+    S_free = S
+    if mask is not None and mask_mode not in ("ignored", "after"):
         keep = ~np.asarray(mask) if mask_mode == "inverted" else np.asarray(mask)
-        S = np.where(keep, S, 0.0 if mask_mode == "zero" else -np.inf)
-    A = softmax(S, axis=axis)
+        fill = {"zero": 0.0, "large": -1e9}.get(mask_mode, -np.inf)
+        S = np.where(keep, S, fill)
+    if guard:
+        A = softmax(S, axis=axis)
+    else:
+        E = np.exp(S - S.max(axis=axis, keepdims=True))
+        A = E / E.sum(axis=axis, keepdims=True)
+    if mask is not None and mask_mode == "after":
+        A = A * np.asarray(mask)
     O = A @ V
-    dA = dO @ _swap(V)
+    dA = dO @ (np.linalg.pinv(V) if dA_mode == "pinv" else _swap(V))
     if D_mode == "none":
         D = 0.0
     elif D_mode == "row sum":
         D = dA.sum(axis=-1, keepdims=True)
+    elif D_mode == "unmasked":
+        D = np.sum(dO * (softmax(S_free) @ V), axis=-1, keepdims=True)
+    elif D_mode == "definition":
+        D = np.sum(A * dA, axis=-1, keepdims=True)
+    elif D_mode == "no keepdims":
+        D = np.sum(dO * O, axis=-1)[..., None, :]
     else:
         D = np.sum(dO * O, axis=-1, keepdims=True)
-    dS = A * (dA + D_sign * D)
+    dS = dS_sign * A * (dA + D_sign * D)
     dV = (_swap(A) if dV_from == "A^T" else A) @ dO
     dQ = c * ((dS if dQ_from == "dS" else _swap(dS)) @ K)
     dK = c * ((_swap(dS) if dK_from == "dS^T" else dS) @ Q)
     return scale_dQ * dQ, scale_dK * dK, scale_dV * dV
 
 
-def _mistakes(d_k: int, square: bool) -> list[tuple[str, str, dict]]:
-    """(key, message, deviation) for each usual mistake; messages say what to do."""
+PINV = ("dA is dO V^T (the product rule for O = A V), not dO times an inverse of V: "
+        "the backward pass never inverts a matrix")
+
+
+def _mistakes(Q, K, mask) -> list[tuple[str, str, dict]]:
+    """(key, message, deviation) for each usual mistake these inputs can show.
+
+    A message may name the gradients it concerns with ``{names}`` (and agree with them
+    through ``{is_are}``, ``{s}``); the others concern one gradient only.
+    """
+    d_k = Q.shape[-1]
     c = 1.0 / math.sqrt(d_k)
+    square = Q.shape[-2] == K.shape[-2]
     mistakes = [
         ("no-D", "dS lacks the '- D' term: the softmax ties each row together, so "
                  "dS = A * (dA - D) with D_i = dO_i . O_i (one number per query)",
@@ -89,25 +131,58 @@ def _mistakes(d_k: int, square: bool) -> list[tuple[str, str, dict]]:
         ("D-row-sum", "D_i is the weighted sum sum_j A_ij dA_ij (which equals "
                       "dO_i . O_i), not the plain row sum of dA",
          dict(D_mode="row sum")),
+        ("dS-sign", "{names} {is_are} negated: dS = A * (dA - D), not A * (D - dA)",
+         dict(dS_sign=-1.0)),
+        ("dA-pinv", PINV, dict(dA_mode="pinv", D_mode="definition")),
+        ("dA-pinv-D", PINV, dict(dA_mode="pinv")),
         ("dQ-no-scale", "dQ lacks the factor c = 1/sqrt(d_k): S = c Q K^T puts c on "
                         "dQ = c dS K", dict(scale_dQ=1.0 / c)),
         ("dK-no-scale", "dK lacks the factor c = 1/sqrt(d_k): S = c Q K^T puts c on "
                         "dK = c dS^T Q", dict(scale_dK=1.0 / c)),
         ("dQ-scale-twice", "dQ carries the factor c twice", dict(scale_dQ=c)),
         ("dK-scale-twice", "dK carries the factor c twice", dict(scale_dK=c)),
+        ("dQ-divided", "dQ divides by c where it should multiply: dQ = c dS K",
+         dict(scale_dQ=1.0 / c**2)),
+        ("dK-divided", "dK divides by c where it should multiply: dK = c dS^T Q",
+         dict(scale_dK=1.0 / c**2)),
         ("dV-scaled", "dV carries the factor c, but c scales the scores S, not "
                       "O = A V: dV = A^T dO has no c", dict(scale_dV=c)),
-        ("mask-ignored", "with a mask, these are the gradients of unmasked attention: "
-                         "the mask is ignored; set masked scores to -inf before the "
-                         "softmax (the backward pass then needs nothing more)",
-         dict(mask_mode="ignored")),
-        ("mask-inverted", "the mask is inverted: True means 'may attend', so masked "
-                          "scores are where the mask is False", dict(mask_mode="inverted")),
-        ("mask-zero", "masked scores were set to 0 instead of -inf, so masked keys "
-                      "keep some weight", dict(mask_mode="zero")),
+        ("dV-sign", "dV has the wrong sign: dV = A^T dO", dict(scale_dV=-1.0)),
+        ("scale-T_q", "the scale uses T_q, the number of queries (Q.shape[-2]), "
+                      "instead of the width d_k = Q.shape[-1]", dict(scale_from="T_q")),
+        ("scale-T_k", "the scale uses T_k, the number of keys, instead of the width "
+                      "d_k = Q.shape[-1]", dict(scale_from="T_k")),
         ("axis", "the softmax runs over the wrong axis: each query's weights (a row "
                  "of A, the last axis) sum to 1", dict(axis=-2)),
     ]
+    if Q.ndim > 2:
+        mistakes.append(
+            ("scale-axis-1", "the scale reads d_k from Q.shape[1], which is d_k for one "
+                             "head but H with batch and head dimensions: use Q.shape[-1]",
+             dict(scale_from="axis 1")))
+    if mask is not None:
+        mistakes += [
+            ("mask-ignored", "{names} {is_are} the gradient{s} of unmasked attention: "
+                             "the mask is ignored; set masked scores to -inf before the "
+                             "softmax (the backward pass then needs nothing more)",
+             dict(mask_mode="ignored")),
+            ("D-unmasked", "D comes from the unmasked forward pass: with a mask, "
+                           "D_i = dO_i . O_i uses the masked output O (equivalently "
+                           "sum_j A_ij dA_ij with the masked A)", dict(D_mode="unmasked")),
+            ("mask-inverted", "the mask is inverted: True means 'may attend', so masked "
+                              "scores are where the mask is False",
+             dict(mask_mode="inverted")),
+            ("mask-zero", "masked scores were set to 0 instead of -inf, so masked keys "
+                          "keep some weight", dict(mask_mode="zero")),
+            ("mask-after", "the mask multiplies the weights after the softmax, so the "
+                           "rows no longer sum to 1: set masked scores to -inf before "
+                           "the softmax instead", dict(mask_mode="after")),
+            ("mask-large", "a query whose every key is masked got uniform weights over "
+                           "all keys (a large negative number such as -1e9 in place of "
+                           "-inf): the contract gives it zero weights and a zero output, "
+                           "so nothing flows back through it",
+             dict(mask_mode="large")),
+        ]
     if square:
         mistakes += [
             ("dK-no-transpose", "dK uses dS where it needs dS^T: dK = c dS^T Q has one "
@@ -116,11 +191,14 @@ def _mistakes(d_k: int, square: bool) -> list[tuple[str, str, dict]]:
                               "row per query", dict(dQ_from="dS^T")),
             ("dV-no-transpose", "dV uses A where it needs A^T: dV = A^T dO has one "
                                 "row per key", dict(dV_from="A")),
+            ("D-no-keepdims", "D lost its keepdims: dA - D subtracted D_j from column j "
+                              "instead of D_i from row i; keep D of shape (..., T_q, 1)",
+             dict(D_mode="no keepdims")),
         ]
     return mistakes
 
 
-def _same(got: np.ndarray, want: np.ndarray, rtol: float = 1e-7) -> bool:
+def _same(got: np.ndarray, want: np.ndarray, rtol: float = RTOL) -> bool:
     if got.shape != want.shape:
         return False
     scale = max(np.abs(want).max(initial=0.0), 1e-300)
@@ -128,33 +206,73 @@ def _same(got: np.ndarray, want: np.ndarray, rtol: float = 1e-7) -> bool:
         float(np.abs(got - want).max(initial=0.0)) <= rtol * scale
 
 
+def _same_with_nan(got: np.ndarray, want: np.ndarray, rtol: float) -> bool:
+    """NaN in the same places and the other entries equal."""
+    if got.shape != want.shape or not np.array_equal(np.isnan(got), np.isnan(want)):
+        return False
+    finite = ~np.isnan(want)
+    return _same(got[finite], want[finite], rtol) if finite.any() else True
+
+
 def _call(fn, Q, K, V, dO, mask):
-    """The attempt's (dQ, dK, dV) as float64 arrays, or an exception that says why not."""
+    """The attempt's (dQ, dK, dV) as float64 arrays and their own dtypes, or an exception
+    that says why not."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         result = fn(Q, K, V, dO) if mask is None else fn(Q, K, V, dO, mask=mask)
     if not isinstance(result, (tuple, list)) or len(result) != 3:
         raise TypeError(f"the function must return three arrays (dQ, dK, dV), got "
                         f"{type(result).__name__}")
-    grads = []
+    grads, dtypes = [], []
     for name, g in zip(NAMES, result):
         if g is None:
             raise TypeError(f"{name} is None: return (dQ, dK, dV)")
-        grads.append(np.asarray(g, dtype=np.float64))
-    return grads
+        g = np.asarray(g)
+        dtypes.append(g.dtype)
+        grads.append(g.astype(np.float64))
+    return grads, dtypes
 
 
-def _diagnose(got, Q, K, V, dO, mask, ref) -> str:
+def _names(names: list[str]) -> dict:
+    return dict(names=", ".join(names), is_are="is" if len(names) == 1 else "are",
+                s="" if len(names) == 1 else "s")
+
+
+def _empty_rows(Q, K, mask) -> bool:
+    """Whether some query sees no key."""
+    if mask is None:
+        return False
+    shape = np.broadcast_shapes(Q.shape[:-1] + (K.shape[-2],), np.shape(mask))
+    return not np.broadcast_to(mask, shape).any(axis=-1).all()
+
+
+def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
     """Say what is wrong with gradients ``got`` that do not all match ``ref``."""
     for order in itertools.permutations(range(3)):
-        if order != (0, 1, 2) and all(_same(got[i], ref[j]) for i, j in enumerate(order)):
+        if order != (0, 1, 2) and all(_same(got[i], ref[j], rtol) for i, j in enumerate(order)):
             returned = ", ".join(NAMES[j] for j in order)
             return (f"the gradients are right but in the wrong order: you returned "
                     f"({returned}); return (dQ, dK, dV)")
-    square = Q.shape[-2] == K.shape[-2]
-    messages, unexplained = [], []
+    if all(_same(-g, r, rtol) for g, r in zip(got, ref)):
+        return ("every gradient has the wrong sign: return dL/dX itself, not -dL/dX "
+                "(the direction a descent step takes)")
+    if rtol < RTOL_FLOAT32 and all(_same(g, r, RTOL_FLOAT32) for g, r in zip(got, ref)):
+        err = max(relative_error(g, r) for g, r in zip(got, ref))
+        return (f"the gradients agree with the reference only to a relative {err:.0e}, "
+                "float32 precision: float64 inputs need float64 throughout (something "
+                "was cast to float32)")
+    variants: dict = {}
+
+    def variant(key, deviation):
+        if key not in variants:
+            with np.errstate(all="ignore"):
+                variants[key] = _gradients(Q, K, V, dO, mask, **deviation)
+        return variants[key]
+
+    unguarded = variant("unguarded", dict(guard=False))
+    messages, matched, nan, unexplained = [], {}, [], []
     for i, name in enumerate(NAMES):
-        if _same(got[i], ref[i]):
+        if _same(got[i], ref[i], rtol):
             continue
         if got[i].shape != ref[i].shape:
             hint = ""
@@ -164,31 +282,78 @@ def _diagnose(got, Q, K, V, dO, mask, ref) -> str:
                             f"{ref[i].shape} (the shape of {name[1:]}){hint}")
             continue
         if np.isnan(got[i]).any():
-            messages.append(f"{name} contains NaN: usually exp() of a score that "
-                            "overflowed (subtract each row's maximum first), or a row "
-                            "whose every score is -inf")
+            for key, message, deviation in _mistakes(Q, K, mask):
+                # a mistake whose own -inf rows give NaN, e.g. the softmax over queries
+                v = variant(key + " unguarded", dict(deviation, guard=False))
+                if _same_with_nan(got[i], v[i], rtol) and not np.isnan(ref[i]).any() \
+                        and not _same_with_nan(v[i], unguarded[i], rtol):
+                    matched.setdefault(key, (message, []))[1].append(name)
+                    break
+            else:
+                nan.append(name)
             continue
-        found = False
-        for key, message, deviation in _mistakes(Q.shape[-1], square):
-            if mask is None and deviation.get("mask_mode"):
-                continue
-            with np.errstate(all="ignore"):
-                variant = _gradients(Q, K, V, dO, mask, **deviation)
-            if not _same(variant[i], ref[i]) and _same(got[i], variant[i]):
-                if message not in messages:
-                    messages.append(message)
-                found = True
+        for key, message, deviation in _mistakes(Q, K, mask):
+            v = variant(key, deviation)
+            if not _same(v[i], ref[i], rtol) and _same(got[i], v[i], max(rtol, 1e-7)):
+                matched.setdefault(key, (message, []))[1].append(name)
                 break
-        if not found:
+        else:
             unexplained.append(name)
+    if nan:
+        verb = "contains" if len(nan) == 1 else "contain"
+        if _empty_rows(Q, K, mask) and all(
+                np.array_equal(np.isnan(got[i]), np.isnan(unguarded[i]))
+                for i in map(NAMES.index, nan)):
+            messages.append(
+                f"{', '.join(nan)} {verb} NaN: a query whose every key is masked has only "
+                "-inf scores, and their softmax is 0/0 = NaN, which dV = A^T dO and dK "
+                "spread to every key; the contract gives such a query zero weights and a "
+                "zero output (guard the row maximum and the sum, as in "
+                "ex-numpy-attention), and then its gradients are 0")
+        else:
+            messages.append(
+                f"{', '.join(nan)} {verb} NaN: usually exp() of a score that overflowed "
+                "(subtract each row's maximum first), or a row whose every score is -inf")
+    for message, names in matched.values():
+        message = message.format(**_names(names))
+        if message not in messages:
+            messages.append(message)
+    if unexplained and Q.ndim > 2 and all(g.shape == r.shape for g, r in zip(got, ref)):
+        batch = Q.shape[:-2]
+        right = [idx for idx in np.ndindex(batch)
+                 if all(_same(g[idx], r[idx], rtol) for g, r in zip(got, ref))]
+        if right:
+            first = next(idx for idx in np.ndindex(batch) if idx not in right)
+            messages.append(
+                f"right for {len(right)} of {math.prod(batch)} (batch item, head) pairs "
+                f"and wrong for the others, the first at index {list(first)}: every "
+                "batch item and head needs its own result; with a loop, store each one "
+                "at its own index")
+            unexplained = []
     for name in unexplained:
         i = NAMES.index(name)
         err = float(np.abs(got[i] - ref[i]).max())
         messages.append(f"{name} differs from the reference by up to {err:.3g}")
-    if unexplained and _same(got[2], ref[2]) and set(unexplained) <= {"dQ", "dK"}:
+    if unexplained and _same(got[2], ref[2], rtol) and set(unexplained) <= {"dQ", "dK"}:
         messages.append("dV is right, so A is: look at D, dS = A * (dA - D) and the "
                         "factor c")
     return "; ".join(messages)
+
+
+def _error_hint(exc: Exception) -> str:
+    """What an exception raised by the attempt usually means here."""
+    text = str(exc)
+    if isinstance(exc, np.linalg.LinAlgError):
+        return ("; the backward pass needs no matrix inverse: each product Y = X W "
+                "sends back dX = dY W^T and dW = X^T dY")
+    if isinstance(exc, ValueError) and "matmul" in text:
+        return ("; the shapes of a product do not fit: dV = A^T dO, dA = dO V^T, "
+                "dQ = c dS K, dK = c dS^T Q")
+    if isinstance(exc, ValueError) and "broadcast" in text:
+        return ("; the shapes of an elementwise step do not broadcast: D has one "
+                "number per query, (dO * O).sum(axis=-1, keepdims=True), of shape "
+                "(..., T_q, 1)")
+    return ""
 
 
 _NUMERIC: dict = {}  # the checker's inputs are fixed: compute their references once
@@ -208,24 +373,34 @@ def _numeric_gradients(Q, K, V, dO, mask):
 
 def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
     """One comparison, as a case for ``_run``. With ``numeric`` the reference is central
-    differences of the library's forward pass, otherwise the formulas of the page."""
+    differences of the library's forward pass, otherwise the formulas of the page. For
+    float32 inputs the gradients must also be float32."""
+    float32 = Q.dtype == np.float32
+    rtol = RTOL_FLOAT32 if float32 else RTOL_NUMERIC if numeric else RTOL
+
     def case():
         ref = _numeric_gradients(Q, K, V, dO, mask) if numeric else _gradients(Q, K, V, dO, mask)
         try:
-            got = _call(fn, Q, K, V, dO, mask)
+            got, dtypes = _call(fn, Q, K, V, dO, mask)
         except Exception as exc:
-            hint = on_error
-            if not hint and isinstance(exc, ValueError) and Q.ndim == 2:
-                hint = ("; the shapes of a product do not fit: dV = A^T dO, dA = dO V^T, "
-                        "dQ = c dS K, dK = c dS^T Q")
-            return False, f"raised {type(exc).__name__}: {exc}{hint}"
-        if all(_same(g, r, rtol=1e-6) for g, r in zip(got, ref)):
-            return True, ""
-        detail = _diagnose(got, Q, K, V, dO, mask, ref)
-        if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
-            errs = ", ".join(f"{relative_error(g, r):.1g}" for g, r in zip(got, ref))
-            detail += f" (relative errors dQ, dK, dV against central differences: {errs})"
-        return False, detail
+            return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
+        if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
+            detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
+            if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
+                errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
+                                 for g, r in zip(got, ref))
+                detail += f" (relative errors dQ, dK, dV against central differences: {errs})"
+            return False, detail
+        wrong = [(n, t) for n, t in zip(NAMES, dtypes) if t != Q.dtype]
+        if float32 and wrong:
+            kinds = sorted({str(t) for _, t in wrong})
+            return False, (f"{', '.join(n for n, _ in wrong)} {'is' if len(wrong) == 1 else 'are'} "
+                           f"{' and '.join(kinds)} for float32 inputs: the gradients keep "
+                           "the inputs' dtype; something in the computation is float64 "
+                           "(np.sqrt(d_k) gives a float64 scalar, np.eye and np.ones "
+                           "default to float64; math.sqrt gives a Python float, which "
+                           "keeps float32)")
+        return True, ""
     return case
 
 
@@ -240,21 +415,23 @@ def _report(results, verbose: bool) -> bool:
     return all(ok for _, ok, _ in results)
 
 
-def _inputs(rng, batch=(), T_q=3, T_k=4, d_k=3, d_v=2):
-    """Q, K, V, dO with T_q, T_k, d_v different (so a wrong shape shows) and d_k = 3."""
+def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
+    """Q, K, V, dO whose sizes all differ (and differ from B = 2, H = 3)."""
     return (rng.standard_normal(batch + (T_q, d_k)), rng.standard_normal(batch + (T_k, d_k)),
             rng.standard_normal(batch + (T_k, d_v)), rng.standard_normal(batch + (T_q, d_v)))
 
 
 def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)`` against the contract in this
-    module's docstring: six cases, one line each; returns True when all pass."""
+    module's docstring: eight cases, one line each; returns True when all pass."""
     rng = np.random.default_rng(_RNG_SEED + 2)
     Q, K, V, dO = _inputs(rng)
-    Qs, Ks, Vs, dOs = _inputs(rng, T_q=4, T_k=4)
+    Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
     Qb, Kb, Vb, dOb = _inputs(rng, batch=(2, 3))  # (B, H, T, d_k) and so on
     T_q, T_k = Q.shape[-2], K.shape[-2]
-    pad = padding_mask([3, 2], T_k)[:, None]  # (B, 1, 1, T_k): keys beyond a length hidden
+    pad = padding_mask([4, 3], T_k)[:, None]  # (B, 1, 1, T_k): keys beyond a length hidden
+    empty = rng.random((2, 3, T_q, T_k)) < 0.6  # (B, H, T_q, T_k)
+    empty[0, 1, 2] = empty[1, 2, 0] = empty[1, 0, 3] = False  # these queries see no key
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
@@ -267,6 +444,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   "; with batch and head dimensions, transpose only the last two axes, "
                   "np.swapaxes(X, -1, -2) (X.T reverses every axis), and multiply "
                   "with @, not np.dot")
+    f32 = tuple(x.astype(np.float32) for x in (Qb, Kb, Vb, dOb))
     return _report(one_head + [
         _run("batch and head dimensions (B, H, T_q, d_k), no mask",
              _case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint)),
@@ -274,4 +452,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint)),
         _run("a (B, 1, 1, T_k) padding mask",
              _case(fn, Qb, Kb, Vb, dOb, pad, on_error=batch_hint)),
+        _run("a (B, H, T_q, T_k) mask where some queries see no key",
+             _case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint)),
+        _run("float32 inputs, causal mask (float32 gradients)",
+             _case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint)),
     ], verbose)
