@@ -186,7 +186,10 @@ def _pins(srcdir: Path) -> dict[str, str]:
     from packaging.utils import canonicalize_name
 
     pins = {}
-    for line in (srcdir / "requirements.txt").read_text().splitlines():
+    requirements = srcdir / "requirements.txt"
+    if not requirements.exists():  # a scratch book (e.g. a test's one-page book)
+        return pins
+    for line in requirements.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if "==" in line and not line.startswith("-"):
             name = line.split("==", 1)[0].strip()
@@ -198,7 +201,7 @@ def _pinned(app, names) -> list[str]:
     from packaging.utils import canonicalize_name
 
     pins = _pins(Path(app.srcdir))
-    return [pins[canonicalize_name(n)] for n in names]
+    return [pins.get(canonicalize_name(n), n) for n in names]
 
 
 def reader_requirements(srcdir: Path) -> list[str]:

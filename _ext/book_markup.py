@@ -64,9 +64,9 @@ def _accessible_body(app, pagename, templatename, context, doctree):
 
 
 def _add_site_files(app, config):
-    if str(TEMPLATES) not in config.templates_path:
+    if TEMPLATES.is_dir() and str(TEMPLATES) not in config.templates_path:
         config.templates_path.insert(0, str(TEMPLATES))
-    if str(STATIC) not in config.html_static_path:
+    if STATIC.is_dir() and str(STATIC) not in config.html_static_path:
         config.html_static_path.append(str(STATIC))
 
 
