@@ -54,33 +54,19 @@ def safe_softmax(S: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return e / torch.where(total > 0, total, torch.ones_like(total))
 
 
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale: float | None = None) -> torch.Tensor:
-    """Readable twin of ``torch.nn.functional.scaled_dot_product_attention``.
+def _check_inputs(q, k, v, attn_mask, dropout_p, is_causal, scale) -> None:
+    """Refuse what :func:`scaled_dot_product_attention` cannot compute correctly.
 
-    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v).
-    ``attn_mask``: boolean (True = take part) or a float bias added to the scores; it
-    broadcasts to (..., T_q, T_k). ``is_causal`` keeps keys j <= i, aligned top-left when
-    T_q != T_k (as the built-in does). Passing both ``attn_mask`` and ``is_causal=True``
-    raises ValueError, as the built-in's documentation says it does (in torch 2.13 its
-    MATH kernel raises, while its CPU flash kernel silently applies both masks).
-    ``scale`` defaults to 1/sqrt(d_k). The softmax runs in float32
-    (or float64 for float64 inputs) and is cast back to the inputs' dtype. A fully masked
-    row gives a zero output, as the built-in does in torch 2.13. ``dropout_p`` zeroes
-    weights at random and rescales the rest by 1/(1 - p) whenever it is positive, exactly
-    like the built-in: pass 0 at evaluation time.
-
-    Bad input raises instead of computing a wrong answer: non-tensors and non-float
-    tensors (TypeError), NaN or inf in q, k, v (ValueError), d_k = 0, mismatched shapes, a
-    mask that does not broadcast, NaN or +inf in an additive mask, a non-positive scale,
-    ``attn_mask`` together with ``is_causal`` (ValueError). T_q = 0 gives an empty output;
-    T_k = 0 (no keys) a zero output, like a fully masked row and like the built-in.
+    Kept apart from the function so that its body reads like the page's ten lines.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
         _check_tensor(x, name)
         if x.dim() < 2:
             raise ValueError(f"{name} must have shape (..., length, width), got {tuple(x.shape)}")
+    if not q.dtype == k.dtype == v.dtype:
+        # The built-in refuses mixed dtypes too; casting silently would hide a bug upstream.
+        raise TypeError(f"q, k and v must have the same dtype, got q {q.dtype}, k {k.dtype} "
+                        f"and v {v.dtype}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same width d_k: q {tuple(q.shape)}, k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
@@ -102,6 +88,10 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
             raise TypeError(f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}")
         if attn_mask.dtype != torch.bool:
             _check_tensor(attn_mask, "attn_mask (an additive float mask)", allow_neg_inf=True)
+            if attn_mask.dtype not in (torch.float32, q.dtype):
+                # the built-in's rule: a float mask is float32 or the inputs' dtype
+                raise TypeError(f"an additive attn_mask must be float32 or the dtype of q, k "
+                                f"and v ({q.dtype}), got {attn_mask.dtype}")
         score_shape = tuple(batch) + (q.shape[-2], k.shape[-2])
         try:
             ok = tuple(torch.broadcast_shapes(attn_mask.shape, score_shape)) == score_shape
@@ -115,21 +105,50 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     if is_causal and attn_mask is not None:
         raise ValueError("pass either attn_mask or is_causal=True, not both (the built-in's "
                          "documentation forbids it; its MATH kernel raises)")
-    T_q, T_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
-    scale = 1.0 / math.sqrt(d_k) if scale is None else scale
+
+
+def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 attn_mask: torch.Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None) -> torch.Tensor:
+    """Readable twin of ``torch.nn.functional.scaled_dot_product_attention``.
+
+    q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v).
+    ``attn_mask``: boolean (True = take part) or a float bias added to the scores; it
+    broadcasts to (..., T_q, T_k). ``is_causal`` keeps keys j <= i, aligned top-left when
+    T_q != T_k (as the built-in does). Passing both ``attn_mask`` and ``is_causal=True``
+    raises ValueError, as the built-in's documentation says it does (in torch 2.13 its
+    MATH kernel raises, while its CPU flash kernel silently applies both masks).
+    ``scale`` (the book's c) defaults to 1/sqrt(d_k). The scores, the softmax and the
+    product with v run in float32 (or float64 for float64 inputs), and the result is cast
+    back to the inputs' dtype. A fully masked row gives a zero output, as the built-in
+    does in torch 2.13. ``dropout_p`` zeroes weights at random and rescales the rest by
+    1/(1 - p) whenever it is positive, exactly like the built-in: pass 0 at evaluation time.
+
+    The body is the page's ten lines with ``safe_softmax`` in place of ``torch.softmax``;
+    the checks live in :func:`_check_inputs`. Bad input raises instead of computing a
+    wrong answer: non-tensors and non-float tensors (TypeError), q, k and v of different
+    dtypes, or an additive mask neither float32 nor of their dtype (TypeError, as the
+    built-in refuses them), NaN or inf in q, k, v (ValueError), d_k = 0, mismatched
+    shapes, a mask that does not broadcast, NaN or +inf in an additive mask, a
+    non-positive scale, ``attn_mask`` together with ``is_causal`` (ValueError). T_q = 0
+    gives an empty output; T_k = 0 (no keys) a zero output, like a fully masked row and
+    like the built-in.
+    """
+    _check_inputs(q, k, v, attn_mask, dropout_p, is_causal, scale)
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    c = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     work = torch.float64 if q.dtype == torch.float64 else torch.float32
-    scores = (q.to(work) @ k.to(work).transpose(-2, -1)) * scale  # (..., T_q, T_k)
-    if is_causal:
+    S = c * q.to(work) @ k.to(work).transpose(-2, -1)   # (..., T_q, T_k)
+    if is_causal:                                       # keys j <= i
         attn_mask = torch.ones(T_q, T_k, dtype=torch.bool, device=q.device).tril()
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            scores = scores.masked_fill(~attn_mask, float("-inf"))
-        else:
-            scores = scores + attn_mask.to(work)
-    weights = safe_softmax(scores, dim=-1)  # (..., T_q, T_k), in float32/64
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        S = S.masked_fill(~attn_mask, float("-inf"))    # True = may attend
+    elif attn_mask is not None:
+        S = S + attn_mask.to(work)                      # an additive bias
+    A = safe_softmax(S, dim=-1)                         # a row with no key: zeros
     if dropout_p > 0.0:
-        weights = torch.dropout(weights, dropout_p, train=True)
-    return (weights @ v.to(work)).to(q.dtype)  # (..., T_q, d_v)
+        A = F.dropout(A, p=dropout_p)   # zero at random, rest times 1/(1-p)
+    return (A @ v.to(work)).to(q.dtype)                 # (..., T_q, d_v)
 
 
 class SelfAttention(nn.Module):

@@ -252,3 +252,53 @@ def test_zero_dropout_is_deterministic_and_self_attention_dropout_is_off_in_eval
     y1 = m(x)
     torch.manual_seed(2)
     assert not torch.allclose(y1, m(x))
+
+
+# Mixed dtypes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtypes", [
+    (torch.float32, torch.float64, torch.float64),
+    (torch.float64, torch.float32, torch.float64),
+    (torch.float32, torch.float32, torch.float16),
+    (torch.float16, torch.bfloat16, torch.float16),
+], ids=["q32-k64-v64", "k32", "v16", "bf16-k"])
+def test_mixed_dtypes_are_refused_as_the_builtin_refuses_them(dtypes):
+    q, k, v = (x.to(dt) for x, dt in zip(_qkv(torch.float64), dtypes))
+    with pytest.raises(RuntimeError, match="same dtype"):
+        F.scaled_dot_product_attention(q, k, v)
+    with pytest.raises(TypeError, match="same dtype") as excinfo:
+        at.scaled_dot_product_attention(q, k, v)
+    for dt in dtypes:  # the message names every dtype it was given
+        assert str(dt) in str(excinfo.value)
+
+
+@pytest.mark.parametrize("q_dtype, mask_dtype, accepted", [
+    (torch.float64, torch.float32, True),   # float32 is always accepted
+    (torch.float16, torch.float32, True),
+    (torch.float64, torch.float64, True),   # or the inputs' own dtype
+    (torch.float32, torch.float64, False),
+    (torch.float32, torch.float16, False),
+])
+def test_additive_mask_dtype_follows_the_builtins_rule(q_dtype, mask_dtype, accepted):
+    q, k, v = (x.to(q_dtype) for x in _qkv(torch.float64))
+    bias = torch.randn(T_q, T_k, generator=torch.Generator().manual_seed(9)).to(mask_dtype)
+    if accepted:
+        want = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        got = at.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        tol = {torch.float64: 1e-6, torch.float16: 2e-3}[q_dtype]  # the bias is rounded
+        torch.testing.assert_close(got, want, atol=tol, rtol=0)
+    else:
+        with pytest.raises(RuntimeError, match="attn_mask dtype"):
+            F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        with pytest.raises(TypeError, match="additive attn_mask must be float32"):
+            at.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+
+
+def test_the_body_reads_like_the_page_and_the_checks_live_apart():
+    import inspect
+    body = inspect.getsource(at.scaled_dot_product_attention).split('"""')[-1]
+    assert "_check_inputs(" in body
+    assert "raise" not in body and "isinstance" not in body  # no checks in the body
+    code = [line for line in body.splitlines() if line.strip()]
+    assert len(code) <= 16  # about the page's ten lines, plus the call to the checks
