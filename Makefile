@@ -14,8 +14,14 @@ PORT ?= 8000
 export SOURCE_DATE_EPOCH ?= 1767225600
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
+# One BLAS / OpenMP thread per process: the build and the tests' Run-All execution then do
+# the same arithmetic in the same order (a reduction split over threads may round otherwise),
+# and two pages executed at once on two cores do not fight over them.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+CHECK := _build/check
 
-.PHONY: help book html pdf test lab serve clean bench assets figures venv test-deps chromium
+.PHONY: help book html pdf check test lab serve clean bench assets figures venv test-deps chromium
 
 help:  ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -80,8 +86,12 @@ chromium:  ## Install Debian's chromium for the browser tests (apt, as root).
 
 test-deps: $(VENV)/.test-installed chromium
 
+check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once).
+	$(PY) -m tests.notebooks --out $(CHECK)
+	BOOK_EXECUTED=$(CHECK) $(BIN)/pytest tests/lib tests/checkers tests/bench tests/pages --durations=10
+
 test: test-deps book  ## Build the book fresh and run every test.
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=10
 
 bench: test-deps assets figures  ## Build the book into a temp folder and print every benchmark (benchmarks/results.json).
 	$(PY) benchmarks/run.py
