@@ -107,7 +107,63 @@ def vjp_returns_none(a, g):
     a * (g - np.dot(a, g))  # forgot the return
 
 
+def jacobian_as_list(a):
+    return (np.diag(a) - np.outer(a, a)).tolist()
+
+
+def jacobian_float32(a):
+    return (np.diag(a) - np.outer(a, a)).astype(np.float32)
+
+
+def jacobian_two_keys_only(a):
+    return a[0] * a[1] * (2 * np.eye(len(a)) - 1)  # p (1 - p) [[1, -1], [-1, 1]], widened
+
+
+def jacobian_two_by_two(a):
+    p = a[0]
+    return p * (1 - p) * np.array([[1.0, -1.0], [-1.0, 1.0]])
+
+
+def jacobian_of_log_softmax(a):
+    return np.eye(len(a)) - a[None, :]
+
+
+def jacobian_of_log_softmax_transposed(a):
+    return np.eye(len(a)) - a[:, None]
+
+
+def jacobian_lost_a_j(a):
+    return a[:, None] * np.eye(len(a)) - a[:, None]  # a_i delta_ij - a_i
+
+
+def jacobian_lost_a_j_transposed(a):
+    return a[None, :] * np.eye(len(a)) - a[None, :]
+
+
+def jacobian_diagonal_twice(a):
+    return np.diag(a * (1 - a)) - np.outer(a, a)
+
+
+def jacobian_in_place(a):
+    a *= 1.0  # harmless here, but it writes into the caller's array ...
+    a -= 0.0
+    a[0] += 0.0
+    J = np.diag(a) - np.outer(a, a)
+    a /= a.sum() * 2  # ... and this does change it
+    return J
+
+
 WRONG_JACOBIANS = [
+    (jacobian_as_list, "not a NumPy array"),
+    (jacobian_float32, "float32"),
+    (jacobian_two_keys_only, "two keys only"),
+    (jacobian_two_by_two, "two-key formula"),
+    (jacobian_of_log_softmax, "log-softmax"),
+    (jacobian_of_log_softmax_transposed, "transpose of log-softmax"),
+    (jacobian_lost_a_j, "lost its a_j"),
+    (jacobian_lost_a_j_transposed, "lost its a_i"),
+    (jacobian_diagonal_twice, "twice"),
+    (jacobian_in_place, "in place"),
     (diag_only, "- a a^T term is missing"),
     (outer_only, "a a^T alone"),
     (sign_flipped, "sign is flipped"),
@@ -116,7 +172,54 @@ WRONG_JACOBIANS = [
     (jacobian_flattened, "shape"),
 ]
 
+def vjp_as_list(a, g):
+    return list(a * (g - np.dot(a, g)))
+
+
+def vjp_float32(a, g):
+    return (a * (g - np.dot(a, g))).astype(np.float32)
+
+
+def vjp_of_log_softmax(a, g):
+    return g - a * g.sum()
+
+
+def vjp_mean_for_weighted_mean(a, g):
+    return a * (g - np.mean(a * g))
+
+
+def vjp_diagonal_only(a, g):
+    return a * (1 - a) * g
+
+
+def vjp_mean_times_a_twice(a, g):
+    return a * (g - np.dot(a, g) * a)
+
+
+def vjp_mean_not_times_a(a, g):
+    return a * g - np.dot(a, g)  # the transpose of a lost-a_j Jacobian, applied
+
+
+def vjp_in_place(a, g):
+    g -= np.dot(a, g)
+    g *= a
+    return g
+
+
+def vjp_through_linalg(a, g):
+    return np.linalg.multi_dot([np.diag(a) - np.outer(a, a), g])
+
+
 WRONG_VJPS = [
+    (vjp_as_list, "not a NumPy array"),
+    (vjp_float32, "float32"),
+    (vjp_of_log_softmax, "log-softmax"),
+    (vjp_mean_for_weighted_mean, "np.mean(a * g)"),
+    (vjp_diagonal_only, "diagonal of J alone"),
+    (vjp_mean_times_a_twice, "a second time"),
+    (vjp_mean_not_times_a, "must be multiplied by a"),
+    (vjp_in_place, "in place"),
+    (vjp_through_linalg, "builds J"),
     (vjp_without_mean, "- a (a.g) term is missing"),
     (vjp_minus_a, "not a itself"),
     (vjp_not_times_a, "multiplied by a"),

@@ -3,7 +3,8 @@
 
 The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq-jacobian);
 ``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
-both give zero for a one-hot row; and ``vjp`` never builds J: on a row of ``LONG`` keys its
+both give zero for a one-hot row; both return float64 NumPy arrays (not lists, not float32)
+and leave their arguments unchanged; and ``vjp`` never builds J: on a row of ``LONG`` keys its
 peak memory, measured with ``tracemalloc``, must stay far below that of a T_k x T_k matrix.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches.
@@ -42,6 +43,22 @@ def _jacobian_mistakes(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
          "np.outer(a, a)", np.diag(a) - (a @ a) * np.eye(n)),
         ("this is diag(a) - a a^T computed with a * a (entry by entry) in place of the outer "
          "product np.outer(a, a)", np.diag(a) - np.diag(a * a)),
+        ("the diagonal subtracts a_i^2 twice: diag(a (1 - a)) already holds the - a_i^2 of "
+         "a a^T; J = diag(a) - a a^T", np.diag(a * (1 - a)) - outer),
+        ("this is I - 1 a^T, the Jacobian of log-softmax (d log a_i / d s_j = delta_ij - a_j); "
+         "the softmax's multiplies row i by a_i: diag(a) - a a^T", np.eye(n) - a[None, :]),
+        ("this is I - a 1^T, the transpose of log-softmax's Jacobian I - 1 a^T; the "
+         "softmax's is diag(a) - a a^T", np.eye(n) - a[:, None]),
+        ("the product a_i a_j lost its a_j: this is diag(a) - a 1^T (entries a_i delta_ij - "
+         "a_i); J_ij = a_i delta_ij - a_i a_j", np.diag(a) - a[:, None] * np.ones(n)),
+        ("the product a_i a_j lost its a_i: this is diag(a) - 1 a^T, the transpose of "
+         "diag(a) - a 1^T; J_ij = a_i delta_ij - a_i a_j", np.diag(a) - a[None, :] * np.ones(n)),
+        ("this is the two-key formula p (1 - p) [[1, -1], [-1, 1]] spread over T_k keys; it "
+         "holds for two keys only: J = diag(a) - a a^T",
+         a[0] * a[1] * (2 * np.eye(n) - 1)),
+        ("this is the two-key formula p (1 - p) [[1, -1], [-1, 1]] spread over T_k keys; it "
+         "holds for two keys only: J = diag(a) - a a^T",
+         a[0] * (1 - a[0]) * (2 * np.eye(n) - 1)),
     ]
 
 
@@ -59,15 +76,35 @@ def _vjp_mistakes(a: np.ndarray, g: np.ndarray) -> list[tuple[str, np.ndarray]]:
         ("this is a * (g - sum(g)): the number to subtract is the weighted mean a.g",
          a * (g - g.sum())),
         ("this is g * (a - a.g): a and g are swapped; J g = a * (g - a.g)", g * (a - ag)),
+        ("this is g - a sum(g), the VJP of log-softmax; the softmax's is a * (g - a.g)",
+         g - a * g.sum()),
+        ("np.mean(a * g) is a.g divided by T_k: the weighted mean is the sum "
+         "np.sum(a * g), or a @ g", a * (g - np.mean(a * g))),
+        ("this is a (1 - a) g, the diagonal of J alone: the off-diagonal terms - a_i a_j g_j "
+         "are missing; J g = a * (g - a.g)", a * (1 - a) * g),
+        ("this is a * (g - (a.g) a): inside the bracket a.g is multiplied by a a second "
+         "time; subtract the number a.g itself: J g = a * (g - a.g)", a * (g - ag * a)),
+        ("this is a * g - a.g: the number a.g must be multiplied by a, entry by entry; "
+         "J g = a * g - a (a.g)", a * g - ag),
     ]
 
 
 def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) -> tuple[bool, str]:
+    if got is not None and not isinstance(got, np.ndarray):
+        return False, (f"{what} is a {type(got).__name__}, not a NumPy array: return the "
+                       "array itself (no .tolist(), list() or list comprehension)")
+    if got is not None and got.dtype != want.dtype:
+        return False, (f"{what} has dtype {got.dtype}, expected {want.dtype}: the row a is "
+                       f"{want.dtype}, and a float32 or float16 result drops digits (no "
+                       ".astype)")
     ok, detail = _close(got, want, what, atol=atol)
     if ok or got is None:
         return ok, detail
     arr = np.asarray(got, dtype=np.float64)
     if arr.shape != want.shape:
+        if arr.shape == (2, 2) and want.shape[0] > 2:
+            detail += (": this is the two-key formula's 2 x 2 matrix; J has one row and one "
+                       "column per key")
         if arr.size == want.size:
             detail += (f": it holds the right number of entries; return shape {want.shape} "
                        "(np.reshape, or avoid the extra axis)")
@@ -83,6 +120,7 @@ def _vjp_peak_memory(vjp: Callable) -> tuple[bool, str]:
     rng = np.random.default_rng(5)
     a = softmax(rng.standard_normal(LONG))
     g = rng.standard_normal(LONG)
+    want = softmax_vjp(a, g)  # before the call, in case vjp changes g in place
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
@@ -99,8 +137,20 @@ def _vjp_peak_memory(vjp: Callable) -> tuple[bool, str]:
         return False, (f"on a row of {LONG} keys your vjp used {peak / 2**20:.1f} MiB at its peak; "
                        f"a {LONG} x {LONG} matrix takes {LONG**2 * 8 / 2**20:.0f} MiB: it builds J "
                        "(or another T_k x T_k array). Use a * (g - a.g), which needs O(T_k) memory")
-    ok, detail = _close(got, softmax_vjp(a, g), f"VJP on a row of {LONG} keys")
+    ok, detail = _close(got, want, f"VJP on a row of {LONG} keys")
     return ok, detail if not ok else f"peak memory {peak / 2**10:.0f} KiB"
+
+
+def _untouched_then(func: Callable, args: tuple, want: np.ndarray, mistakes, what: str):
+    """Call func on copies of args: fail if it changed one in place, else diagnose its result."""
+    copies = [x.copy() for x in args]
+    got = func(*copies)
+    for name, x, y in zip(("a", "g"), args, copies):
+        if not np.array_equal(x, y):
+            return False, (f"your function changed its argument {name} in place (an "
+                           f"augmented assignment such as {name} -= ... or {name} *= ...): "
+                           "the caller's array is corrupted; compute into a new array")
+    return _diagnose(got, want, mistakes, what)
 
 
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
@@ -113,11 +163,11 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
     one_hot = np.array([0.0, 1.0, 0.0, 0.0])
     results = [
         _run("Jacobian matches diag(a) - a a^T",
-             lambda: _diagnose(jacobian(a.copy()), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
+             lambda: _untouched_then(jacobian, (a,), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
         _run("a one-hot row has the zero Jacobian",
              lambda: _close(jacobian(one_hot.copy()), np.zeros((4, 4)), "J at one-hot")),
         _run("VJP matches J g = a * (g - a.g)",
-             lambda: _diagnose(vjp(a.copy(), g.copy()), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
+             lambda: _untouched_then(vjp, (a, g), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
         _run("a one-hot row passes no gradient",
              lambda: _close(vjp(one_hot.copy(), g.copy()), np.zeros(4), "VJP at one-hot")),
         _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
