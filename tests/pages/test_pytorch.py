@@ -500,6 +500,7 @@ def test_flex_attention_block_kinds_and_agreement():
 def test_packed_sequences_with_a_document_mask_equal_separate_attention():
     assert 0 <= g(PAGE, "packed_err") < 1e-5
     assert g_text(PAGE, "paged_out_shape") == "(1, 8)"
+    assert g(PAGE, "paged_err") == 0.0  # the same numbers in the same order: exact
     lengths = [5, 3, 8]
     assert g(PAGE, "padded_scores") == len(lengths) * max(lengths) ** 2 == 192
     assert g(PAGE, "wanted_scores") == int(np.sum(np.square(lengths))) == 98
@@ -545,3 +546,16 @@ def test_cost_figures_are_consistent_and_memory_is_as_the_text_says():
     assert g(PAGE, "output_mib") * MIB == output and g(PAGE, "tile_mib") * MIB == one_tile
     assert output + one_tile <= tiled <= output + 4 * one_tile
     assert plain > 4 * T * T
+
+
+def test_a_paged_cache_read_through_any_block_table_gives_the_contiguous_answer():
+    sdpa = page_sdpa()
+    g_ = torch.Generator().manual_seed(5)
+    page, d, n_tokens = 4, 8, 10
+    k, v, q = (torch.randn(n, d, generator=g_) for n in (n_tokens, n_tokens, 1))
+    want = sdpa(q, k, v)
+    for table in ([6, 1, 3], [0, 1, 2], [7, 2, 5]):
+        rows = torch.cat([torch.arange(p * page, (p + 1) * page) for p in table])[:n_tokens]
+        pool_k, pool_v = torch.zeros(8 * page, d), torch.zeros(8 * page, d)
+        pool_k[rows], pool_v[rows] = k, v
+        assert torch.equal(sdpa(q, pool_k[rows], pool_v[rows]), want)
