@@ -490,3 +490,34 @@ def test_trace_is_called_spread_not_gradient_flow():
     assert "trace measures how much gradient" not in SOURCE
     assert "measures how much gradient passes" not in SOURCE
     assert "stability-masks" not in SOURCE
+
+
+# --- the mean gradient levels off at large scales -------------------------------------------
+
+def _far_rows_dq(seed, n_rows=50_000, d_k=64, T_k=32, sds=(8, 32, 128, 512, 2048)):
+    """|dq| per row, from the row's scores alone: c^2 (|J t|^2 + (d_k - 1) tr(J^2))."""
+    q_norm, t = attention.row_score_draws(d_k, T_k, n_rows, seed=seed)
+    out = {}
+    for sd in sds:
+        c = sd / math.sqrt(d_k)
+        a = softmax_rows(c * q_norm[:, None] * t)
+        Jt = a * (t - np.sum(a * t, axis=1, keepdims=True))
+        sq = np.sum(a**2, axis=1)
+        gauge = sq - 2 * np.sum(a**3, axis=1) + sq**2
+        gauge = np.maximum(gauge, 0.0)  # rounding can leave -1e-17
+        out[sd] = c * np.sqrt(np.sum(Jt**2, axis=1) + (d_k - 1) * gauge)
+    return out
+
+
+def test_the_mean_gradient_levels_off_while_the_90th_percentile_falls():
+    dq = _far_rows_dq(1)
+    assert g(PAGE, "far_dq_mean_8") == pytest.approx(dq[8].mean(), rel=1e-6)
+    assert g(PAGE, "far_dq_mean_32") == pytest.approx(dq[32].mean(), rel=1e-6)
+    assert g(PAGE, "far_dq_mean_2048") == pytest.approx(dq[2048].mean(), rel=1e-6)
+    assert g(PAGE, "far_dq_p90_32") == pytest.approx(np.percentile(dq[32], 90), rel=1e-6)
+    assert g(PAGE, "far_dq_p90_128") == pytest.approx(np.percentile(dq[128], 90), rel=1e-6)
+    for seed in (1, 2, 3):  # "only reaches": at other seeds too
+        dq = _far_rows_dq(seed)
+        assert dq[32].mean() > 1.1 * dq[8].mean()
+        assert dq[2048].mean() < 1.15 * dq[32].mean()
+        assert np.percentile(dq[128], 90) < 0.1 * np.percentile(dq[32], 90)
