@@ -244,20 +244,24 @@ def _zip_time() -> tuple:
 
 
 def archive_members(app) -> dict[str, bytes]:
-    """Every file of the archive (path inside it -> bytes), before zipping."""
-    import jupytext
+    """Every file of the archive (path inside it -> bytes), before zipping.
+
+    The notebooks are the very files the pages offer (``_sources/PAGE.ipynb``, written as the
+    pages were), so the archive and the single downloads cannot differ.
+    """
+    import json
 
     srcdir = Path(app.srcdir)
     files: dict[str, bytes] = {}
     figures = set()
     for docname in sorted(app.env.found_docs):
-        notebook = notebook_of(app, docname)
-        if notebook is None:
+        written = Path(app.outdir, "_sources", docname + ".ipynb")
+        if not written.exists():
             continue
-        files[f"chapters/{Path(docname).name}.ipynb"] = jupytext.writes(notebook, fmt="ipynb").encode()
-        for cell in notebook.cells:
-            if cell.cell_type == "markdown":
-                figures |= set(re.findall(r"\.\./figures/([\w.-]+\.(?:svg|png))", cell.source))
+        files[f"chapters/{Path(docname).name}.ipynb"] = written.read_bytes()
+        for cell in json.loads(written.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                figures |= set(re.findall(r"\.\./figures/([\w.-]+\.(?:svg|png))", "".join(cell["source"])))
     for name in sorted(figures):
         path = srcdir / "figures" / name
         if path.exists():
