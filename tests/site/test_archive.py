@@ -7,9 +7,9 @@ installing the pinned requirements and the helper package; pip finds the package
 the machine's pip configuration says, PyPI or a local wheel folder), checks the second
 (JupyterLab starts and serves the notebooks), and runs every notebook of the archive top to
 bottom with nbclient in that environment's own kernel, widgets included. One install, two
-notebooks at a time. Measured on the shared 2-core machine (load average 10-14): the install
-about 15 minutes (pip fetching and unpacking some 120 packages, torch from a local wheel),
-the notebooks about 7 minutes one at a time; marked ``slow``.
+notebooks at a time. Measured on the shared 2-core machine: install 330 s and notebooks 251 s
+at a load average near 8 (pip fetching and unpacking some 120 packages, torch from a local
+wheel); the install took 15 minutes at a load of 10-14. Marked ``slow``.
 """
 
 from __future__ import annotations
