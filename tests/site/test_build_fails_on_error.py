@@ -33,6 +33,7 @@ def test_a_cell_that_raises_fails_the_build_with_the_book_configuration(tmp_path
     for name in ("_config.yml", "references.bib"):
         shutil.copy(ROOT / name, book / name)
     shutil.copytree(ROOT / "_ext", book / "_ext")
+    shutil.copytree(ROOT / "site", book / "site")
     (book / "node_modules").symlink_to(ROOT / "node_modules")  # the pinned KaTeX renderer
     (book / "_toc.yml").write_text("format: jb-book\nroot: chapters/index\n")
     (book / "chapters" / "index.md").write_text(PAGE)
