@@ -6,12 +6,16 @@ value's display representations, marked with ``{"scrapbook": {"name": ..., "mime
 prose. It exists because ``from myst_nb import glue`` imports nbformat, whose JSON-schema
 validator imports a URI grammar that takes seconds to compile: seconds on every page of
 every build, for a function of five lines. ``tests/lib/test_book.py`` holds the two
-functions' outputs equal.
+functions' outputs equal, with one deliberate difference: a NumPy scalar is glued as the
+Python number it holds. (``myst_nb.glue`` stores its repr, ``np.float64(0.25)``, which
+``{glue:text}`name:.2f``` cannot format: a build warning, and a raw repr on the page.)
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 #: The MIME-type prefix myst-nb gives values glued with ``display=False`` (not shown).
 GLUE_PREFIX = "application/papermill.record/"
@@ -28,6 +32,8 @@ def glue(name: str, variable: Any, display: bool = True) -> None:
     from IPython.core.formatters import format_display_data
     from IPython.display import display as ipy_display
 
+    if isinstance(variable, np.generic):  # np.float64(0.25) -> 0.25, so that it formats
+        variable = variable.item()
     bundle, metadata = format_display_data(variable)
     prefix = "" if display else GLUE_PREFIX
     metadata["scrapbook"] = dict(name=name, mime_prefix=prefix)

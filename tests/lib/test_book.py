@@ -22,7 +22,7 @@ def _captured(glue, *args, **kwargs):
     return calls
 
 
-@pytest.mark.parametrize("value", [0.1234, np.float64(2.5), "text", [1, 2], np.arange(3)])
+@pytest.mark.parametrize("value", [0.1234, 7, "text", [1, 2], np.arange(3)])
 @pytest.mark.parametrize("display", [True, False])
 def test_glue_writes_the_same_output_as_myst_nb(value, display):
     from myst_nb import glue as myst_glue
@@ -49,3 +49,13 @@ def test_the_prefix_is_myst_nbs():
 def test_a_glue_name_must_be_a_non_empty_string(name):
     with pytest.raises(TypeError, match="glue name"):
         book.glue(name, 1.0)
+
+
+@pytest.mark.parametrize("value, plain", [(np.float64(2.5), 2.5), (np.float32(0.25), 0.25), (np.int64(7), 7),
+                                          (np.bool_(True), True)])
+def test_a_numpy_scalar_is_glued_as_the_python_number_it_holds(value, plain):
+    from myst_nb import glue as myst_glue
+
+    ours = _captured(book.glue, "x", value, display=False)
+    assert ours == _captured(myst_glue, "x", plain, display=False)
+    assert "np." not in str(ours)
