@@ -319,7 +319,9 @@ def train_retrieval_heads(d_k: int, lrs, cs=None, *, score: str = "dot", optimiz
              for name, p in _initial_params(task, d_k, score, gen, dtype).items()}
         lr = torch.tensor(lr_list, dtype=dtype)  # (R,)
         c = torch.tensor(c_list, dtype=dtype) if score == "dot" else None  # (R,)
-        moments = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in P.items()}
+        # Adam's running moments, and a work buffer so that no step allocates memory.
+        moments = {name: (torch.zeros_like(p), torch.zeros_like(p), torch.empty_like(p))
+                   for name, p in P.items()}
         rows = torch.arange(task.batch)
         losses = torch.empty(R, task.steps, dtype=torch.float64)
         for step in range(1, task.steps + 1):
@@ -333,20 +335,28 @@ def train_retrieval_heads(d_k: int, lrs, cs=None, *, score: str = "dot", optimiz
                 for (name, p), g in zip(P.items(), grads):
                     lr_p = lr.view(R, *([1] * (p.dim() - 1)))  # (R, 1, ...): one per run
                     if optimizer == "sgd":
-                        p.sub_(lr_p * g)
+                        p.sub_(g.mul_(lr_p))
                     else:
                         _adam_step(p, g, *moments[name], lr_p, step)
             losses[:, step - 1] = loss.detach().to(torch.float64)
     return TrainedHeads(losses.numpy(), {name: p.detach() for name, p in P.items()})
 
 
-def _adam_step(p, g, m, v, lr, t: int, betas=(0.9, 0.999), eps=1e-8):
-    """One Adam step in place: torch.optim.Adam's arithmetic, with a learning rate per run."""
+def _adam_step(p, g, m, v, work, lr, t: int, betas=(0.9, 0.999), eps=1e-8):
+    """One Adam step in place: torch.optim.Adam's arithmetic, with a learning rate per run.
+
+    ``m`` and ``v`` are the running moments, ``work`` a buffer of p's shape, ``lr`` the
+    learning rates shaped to broadcast over p, ``t`` the step number (from 1).
+    """
+    import torch
+
     beta1, beta2 = betas
     m.lerp_(g, 1 - beta1)  # running mean of the gradient
     v.mul_(beta2).addcmul_(g, g, value=1 - beta2)  # running mean of its square
-    denom = v.sqrt().div_(math.sqrt(1 - beta2**t)).add_(eps)
-    p.addcdiv_(m * lr, denom, value=-1 / (1 - beta1**t))
+    torch.sqrt(v, out=work)
+    work.div_(math.sqrt(1 - beta2**t)).add_(eps)  # sqrt(v / (1 - beta2^t)) + eps
+    torch.div(m, work, out=work).mul_(lr)
+    p.sub_(work, alpha=1 / (1 - beta1**t))
 
 
 def _run_list(values, name: str) -> list[float]:

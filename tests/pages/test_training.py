@@ -31,6 +31,9 @@ GRID = {"sgd": 10.0 ** np.arange(-2.0, 3.6, 0.5), "adam": 10.0 ** np.arange(-4.0
 THRESHOLD = 0.05
 D_MODEL, T_K, D_V, BATCH, STEPS = 32, 16, 16, 32, 200
 ADD_DK = 256
+ADD_SKIP = 2  # the additive head runs at the Adam rates from the third up
+ADD_LRS = GRID["adam"][ADD_SKIP:]
+N_EVAL = 128
 
 
 def glued_list(name):
@@ -67,9 +70,13 @@ def test_configuration_as_the_prose_states_it():
     assert g(PAGE, "tr_threshold") == THRESHOLD
     assert g(PAGE, "tr_n_runs") == len(HEADS) * len(WIDTHS) * sum(len(v) for v in GRID.values())
     assert g(PAGE, "tr_add_dk") == ADD_DK
+    assert g(PAGE, "tr_add_n_lrs") == len(ADD_LRS)
+    assert g(PAGE, "tr_add_lr_min") == pytest.approx(ADD_LRS[0])
+    assert g(PAGE, "tr_check_steps") == 100
     assert (g(PAGE, "tr_dk_min"), g(PAGE, "tr_dk_second")) == tuple(WIDTHS[:2])
     assert g(PAGE, "tr_width_factor") == 4 and all(b == 4 * a for a, b in zip(WIDTHS, WIDTHS[1:]))
     assert g(PAGE, "tr_last") == 20
+    assert g(PAGE, "tr_rows_per_mistake") == round(2 / THRESHOLD)
 
 
 def test_uniform_weights_loss_is_one_minus_one_over_T_k_by_sampling():
@@ -164,7 +171,7 @@ def test_glued_additive_point_equals_a_plain_rerun(page_grid):
     # The lowest working rate: at the highest one, rounding differences grow by a few per cent.
     _, add = page_grid
     i = int(np.flatnonzero(add < THRESHOLD)[0])
-    got = plain_run(ADD_DK, GRID["adam"][i], optimizer="adam", score="additive")[-20:].mean()
+    got = plain_run(ADD_DK, ADD_LRS[i], optimizer="adam", score="additive")[-20:].mean()
     assert got == pytest.approx(add[i], rel=1e-3)
 
 
@@ -251,7 +258,7 @@ def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
     # The additive comparison.
     w = WIDTHS.index(ADD_DK)
     assert g(PAGE, "tr_add_best") == pytest.approx(add.min())
-    assert g(PAGE, "tr_add_best_lr") == pytest.approx(GRID["adam"][int(np.argmin(add))])
+    assert g(PAGE, "tr_add_best_lr") == pytest.approx(ADD_LRS[int(np.argmin(add))])
     assert g(PAGE, "tr_add_n_works") == (add < THRESHOLD).sum()
     for name, key in (("scaled", "sc"), ("unscaled", "un")):
         assert g(PAGE, f"tr_add_{key}_best") == pytest.approx(final["adam"][HEADS.index(name), w].min())
@@ -315,8 +322,11 @@ def claims(final, add):
     w = WIDTHS.index(ADD_DK)
     un_add = final["adam"][1, w]
     c["additive works somewhere"] = (add < THRESHOLD).sum() >= 1
-    c["additive best over ten times below the unscaled best"] = un_add.min() > 10 * add.min()
-    c["additive near uniform at the smallest rate, saturated-wrong at the largest"] = (
+    c["no dot-product head works at the Adam rates the additive head skips"] = not (
+        final["adam"][:, w, :ADD_SKIP] < THRESHOLD).any()
+    # The prose quotes the page seed's ratio; across seeds it is 9 to 130.
+    c["additive best several times below the unscaled best"] = un_add.min() > 5 * add.min()
+    c["additive near uniform at its smallest rate, saturated-wrong at the largest"] = (
         abs(add[0] - (1 - 1 / T_K)) < 0.05 and add[-1] > 1.5)
     return c
 
@@ -356,7 +366,7 @@ def sweep(seed):
                                         optimizer=opt, task=task, seed=seed)
             final[opt][:, w] = out.losses[:, -20:].mean(axis=1).reshape(len(HEADS), -1)
             trained[opt, d_k] = out
-    add = train_retrieval_heads(ADD_DK, list(GRID["adam"]), score="additive",
+    add = train_retrieval_heads(ADD_DK, list(ADD_LRS), score="additive",
                                 optimizer="adam", task=task, seed=seed)
     return final, add.losses[:, -20:].mean(axis=1), trained
 
@@ -393,9 +403,9 @@ def test_every_claim_holds_for_other_seeds(seed):
 def run_stats(final, trained, seed_eval=1):
     """(opt, head, d_k, lr, where, mean largest weight, fraction right) for every run."""
     gen = torch.Generator().manual_seed(seed_eval)
-    X = torch.randn(256, T_K, D_MODEL, generator=gen).double().numpy()
-    j = torch.randint(T_K, (256,), generator=gen).numpy()
-    x_q = X[np.arange(256), j]
+    X = torch.randn(N_EVAL, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (N_EVAL,), generator=gen).numpy()
+    x_q = X[np.arange(N_EVAL), j]
     W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
     out = []
     for (opt, d_k), runs in trained.items():
@@ -421,20 +431,15 @@ def failure_claims(stats):
     works_un = [t for o, n, d, lr, w, t, r in stats if w == "works" and n == "unscaled"]
     return {
         "too fast: saturated": min(t for t, _ in fast) > 0.95,
-        "too fast, a decade above, SGD: mostly wrong": max(_far_right(stats)) < 0.5,
+        "the largest SGD rate: mostly wrong keys": max(_top_right(stats)) < 0.5,
         "too slow: scaled and 1/d_k not saturated": max(slow["scaled"] + slow["1/d_k"]) < 0.9,
         "unscaled never spread out": min(slow["unscaled"] + works_un) > 0.6,
         "unscaled working runs saturated": min(works_un) > 0.9,
     }
 
 
-def _far_right(stats):
-    hi = {}
-    for o, n, d, lr, w, t, r in stats:
-        if w == "works":
-            hi[o, n, d] = max(hi.get((o, n, d), 0), lr)
-    return [r for o, n, d, lr, w, t, r in stats
-            if o == "sgd" and w == "too fast" and lr >= 10 * hi[o, n, d] * (1 - 1e-9)]
+def _top_right(stats):
+    return [r for o, n, d, lr, w, t, r in stats if o == "sgd" and lr == GRID["sgd"][-1]]
 
 
 @pytest.mark.slow
@@ -443,10 +448,9 @@ def test_failed_run_numbers_recomputed_in_numpy(page_sweep):
     stats = run_stats(final, trained)
     fast = np.array([(t, r) for o, n, d, lr, w, t, r in stats if w == "too fast"])
     assert g(PAGE, "tr_fast_top_min") == pytest.approx(fast[:, 0].min(), rel=1e-4)
-    assert g(PAGE, "tr_fast_right_max") == pytest.approx(fast[:, 1].max(), abs=1.5 / 256)
-    far = _far_right(stats)
-    assert g(PAGE, "tr_n_far") == len(far)
-    assert g(PAGE, "tr_far_right_max") == pytest.approx(max(far), abs=1.5 / 256)
+    assert g(PAGE, "tr_fast_right_max") == pytest.approx(fast[:, 1].max(), abs=1.5 / N_EVAL)
+    assert len(_top_right(stats)) == len(HEADS) * len(WIDTHS)
+    assert g(PAGE, "tr_top_right_max") == pytest.approx(max(_top_right(stats)), abs=1.5 / N_EVAL)
     slow = lambda n: [t for o, nn, d, lr, w, t, r in stats if w == "too slow" and nn == n]
     assert g(PAGE, "tr_slow_un_top_min") == pytest.approx(min(slow("unscaled")), rel=1e-4)
     assert g(PAGE, "tr_slow_sc_top_max") == pytest.approx(
@@ -461,9 +465,9 @@ def test_failed_run_numbers_recomputed_in_numpy(page_sweep):
 def test_learned_pattern_numbers_recomputed_in_numpy(page_sweep):
     final, _, trained = page_sweep
     gen = torch.Generator().manual_seed(1)
-    X = torch.randn(256, T_K, D_MODEL, generator=gen).double().numpy()
-    j = torch.randint(T_K, (256,), generator=gen).numpy()
-    x_q = X[np.arange(256), j]
+    X = torch.randn(N_EVAL, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (N_EVAL,), generator=gen).numpy()
+    x_q = X[np.arange(N_EVAL), j]
     d_k = WIDTHS[-1]
     gen0 = torch.Generator().manual_seed(0)
     W_Q0 = (torch.randn(D_MODEL, d_k, generator=gen0) / math.sqrt(D_MODEL)).double().numpy()
@@ -480,7 +484,7 @@ def test_learned_pattern_numbers_recomputed_in_numpy(page_sweep):
             A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", x_q @ W_Q, X @ W_K))
             right = (A.argmax(axis=-1) == j).mean()
             # float32 on the page, float64 here: allow one near-tie row to flip.
-            assert g(PAGE, f"tr_right_{key}_{when}") == pytest.approx(right, abs=1.5 / 256)
+            assert g(PAGE, f"tr_right_{key}_{when}") == pytest.approx(right, abs=1.5 / N_EVAL)
         assert g(PAGE, f"tr_right_{key}_untrained") < 0.2
         assert g(PAGE, f"tr_right_{key}_trained") > 0.95
     assert g(PAGE, "tr_n_show") == 12
@@ -493,9 +497,9 @@ def test_additive_initial_score_spread_recomputed(page_sweep):
     W_K = (torch.randn(D_MODEL, ADD_DK, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
     w = (torch.randn(ADD_DK, generator=gen) / math.sqrt(ADD_DK)).double().numpy()
     gen = torch.Generator().manual_seed(1)
-    X = torch.randn(256, T_K, D_MODEL, generator=gen).double().numpy()
-    j = torch.randint(T_K, (256,), generator=gen).numpy()
-    q = X[np.arange(256), j] @ W_Q
+    X = torch.randn(N_EVAL, T_K, D_MODEL, generator=gen).double().numpy()
+    j = torch.randint(T_K, (N_EVAL,), generator=gen).numpy()
+    q = X[np.arange(N_EVAL), j] @ W_Q
     S = np.tanh(q[:, None, :] + X @ W_K) @ w
     assert g(PAGE, "tr_add_init_sd") == pytest.approx(S.std(ddof=1), rel=1e-4)
     # "and would at any width": s = sum_m w_m tanh(z_m), w_m ~ N(0, 1/d_k), z_m = q_m + k_m ~
