@@ -118,6 +118,7 @@ def run_page(source: Path, cwd: Path = CHAPTERS, out: Path | None = None) -> Run
                     continue
                 code_index += 1
                 client.execute_cell(cell, index)
+            client.set_widgets_metadata()  # the widgets' state, as JupyterLab saves it
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as error:
         cell = notebook.cells[index]
         first = next((line for line in cell.source.splitlines() if line.strip()), "")
