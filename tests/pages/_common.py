@@ -75,3 +75,30 @@ def torch_softmax_attention(Q, K, V, mask=None):
         s = s.masked_fill(~torch.as_tensor(mask), float("-inf"))
     a = torch.softmax(s, dim=-1)
     return (a @ v).numpy(), a.numpy()
+
+
+# --- rules every page keeps (each page's test file calls these on its own source) ----------
+
+def code_cells(text: str) -> list[str]:
+    """The source of every ``{code-cell}`` of a page's MyST text, tag lines included."""
+    return re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, flags=re.S)
+
+
+def assert_glue_only_in_removed_cells(source: str) -> None:
+    for cell in code_cells(source):
+        if "glue(" in cell:
+            assert cell.startswith(":tags: [remove-cell]"), cell[:200]
+
+
+def assert_lines_fit(source: str, page: str, width: int = 76) -> None:
+    """Every code line of the page and every line its cells print is at most ``width`` wide."""
+    from tests.glue import executed_notebook
+
+    for cell in code_cells(source):
+        for line in cell.splitlines():
+            assert len(line) <= width, line
+    for cell in executed_notebook(page)["cells"]:
+        for output in cell.get("outputs", []):
+            text = output.get("text") or output.get("data", {}).get("text/plain", "")
+            for line in "".join(text).splitlines():
+                assert len(line) <= width, line

@@ -13,7 +13,15 @@ import pytest
 import attention
 from attention.checkers import check_softmax_jacobian
 from tests.glue import executed_notebook
-from tests.pages._common import CHAPTERS, g, softmax_rows, solution_namespace
+from tests.pages._common import (
+    CHAPTERS,
+    assert_glue_only_in_removed_cells,
+    assert_lines_fit,
+    code_cells,
+    g,
+    softmax_rows,
+    solution_namespace,
+)
 
 PAGE = "saturation"
 SOURCE = (CHAPTERS / f"{PAGE}.md").read_text()
@@ -436,25 +444,12 @@ def test_executed_page_shows_the_checker_passing():
 
 # --- the page's rules ------------------------------------------------------------------------
 
-def code_cells(text: str):
-    return re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, flags=re.S)
-
-
 def test_every_glue_call_is_in_a_removed_cell():
-    for cell in code_cells(SOURCE):
-        if "glue(" in cell:
-            assert cell.startswith(":tags: [remove-cell]"), cell[:200]
+    assert_glue_only_in_removed_cells(SOURCE)
 
 
 def test_code_and_printed_lines_fit_76_characters():
-    for cell in code_cells(SOURCE):
-        for line in cell.splitlines():
-            assert len(line) <= 76, line
-    for cell in executed_notebook(PAGE)["cells"]:
-        for output in cell.get("outputs", []):
-            text = output.get("text") or output.get("data", {}).get("text/plain", "")
-            for line in "".join(text).splitlines():
-                assert len(line) <= 76, line
+    assert_lines_fit(SOURCE, PAGE)
 
 
 def figure_blocks(text: str):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.glue import executed_notebook
-from tests.pages._common import CHAPTERS, g
+from tests.pages._common import CHAPTERS, assert_glue_only_in_removed_cells, assert_lines_fit, g
 
 PAGE = "why-dot-product"
 SOURCE = (CHAPTERS / f"{PAGE}.md").read_text()
@@ -326,25 +326,12 @@ def test_under_a_causal_mask_the_first_output_is_the_first_value():
 
 # --- the page's rules ------------------------------------------------------------------------
 
-def code_cells(text: str):
-    return re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, flags=re.S)
-
-
 def test_every_glue_call_is_in_a_removed_cell():
-    for cell in code_cells(SOURCE):
-        if "glue(" in cell:
-            assert cell.startswith(":tags: [remove-cell]"), cell[:200]
+    assert_glue_only_in_removed_cells(SOURCE)
 
 
 def test_code_and_printed_lines_fit_76_characters():
-    for cell in code_cells(SOURCE):
-        for line in cell.splitlines():
-            assert len(line) <= 76, line
-    for cell in executed_notebook(PAGE)["cells"]:
-        for output in cell.get("outputs", []):
-            text = output.get("text") or output.get("data", {}).get("text/plain", "")
-            for line in "".join(text).splitlines():
-                assert len(line) <= 76, line
+    assert_lines_fit(SOURCE, PAGE)
 
 
 def test_no_number_is_typed_into_the_caption_or_alt_text():
