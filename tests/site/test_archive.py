@@ -140,7 +140,9 @@ nb.cells.append(nbformat.v4.new_code_cell(
     "import sys, attention; print(sys.prefix); print(attention.__file__)"))
 NotebookClient(nb, timeout=600, kernel_name="python3",
                resources={"metadata": {"path": str(path.parent)}}).execute()
-prefix, package = nb.cells[-1].outputs[0]["text"].split()
+# The kernel may send the two lines as one stream message or two, and may add stderr.
+printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
+prefix, package = printed.split()
 assert Path(prefix).resolve() == (folder / ".venv").resolve(), prefix
 assert Path(package).resolve().is_relative_to((folder / "code").resolve()), package
 views = sum(1 for c in nb.cells for o in c.get("outputs", [])
