@@ -106,15 +106,19 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *
     for q0 in range(0, T_q, rows):
         block = slice(q0, q0 + rows)  # the queries q0 .. q0 + rows - 1
         O[..., block, :] = _attend(Q[..., block, :], K, V,
-                                   None if mask is None else mask[..., block, :], c)[0]
+                                   None if mask is None else mask[..., block, :], c,
+                                   need_weights=False)[0]
     return O, None
 
 
-def _attend(Q, K, V, mask, c):
+def _attend(Q, K, V, mask, c, need_weights=True):
     """(O, A) for validated operands: the steps of the pages, one line each.
 
     The score matrix is overwritten in place by its shifted version, its exponential and
-    finally the weights, so that one T_q x T_k array is all the memory this needs.
+    finally the weights, so that one T_q x T_k array is all the memory this needs. With
+    ``need_weights=False`` it returns (O, None) and divides the T_q x d_v outputs by the
+    row sums instead of the T_q x T_k exponentials: the same numbers up to rounding, since
+    (E / total) V = (E V) / total, for fewer divisions.
     """
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
@@ -131,6 +135,10 @@ def _attend(Q, K, V, mask, c):
     A = np.exp(S, out=S)                           # e^(s_ij - m_i), masked keys give 0
     total = A.sum(axis=-1, keepdims=True)          # (..., T_q, 1), >= 1 unless all masked
     total[total == 0] = 1.0                        # a fully masked row: zero weights
+    if not need_weights:                           # normalise the outputs, not the weights
+        O = A @ V                                  # (..., T_q, d_v), unnormalised
+        O /= total
+        return O.astype(dtype, copy=False), None
     A /= total                                     # each row now sums to 1 (or is zero)
     O = A @ V                                      # (..., T_q, d_v)
     return O.astype(dtype, copy=False), A.astype(dtype, copy=False)
