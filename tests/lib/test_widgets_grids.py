@@ -8,6 +8,7 @@ the library function the page itself uses (saturation_stats, attention_rows, sam
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import re
 
@@ -57,6 +58,23 @@ def test_width_grid_moments_are_those_of_the_librarys_samples(width_widget, d_k,
     assert p["scaled_var"] == round(float(scaled.var()), 4)
     counts, _ = np.histogram(scaled, bins=width.N_BINS, range=width.axis_range(rho, True))
     assert p["scaled_hist"] == counts.tolist()
+    counts, _ = np.histogram(raw, bins=width.N_BINS, range=width.axis_range(rho, False))
+    assert p["raw_hist"] == counts.tolist()
+
+
+def test_width_histograms_pack_without_their_zero_ends_and_unpack_exactly():
+    for counts in ([0] * 40, [5] + [0] * 39, [0] * 39 + [7], [0, 0, 3, 0, 4] + [0] * 35, list(range(1, 41))):
+        packed = width.pack_counts(counts)
+        assert width.unpack_counts(packed) == counts
+    assert width.pack_counts([0, 0, 3, 0, 4] + [0] * 35) == [2, 3, 0, 4]
+    assert width.pack_counts([0] * 40) == [0]
+
+
+def test_width_grid_embedded_in_the_page_stays_small(width_widget):
+    """The grid is embedded in the page's widget state: about 97 KB of JSON (it was 259 KB
+    when every point stored its normal curve, its field names and 4-decimal weights)."""
+    import json
+    assert len(json.dumps(width_widget._grid)) < 110_000
 
 
 @pytest.mark.parametrize("d_k,rho", [(1, 0.0), (16, 0.2), (1024, 0.0), (1024, 1.0)])
@@ -76,8 +94,8 @@ def test_width_raw_variance_grows_like_dk_and_scaled_variance_stays_near_one(wid
 
 
 def test_width_rows_are_softmax_rows_with_the_aligned_key_winning_at_large_width(width_widget):
-    for key in width_widget._grid["points"]:
-        p = width_widget._grid["points"][key]
+    for d_k, rho in itertools.product(width.D_KS, width.RHOS):
+        p = width_widget.readout(d_k, rho)
         for row in (p["row_scaled"], p["row_unscaled"]):
             assert len(row) == width.N_KEYS and math.isclose(sum(row), 1.0, abs_tol=1e-3)
     # An aligned key (rho = 0.5) has scaled mean 0.5 sqrt(d_k) = 16 at d_k = 1024: it takes the row.

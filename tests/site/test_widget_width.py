@@ -13,6 +13,7 @@ The Python tests need no built book; the browser tests need one (``BOOK_HTML``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -53,8 +54,8 @@ def test_the_rho_slider_covers_minus_one_to_one_in_tenths(widget):
 
 
 def test_every_measurement_agrees_with_its_prediction_within_four_standard_errors(widget):
-    for key, p in widget._grid["points"].items():
-        d_k, rho = int(key.split(",")[0]), float(key.split(",")[1])
+    for d_k, rho in itertools.product(D_KS, RHOS):
+        key, p = (d_k, rho), widget.readout(d_k, rho)
         mean, var = attention.scaled_score_moments(d_k, rho)
         assert p["pred_scaled_mean"] == pytest.approx(mean, abs=1e-4)
         assert p["pred_scaled_var"] == pytest.approx(var, abs=1e-4)
@@ -78,6 +79,8 @@ def test_the_grid_holds_the_statistics_of_the_librarys_samples(widget, d_k, rho)
     assert p["kurtosis"] == round(st["excess_kurtosis"], 4)
     counts, _ = np.histogram(raw / math.sqrt(d_k), bins=ww.N_BINS, range=ww.axis_range(rho, True))
     assert p["scaled_hist"] == counts.tolist()
+    counts, _ = np.histogram(raw, bins=ww.N_BINS, range=ww.axis_range(rho, False))
+    assert p["raw_hist"] == counts.tolist()
 
 
 def test_the_normal_curve_holds_the_expected_counts_of_the_predicted_normal(widget):
@@ -173,6 +176,38 @@ def test_every_control_redraws_and_shows_pythons_numbers(guarded_page, site_url,
             assert_shows_python(state(root), widget)
     guarded_page.assert_clean()
     assert guarded_page.outside_requests == []
+
+
+def test_the_drawn_histograms_and_normal_curve_are_pythons_counts(guarded_page, site_url, widget):
+    """The module unpacks the stored histograms and computes the normal curve itself (from the
+    predicted mean and variance): the drawn bars and curve are Python's counts, to 0.2 px."""
+    page, root = open_explorer(guarded_page, site_url)
+    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
+    for d_k, rho in ((1, 0.0), (64, 0.5), (1024, -1.0), (4, 1.0)):
+        slider(root, "d_k").fill(str(D_KS.index(d_k)))
+        slider(root, "rho").fill(str(RHOS.index(rho)))
+        drawn = root.evaluate("""r => {
+            const svg = r.querySelector('svg');
+            const base = [...svg.querySelectorAll(':scope > line.attn-axis-line')].map(l => Number(l.getAttribute('y1')));
+            const bars = [...svg.querySelectorAll(':scope > path.attn-bar')].slice(0, 2).map(
+                p => [...p.getAttribute('d').matchAll(/M([\\d.]+),[\\d.]+V([\\d.]+)/g)].map(m => [Number(m[1]), Number(m[2])]));
+            const curve = [...svg.querySelector('path.attn-normal').getAttribute('d').matchAll(/,([\\d.]+)/g)].map(m => Number(m[1]));
+            return {base, bars, curve};
+        }""")
+        p = widget.readout(d_k, rho)
+        # wide layout: both histograms 140 px tall over a base line at y = 190, 40 bins of 290/40 px
+        assert drawn["base"][:2] == [190, 190]
+        for k, (name, x0, tallest) in enumerate((
+                ("raw_hist", 40, max(1, *p["raw_hist"])),
+                ("scaled_hist", 370, max(1, *p["scaled_hist"], *p["scaled_normal"])))):
+            want = [(round(x0 + j * 290 / 40, 2), 190 - 140 * c / tallest)
+                    for j, c in enumerate(p[name]) if 140 * c / tallest >= 0.05]
+            got = drawn["bars"][k]
+            assert [x for x, _ in got] == pytest.approx([x for x, _ in want], abs=0.01), (d_k, rho, name)
+            assert [y for _, y in got] == pytest.approx([y for _, y in want], abs=0.2), (d_k, rho, name)
+        tallest = max(1, *p["scaled_hist"], *p["scaled_normal"])
+        assert drawn["curve"] == pytest.approx([190 - 140 * c / tallest for c in p["scaled_normal"]], abs=0.2)
+    guarded_page.assert_clean()
 
 
 def test_the_sliders_are_reached_with_tab_and_moved_with_home_end_and_arrows(guarded_page, site_url, widget):

@@ -7,9 +7,10 @@ q.k = rho |q|^2 + sqrt(1 - rho^2) q.z of the keys k = rho q + sqrt(1 - rho^2) z 
 draws for every rho). It histograms them raw and scaled, measures their mean, variance and
 excess kurtosis, each with its standard error (:func:`attention.sample_statistics`), and puts
 them beside the predictions of :func:`attention.scaled_score_moments` and
-:func:`attention.score_excess_kurtosis`. For the scaled histogram it also gives the counts a
-normal distribution with the predicted mean and variance would put in each bin: same variance
-does not mean same shape. Finally it computes one attention row: a query against 16 keys of
+:func:`attention.score_excess_kurtosis`. Over the scaled histogram the browser draws the counts
+a normal distribution with the predicted mean and variance would put in each bin
+(:func:`normal_bin_counts`, computed there from the stored predictions): same variance does
+not mean same shape. Finally it computes one attention row: a query against 16 keys of
 which key 1 is correlated with it (rho) and the other 15 are independent, scaled and unscaled.
 """
 
@@ -65,8 +66,13 @@ def normal_bin_counts(mean: float, var: float, lo: float, hi: float, n: int) -> 
     return [round(n * (b - a)) for a, b in zip(cdf[:-1], cdf[1:])]
 
 
-def _row(d_k: int, rho: float, seed: int) -> tuple[list[float], list[float]]:
-    """One query against N_KEYS keys, key 1 correlated with it (rho): (scaled row, unscaled row)."""
+#: Attention weights are stored as whole numbers of this unit (four decimals, as shown).
+ROW_UNIT = 10_000
+
+
+def _row(d_k: int, rho: float, seed: int) -> tuple[list[int], list[int]]:
+    """One query against N_KEYS keys, key 1 correlated with it (rho): the scaled and the
+    unscaled row, each weight as a whole number of 1/ROW_UNIT."""
     rng = np.random.default_rng(seed)
     q = rng.standard_normal(d_k)
     Z = rng.standard_normal((N_KEYS, d_k))
@@ -75,55 +81,99 @@ def _row(d_k: int, rho: float, seed: int) -> tuple[list[float], list[float]]:
     s = K @ q  # (N_KEYS,) raw scores
     scaled = softmax(s * score_scale(d_k))
     unscaled = softmax(s)
-    return [round(float(a), 4) for a in scaled], [round(float(a), 4) for a in unscaled]
+    return ([int(round(float(a) * ROW_UNIT)) for a in scaled],
+            [int(round(float(a) * ROW_UNIT)) for a in unscaled])
+
+
+def pack_counts(counts) -> list[int]:
+    """Histogram counts without their zero ends: [index of the first kept bin, counts...]."""
+    counts = [int(c) for c in counts]
+    nonzero = [j for j, c in enumerate(counts) if c]
+    if not nonzero:
+        return [0]
+    return [nonzero[0], *counts[nonzero[0] : nonzero[-1] + 1]]
+
+
+def unpack_counts(packed) -> list[int]:
+    """The N_BINS counts that :func:`pack_counts` packed (the ES module does the same)."""
+    out = [0] * N_BINS
+    out[packed[0] : packed[0] + len(packed) - 1] = packed[1:]
+    return out
 
 
 def _hist(x: np.ndarray, lo: float, hi: float) -> list[int]:
     counts, _ = np.histogram(x, bins=N_BINS, range=(lo, hi))
-    return counts.tolist()
+    return pack_counts(counts)
 
 
 def _r(x: float) -> float:
     return round(float(x), 4)
 
 
+#: The order of the measured statistics in the grid's ``stats``: (value, standard error) pairs.
+STATS = ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")
+
+
 @functools.lru_cache(maxsize=4)
 def width_grid(seed: int = 0, n: int = N_SAMPLES) -> dict:
-    """Every result the d_k and rho sliders reach, as a JSON-ready dict (cached per seed)."""
-    points = {}
+    """Every result the d_k and rho sliders reach, as a JSON-ready dict (cached per seed).
+
+    Compact, since it is embedded in the page: each per-point field is a list over d_k of lists
+    over rho. ``raw_hist`` and ``scaled_hist`` hold the exact counts without their zero ends
+    (:func:`pack_counts`); ``stats`` the measured mean, variance (raw and scaled) and excess
+    kurtosis, each followed by its standard error; ``pred`` their predictions; ``rows`` the
+    scaled then the unscaled attention row in units of 1/ROW_UNIT. The normal curve over the
+    scaled histogram is not stored: the module computes it from the predicted mean and variance
+    (:func:`normal_bin_counts` gives the same counts, rounded). :meth:`WidthExplorer.readout`
+    unpacks one point.
+    """
+    raw_hist, scaled_hist, stats, pred, rows = [], [], [], [], []
     for d_k in D_KS:
         parts = sample_score_parts(d_k, n, seed=seed)
+        root = np.sqrt(d_k)
+        for field in (raw_hist, scaled_hist, stats, pred, rows):
+            field.append([])
         for rho in RHOS:
             raw = scores_from_parts(*parts, rho)
-            st = sample_statistics(raw / np.sqrt(d_k))  # the scaled scores' statistics
+            st = sample_statistics(raw / root)  # the scaled scores' statistics
             mean_s, var_s = scaled_score_moments(d_k, rho)
-            row_scaled, row_unscaled = _row(d_k, rho, seed)
-            root = np.sqrt(d_k)
-            points[f"{d_k},{rho:.1f}"] = {
-                "raw_hist": _hist(raw, *axis_range(rho, False)),
-                "scaled_hist": _hist(raw / root, *axis_range(rho, True)),
-                "scaled_normal": normal_bin_counts(mean_s, var_s, *axis_range(rho, True), n),
-                # Scaling by 1/sqrt(d_k) scales a mean and its error by 1/sqrt(d_k), a variance
-                # and its error by 1/d_k, and leaves the kurtosis as it is.
-                "raw_mean": _r(st["mean"] * root), "raw_mean_se": _r(st["mean_se"] * root),
-                "raw_var": _r(st["var"] * d_k), "raw_var_se": _r(st["var_se"] * d_k),
-                "scaled_mean": _r(st["mean"]), "scaled_mean_se": _r(st["mean_se"]),
-                "scaled_var": _r(st["var"]), "scaled_var_se": _r(st["var_se"]),
-                "kurtosis": _r(st["excess_kurtosis"]), "kurtosis_se": _r(st["excess_kurtosis_se"]),
-                "pred_raw_mean": _r(mean_s * root),
-                "pred_raw_var": _r(var_s * d_k),
-                "pred_scaled_mean": _r(mean_s),
-                "pred_scaled_var": _r(var_s),
-                "pred_kurtosis": _r(score_excess_kurtosis(d_k, rho)),
-                "row_scaled": row_scaled,
-                "row_unscaled": row_unscaled,
-            }
+            raw_hist[-1].append(_hist(raw, *axis_range(rho, False)))
+            scaled_hist[-1].append(_hist(raw / root, *axis_range(rho, True)))
+            # Scaling by 1/sqrt(d_k) scales a mean and its error by 1/sqrt(d_k), a variance
+            # and its error by 1/d_k, and leaves the kurtosis as it is.
+            stats[-1].append([_r(v) for v in (
+                st["mean"] * root, st["mean_se"] * root, st["var"] * d_k, st["var_se"] * d_k,
+                st["mean"], st["mean_se"], st["var"], st["var_se"],
+                st["excess_kurtosis"], st["excess_kurtosis_se"])])
+            pred[-1].append([_r(v) for v in (
+                mean_s * root, var_s * d_k, mean_s, var_s, score_excess_kurtosis(d_k, rho))])
+            rows[-1].append(list(_row(d_k, rho, seed)))
     return {
-        "d_ks": list(D_KS), "rhos": list(RHOS), "n": n, "n_keys": N_KEYS, "seed": seed,
+        "d_ks": list(D_KS), "rhos": list(RHOS), "n": n, "n_keys": N_KEYS, "n_bins": N_BINS,
+        "seed": seed, "row_unit": ROW_UNIT,
         "raw_range": {f"{r:.1f}": axis_range(r, False) for r in RHOS},
         "scaled_range": {f"{r:.1f}": axis_range(r, True) for r in RHOS},
-        "points": points,
+        "raw_hist": raw_hist, "scaled_hist": scaled_hist, "stats": stats, "pred": pred, "rows": rows,
     }
+
+
+def grid_point(grid: dict, d_k: int, rho: float) -> dict:
+    """One point of :func:`width_grid`, unpacked: histograms of N_BINS counts, each statistic by
+    name (``raw_mean``, ``raw_mean_se``, ``pred_raw_mean``, ...), the rows as weights, and the
+    normal curve's counts ``scaled_normal``."""
+    i, j = grid["d_ks"].index(d_k), grid["rhos"].index(rho)
+    point = {"raw_hist": unpack_counts(grid["raw_hist"][i][j]),
+             "scaled_hist": unpack_counts(grid["scaled_hist"][i][j])}
+    values = grid["stats"][i][j]
+    for k, name in enumerate(STATS):
+        point[name], point[f"{name}_se"] = values[2 * k], values[2 * k + 1]
+        point[f"pred_{name}"] = grid["pred"][i][j][k]
+    point["scaled_normal"] = normal_bin_counts(point["pred_scaled_mean"], point["pred_scaled_var"],
+                                               *grid["scaled_range"][f"{rho:.1f}"], grid["n"])
+    scaled, unscaled = grid["rows"][i][j]
+    point["row_scaled"] = [c / grid["row_unit"] for c in scaled]
+    point["row_unscaled"] = [c / grid["row_unit"] for c in unscaled]
+    return point
 
 
 class WidthExplorer(GridWidget):
@@ -157,7 +207,7 @@ class WidthExplorer(GridWidget):
         """The grid point the widget shows at (d_k, rho) (default: the current controls)."""
         d_k = self.d_k if d_k is None else check_d_k(d_k)
         rho = self.rho if rho is None else snap_rho(rho)
-        return self._grid["points"][f"{d_k},{rho:.1f}"]
+        return grid_point(self._grid, d_k, rho)
 
     def fallback_figure(self):
         import matplotlib.pyplot as plt
@@ -172,7 +222,7 @@ class WidthExplorer(GridWidget):
             lo, hi = g["raw_range" if key == "raw_hist" else "scaled_range"]["0.0"]
             edges = np.linspace(lo, hi, N_BINS + 1)
             for d_k, alpha in ((4, 1.0), (64, 0.6), (1024, 0.35)):
-                counts = np.array(g["points"][f"{d_k},0.0"][key], float)
+                counts = np.array(self.readout(d_k, 0.0)[key], float)
                 ax.stairs(counts / counts.max(), edges, color=color, alpha=alpha, lw=1.5,
                           label=f"$d_k$ = {d_k}")
             ax.set_title(title)
