@@ -47,19 +47,41 @@ def check_matrix_like(x: np.ndarray, name: str) -> None:
         raise ValueError(f"{name} must have shape (..., T, d), got shape {x.shape}")
 
 
+def check_integer(value, name: str, *, minimum: int = 1) -> int:
+    """An integer (not a bool) at least ``minimum``: a size (1), a length or a seed (0)."""
+    kind = "positive" if minimum == 1 else "non-negative" if minimum == 0 else f">= {minimum}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a {kind} integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be a {kind} integer, got {value!r}")
+    return int(value)
+
+
 def check_positive(value, name: str, *, integer: bool = False):
     """A strictly positive, finite number (an int when ``integer``)."""
     if integer:
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be a positive integer, got {value!r}")
-        if value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        return int(value)
+        return check_integer(value, name, minimum=1)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a positive number, got {value!r}")
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be positive and finite, got {value!r}")
     return float(value)
+
+
+def check_in_range(value, name: str, low: float, high: float) -> float:
+    """A real number in [low, high] (NaN and the infinities are outside)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in [{low:g}, {high:g}], got {value!r}")
+    if not low <= value <= high:  # also catches NaN
+        raise ValueError(f"{name} must lie in [{low:g}, {high:g}], got {value!r}")
+    return float(value)
+
+
+def check_choice(value, name: str, choices: tuple) -> object:
+    """One of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
 
 
 def check_mask(mask, score_shape: tuple[int, ...]) -> np.ndarray:

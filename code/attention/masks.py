@@ -11,19 +11,15 @@ prefix language model).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
+
+from ._validate import check_integer
 
 ALIGNMENTS = ("top-left", "bottom-right")
 
 
 def _check_length(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)
+    return check_integer(value, name, minimum=0)
 
 
 def causal_mask(T_q: int, T_k: int | None = None, *,

@@ -23,7 +23,7 @@ import numbers
 
 import numpy as np
 
-from ._validate import check_positive
+from ._validate import check_in_range, check_positive
 
 #: Fourth moment E[x^4] of each entry distribution :func:`sample_entries` draws (mean 0,
 #: variance 1): the normal, the uniform on [-sqrt(3), sqrt(3)], random signs +-1, and the
@@ -36,11 +36,7 @@ def _check_d_k(d_k) -> int:
 
 
 def _check_rho(rho) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real):
-        raise TypeError(f"rho must be a real number in [-1, 1], got {rho!r}")
-    if not -1.0 <= rho <= 1.0:  # also catches NaN and +-inf
-        raise ValueError(f"rho must lie in [-1, 1], got {rho!r}")
-    return float(rho)
+    return check_in_range(rho, "rho", -1.0, 1.0)
 
 
 def _check_kurtosis(kurtosis) -> float:

@@ -6,29 +6,20 @@ softmax Jacobian" (saturation statistics and the gradient that reaches the query
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, check_positive
+from ._validate import as_float_array, check_in_range, check_positive
 from .softmax import jacobian_frobenius_sq, softmax
 
 
 def _check_d_k(d_k) -> int:
-    if isinstance(d_k, bool) or not isinstance(d_k, numbers.Integral):
-        raise TypeError(f"d_k must be a positive integer, got {d_k!r}")
-    if d_k < 1:
-        raise ValueError(f"d_k must be a positive integer, got {d_k!r}")
-    return int(d_k)
+    return check_positive(d_k, "d_k", integer=True)
 
 
 def _check_rho(rho) -> float:
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real):
-        raise TypeError(f"rho must be a real number in [-1, 1], got {rho!r}")
-    if not -1.0 <= rho <= 1.0:  # also catches NaN and +-inf
-        raise ValueError(f"rho must lie in [-1, 1], got {rho!r}")
-    return float(rho)
+    return check_in_range(rho, "rho", -1.0, 1.0)
 
 
 def scaled_score_moments(d_k: int, rho: float = 0.0) -> tuple[float, float]:

@@ -41,11 +41,12 @@ differences grow over the run, so compare the two at rates where it is not.
 from __future__ import annotations
 
 import math
-import numbers
 from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
+
+from ._validate import check_choice, check_integer, check_positive
 
 __all__ = [
     "RetrievalTask",
@@ -86,19 +87,11 @@ class TrainedHeads(NamedTuple):
 
 
 def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+    return check_integer(value, name, minimum=1)
 
 
 def _positive_float(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
-    return float(value)
+    return check_positive(value, name)
 
 
 def _check_task(task) -> RetrievalTask:
@@ -112,10 +105,7 @@ def _check_task(task) -> RetrievalTask:
     return task
 
 
-def _check_choice(value, name: str, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
+_check_choice = check_choice
 
 
 def _check_score_and_scale(score, c, name: str = "c"):
@@ -137,9 +127,7 @@ def _check_dtype(dtype):
 
 
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return int(seed)
+    return check_integer(seed, "seed", minimum=0)
 
 
 @contextmanager
