@@ -54,6 +54,7 @@ def _strict_katex(app):
     # start timed out (and left node running). Generous limits cost nothing when all is well.
     katex.STARTUP_TIMEOUT = max(katex.STARTUP_TIMEOUT, 60.0)
     katex.RENDER_TIMEOUT = max(katex.RENDER_TIMEOUT, 60.0)
+    _patiently_connect(katex)
     lenient = katex.render_latex
     if getattr(lenient, "strict_wrapper", False):
         return
@@ -70,6 +71,45 @@ def _strict_katex(app):
 
     render_latex.strict_wrapper = True
     katex.render_latex = render_latex
+
+
+def _patiently_connect(katex):
+    """Retry the connection to the KaTeX server while its socket is not yet listening.
+
+    The extension connects once, as soon as node's socket file exists; but node creates the
+    file (bind) a moment before it accepts connections (listen), and on a loaded machine the
+    connect in between is refused and the whole build stops (seen in a build that ran while
+    other pages executed). This is the extension's own start-up with the connect retried
+    until its start-up timeout.
+    """
+    server = katex.KaTeXServer
+    if getattr(server.start_server_process, "patient", False):
+        return
+
+    def start_server_process(cls, rundir, timeout):
+        import socket
+        import subprocess
+        import time
+
+        socket_path = Path(rundir) / "katex.sock"
+        process = subprocess.Popen(cls.build_command(socket=socket_path), stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, cwd=rundir)
+        deadline = time.monotonic() + timeout
+        while True:
+            if socket_path.is_socket():
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    sock.connect(str(socket_path))
+                    return process, sock
+                except ConnectionRefusedError:
+                    sock.close()
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                raise cls.timeout_error(timeout)
+            time.sleep(0.01)
+
+    start_server_process.patient = True
+    server.start_server_process = classmethod(start_server_process)
 
 
 def _katex_css_only_with_math(app, pagename, templatename, context, doctree):
