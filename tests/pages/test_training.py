@@ -34,6 +34,7 @@ ADD_DK = 256
 ADD_SKIP = 2  # the additive head runs at the Adam rates from the third up
 ADD_LRS = GRID["adam"][ADD_SKIP:]
 N_EVAL = 128
+N_BIG = 4096  # the larger fresh batch (seed 2) that scores one too-fast run
 
 
 def glued_list(name):
@@ -77,6 +78,7 @@ def test_configuration_as_the_prose_states_it():
     assert g(PAGE, "tr_width_factor") == 4 and all(b == 4 * a for a, b in zip(WIDTHS, WIDTHS[1:]))
     assert g(PAGE, "tr_last") == 20
     assert g(PAGE, "tr_rows_per_mistake") == round(2 / THRESHOLD)
+    assert (g(PAGE, "tr_n_eval"), g(PAGE, "tr_n_big")) == (N_EVAL, N_BIG)
 
 
 def test_uniform_weights_loss_is_one_minus_one_over_T_k_by_sampling():
@@ -228,6 +230,10 @@ def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
     loss = {(o, n, d): W[o][n, d][4] for o in GRID for n in HEADS for d in WIDTHS}
     dec = {(o, n, d): W[o][n, d][2] for o in GRID for n in HEADS for d in WIDTHS}
     un = [best["sgd", "unscaled", d] for d in WIDTHS]
+    assert g(PAGE, "tr_sgd_un_common") == works[1].all(axis=0).sum() >= 1
+    assert all(0.09 < b < 0.33 for b in un)  # "between 0.1 and 0.32 at every width"
+    adam_dec = [W["adam"][n, 1024][2] for n in HEADS]
+    assert adam_dec[1] < min(adam_dec[0], adam_dec[2])  # "the narrowest" (this seed)
     assert g(PAGE, "tr_sgd_un_best_min") == pytest.approx(min(un))
     assert g(PAGE, "tr_sgd_un_best_max") == pytest.approx(max(un))
     un_dec = [dec["sgd", "unscaled", d] for d in WIDTHS]
@@ -237,6 +243,7 @@ def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
         assert g(PAGE, f"tr_sgd_{key}_best_last") == pytest.approx(best["sgd", name, 1024])
         assert g(PAGE, f"tr_sgd_{key}_dec_first") == dec["sgd", name, 16]
         assert g(PAGE, f"tr_sgd_{key}_dec_last") == dec["sgd", name, 1024]
+    assert g(PAGE, "tr_sgd_dk_overlap") == (works[2, 0] & works[2, -1]).sum()
     assert g(PAGE, "tr_sgd_dk_best_ratio") == pytest.approx(
         best["sgd", "1/d_k", 1024] / best["sgd", "1/d_k", 16])
     lows = [W["sgd"]["scaled", d][0] for d in WIDTHS]
@@ -293,6 +300,8 @@ def claims(final, add):
     dk_best = [W["sgd"]["1/d_k", d][3] for d in WIDTHS]
     c["1/d_k best rate grows with width"] = all(b >= a for a, b in zip(dk_best, dk_best[1:]))
     c["1/d_k best rate grows by more than d_k does"] = dk_best[-1] / dk_best[0] >= WIDTHS[-1] / WIDTHS[0]
+    c["1/d_k: no rate that works at the narrowest width works at the widest"] = not (
+        works["sgd"][2, 0] & works["sgd"][2, -1]).any()
     c["1/d_k window keeps about its width"] = all(
         1.0 <= W["sgd"]["1/d_k", d][2] <= 2.0 for d in WIDTHS)
     sc_best = [W["sgd"]["scaled", d][3] for d in WIDTHS]
@@ -301,19 +310,26 @@ def claims(final, add):
     lows = [W["sgd"]["scaled", d][0] for d in WIDTHS]
     c["scaled lower edge does not slide"] = step(min(lows), max(lows)) <= 1
     un_best = [W["sgd"]["unscaled", d][3] for d in WIDTHS]
-    c["unscaled best rate stays between 0.1 and 0.32"] = all(0.09 < b < 0.33 for b in un_best)
-    c["unscaled window stays put (within a grid step)"] = step(min(un_best), max(un_best)) <= 1
+    # The page's seed: best rate between 0.1 and 0.32 at every width. Seed 8 puts one at 1
+    # (a flat valley), so across seeds: some rate works at every width, and the best rates
+    # stay within a decade (the count predicted a factor of 64).
+    c["unscaled: some rate works at every width"] = works["sgd"][1].all(axis=0).any()
+    c["unscaled best rate stays within a decade"] = step(min(un_best), max(un_best)) <= 2
     c["unscaled best loss at the widest width is over ten times the scaled one's"] = (
         W["sgd"]["unscaled", 1024][4] > 10 * W["sgd"]["scaled", 1024][4])
     # Adam.
     dk_adam = [W["adam"]["1/d_k", d][3] for d in WIDTHS[1:]]
     c["Adam: 1/d_k best rate the same from 64 up"] = len(set(np.round(np.log10(dk_adam), 3))) == 1
+    c["Adam: 1/d_k rate found at 16 or 64 works at every wider width"] = all(
+        works["adam"][2, w, list(adam).index(W["adam"]["1/d_k", d][3])].all()
+        for w, d in ((slice(1, None), 16), (slice(2, None), 64)))
     for name, count in (("scaled", math.sqrt(WIDTHS[-1] / WIDTHS[0])), ("unscaled", WIDTHS[-1] / WIDTHS[0])):
         a, b = W["adam"][name, 16][3], W["adam"][name, 1024][3]
-        c[f"Adam: {name} best rate drifts down a little, less than the count"] = b <= a and a / b < count
+        c[f"Adam: {name} best rate stays or drifts down, less than the count"] = b <= a and a / b < count
     at = {n: W["adam"][n, 1024] for n in HEADS}
-    c["Adam: unscaled window narrowest at the widest width"] = all(
-        at["unscaled"][2] < at[n][2] for n in ("scaled", "1/d_k"))
+    # Strictly narrowest for the page's seed (checked on the glued grid below); seed 8 ties.
+    c["Adam: unscaled window no wider than the others at the widest width"] = all(
+        at["unscaled"][2] <= at[n][2] for n in ("scaled", "1/d_k"))
     c["Adam: unscaled best loss highest at the widest width"] = all(
         at["unscaled"][4] > at[n][4] for n in ("scaled", "1/d_k"))
     c["SGD: unscaled best loss highest at the widest width"] = all(
@@ -432,7 +448,10 @@ def failure_claims(stats):
     return {
         "too fast: saturated": min(t for t, _ in fast) > 0.95,
         "the largest SGD rate: mostly wrong keys": max(_top_right(stats)) < 0.5,
-        "too slow: scaled and 1/d_k not saturated": max(slow["scaled"] + slow["1/d_k"]) < 0.9,
+        # From nearly uniform (1/T_k) to below every too-fast run.
+        "too slow: scaled and 1/d_k from nearly uniform to not saturated": (
+            min(slow["scaled"] + slow["1/d_k"]) < 1.5 / T_K
+            and max(slow["scaled"] + slow["1/d_k"]) < min(t for t, _ in fast)),
         "unscaled never spread out": min(slow["unscaled"] + works_un) > 0.6,
         "unscaled working runs saturated": min(works_un) > 0.9,
     }
@@ -453,6 +472,8 @@ def test_failed_run_numbers_recomputed_in_numpy(page_sweep):
     assert g(PAGE, "tr_top_right_max") == pytest.approx(max(_top_right(stats)), abs=1.5 / N_EVAL)
     slow = lambda n: [t for o, nn, d, lr, w, t, r in stats if w == "too slow" and nn == n]
     assert g(PAGE, "tr_slow_un_top_min") == pytest.approx(min(slow("unscaled")), rel=1e-4)
+    assert g(PAGE, "tr_slow_sc_top_min") == pytest.approx(
+        min(slow("scaled") + slow("1/d_k")), rel=1e-4)
     assert g(PAGE, "tr_slow_sc_top_max") == pytest.approx(
         max(slow("scaled") + slow("1/d_k")), rel=1e-4)
     assert g(PAGE, "tr_works_un_top_min") == pytest.approx(
@@ -511,3 +532,33 @@ def test_additive_initial_score_spread_recomputed(page_sweep):
         w_ = rng.standard_normal((4000, d_k)) / math.sqrt(d_k)
         spreads.append((np.tanh(z) * w_).sum(axis=1).std())
     assert spreads[0] == pytest.approx(spreads[1], rel=0.05)
+
+
+@pytest.mark.slow
+def test_the_too_fast_run_on_a_large_batch(page_sweep):
+    """The too-fast run with the most right rows of the evaluation batch: on 4096 fresh rows it
+    is wrong on a few per cent, and its loss there is about 2 per wrong row."""
+    final, _, trained = page_sweep
+    stats = run_stats(final, trained)
+    o, h, d_k, lr = ast.literal_eval(glued(PAGE)["tr_big_run"].strip())
+    opt, name = list(GRID)[o], HEADS[h]
+    fast = [(oo, n, d, l, r) for oo, n, d, l, w, t, r in stats if w == "too fast"]
+    best_right = max(r for *_, r in fast)
+    # The glued run is the best-scoring too-fast run (float64 here: allow a one-row tie break).
+    assert any(oo == opt and n == name and d == d_k and l == pytest.approx(lr)
+               and r >= best_right - 1.5 / N_EVAL for oo, n, d, l, r in fast)
+    gen = torch.Generator().manual_seed(2)
+    X = torch.randn(N_BIG, T_K, D_MODEL, generator=gen).double().numpy()
+    V = torch.randn(N_BIG, T_K, D_V, generator=gen).double().numpy()
+    j = torch.randint(T_K, (N_BIG,), generator=gen).numpy()
+    r = h * len(GRID[opt]) + int(np.argmin(np.abs(GRID[opt] - lr)))
+    W_Q = trained[opt, d_k].params["W_Q"][r].double().numpy()
+    W_K = trained[opt, d_k].params["W_K"][r].double().numpy()
+    A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", X[np.arange(N_BIG), j] @ W_Q, X @ W_K))
+    wrong = (A.argmax(axis=-1) != j).mean()
+    loss = np.mean((np.einsum("bt,btv->bv", A, V) - V[np.arange(N_BIG), j]) ** 2)
+    assert g(PAGE, "tr_big_wrong") == pytest.approx(wrong, abs=3 / N_BIG)
+    assert g(PAGE, "tr_big_loss") == pytest.approx(loss, rel=1e-2)
+    # The prose: wrong on some rows, a loss above the threshold, about 2 per wrong row.
+    assert wrong > 1 / g(PAGE, "tr_rows_per_mistake") and loss > THRESHOLD
+    assert 1.5 < loss / wrong < 2.5
