@@ -4,12 +4,21 @@ runs every notebook, and single notebooks that say what they miss.
 The slow test unpacks the archive of the built site into an empty folder, runs the first of
 the README's two commands there exactly as written (a fresh virtual environment, pip
 installing the pinned requirements and the helper package; pip finds the packages where
-the machine's pip configuration says, PyPI or a local wheel folder), checks the second
-(JupyterLab starts and serves the notebooks), and runs every notebook of the archive top to
-bottom with nbclient in that environment's own kernel, widgets included. One install, two
-notebooks at a time. Measured on the shared 2-core machine: install 330 s and notebooks 251 s
-at a load average near 8 (pip fetching and unpacking some 120 packages, torch from a local
-wheel); the install took 15 minutes at a load of 10-14. Marked ``slow``.
+the machine's pip configuration says, PyPI or a local wheel folder) and checks the second
+(JupyterLab starts and serves the notebooks). Then, in that environment:
+
+* every module that any notebook or the helper package imports, anywhere (a function's
+  lazy import too), imports: a dependency the archive's requirements leave out fails here;
+* a notebook of the archive's own cells (the set-up check and every cell that shows an
+  explorer) runs with nbclient in the environment's own kernel, with the archive's own
+  ``attention``, and displays the three explorers.
+
+Every page runs top to bottom once per test run beyond the build, in the book's environment
+(``tests/pages/test_notebooks_run.py``); the archive's notebooks are the page downloads byte
+for byte and its requirements pin the book's versions (the first test below). Running every
+page again here would re-test the pages' cells, not the archive. Measured on the shared 2-core machine: the install takes 2-5
+minutes (pip fetching and unpacking some 120 packages, torch from a local wheel). Marked
+``slow``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import nbformat
 import pytest
 
 from tests import notebooks
+from tests.harness import ROOT
 
 ARCHIVE = Path("downloads", "attention-chapter.zip")
 FOLDER = "attention-chapter"
@@ -68,6 +78,13 @@ def test_archive_holds_every_notebook_the_package_and_pinned_requirements(archiv
     assert not unpinned, f"unpinned requirements: {unpinned}"
     named = {line.split("==")[0].lower().replace("_", "-") for line in lines if "==" in line}
     assert {"torch", "numpy", "matplotlib", "anywidget", "jupyterlab", "myst-nb", "ipykernel"} <= named
+    # The versions the book was built and tested with: every package requirements.txt pins.
+    book = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
+            for line in (ROOT / "requirements.txt").read_text().splitlines()
+            if "==" in line and not line.startswith("#")}
+    differ = [line for line in lines if "==" in line
+              and book.get(line.split("==")[0].lower().replace("_", "-"), line.split("==")[1]) != line.split("==")[1]]
+    assert not differ, f"the archive pins other versions than requirements.txt: {differ}"
     commands = readme_commands(archive.read(f"{FOLDER}/README.md").decode())
     assert len(commands) == 2, commands
     assert "jupyter lab" in commands[1]
@@ -128,18 +145,58 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-RUN_ONE = """
-import sys, nbformat
+# Every top-level module named by an import statement in the notebooks' code cells and the
+# package's source, found with ast, imported in the archive's environment.
+IMPORT_ALL = """
+import ast, importlib, json, sys
+from pathlib import Path
+folder = Path(sys.argv[1])
+names = set()
+sources = [p.read_text() for p in (folder / "code").rglob("*.py")]
+for notebook in (folder / "chapters").glob("*.ipynb"):
+    cells = json.loads(notebook.read_text())["cells"]
+    sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+for source in sources:
+    lines = [l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))]
+    for node in ast.walk(ast.parse("\\n".join(lines))):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+names.discard("__future__")
+missing = []
+for name in sorted(names):
+    try:
+        importlib.import_module(name)
+    except ImportError as error:
+        missing.append(f"{name}: {error}")
+print("imported:", " ".join(sorted(names)))
+sys.exit("\\n".join(missing) if missing else 0)
+"""
+
+# One notebook made of the archive's own cells: the set-up check of the first page, then every
+# cell that shows an explorer (each is self-contained), run in the environment's kernel.
+RUN_EXPLORERS = """
+import re, sys, nbformat
 from pathlib import Path
 from nbclient import NotebookClient
-path = Path(sys.argv[1])
-folder = path.parent.parent
-nb = nbformat.read(path, as_version=4)
+folder = Path(sys.argv[1])
+chapters = sorted((folder / "chapters").glob("*.ipynb"))
+cells, explorers = [], []
+for path in chapters:
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        if not cells and "setup-check" in cell.metadata.get("tags", []):
+            cells.append(nbformat.v4.new_code_cell(cell.source))
+        if re.search(r"\\b\\w+Explorer\\(", cell.source):
+            cells.append(nbformat.v4.new_code_cell(cell.source))
+            explorers.append(path.name)
 # Which Python ran it, and which attention: the unpacked archive's, nothing of the book's.
-nb.cells.append(nbformat.v4.new_code_cell(
-    "import sys, attention; print(sys.prefix); print(attention.__file__)"))
+cells.append(nbformat.v4.new_code_cell("import sys, attention; print(sys.prefix); print(attention.__file__)"))
+nb = nbformat.v4.new_notebook(cells=cells)
 NotebookClient(nb, timeout=600, kernel_name="python3",
-               resources={"metadata": {"path": str(path.parent)}}).execute()
+               resources={"metadata": {"path": str(folder / "chapters")}}).execute()
 # The kernel may send the two lines as one stream message or two, and may add stderr.
 printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
 prefix, package = printed.split()
@@ -147,12 +204,13 @@ assert Path(prefix).resolve() == (folder / ".venv").resolve(), prefix
 assert Path(package).resolve().is_relative_to((folder / "code").resolve()), package
 views = sum(1 for c in nb.cells for o in c.get("outputs", [])
             if "application/vnd.jupyter.widget-view+json" in o.get("data", {}))
+print("explorers from:", " ".join(explorers))
 print("widget views:", views)
 """
 
 
 @pytest.mark.slow
-def test_archive_installs_with_its_readme_and_runs_every_notebook(archive, tmp_path):
+def test_archive_installs_with_its_readme_and_its_explorers_run_in_its_own_kernel(archive, tmp_path):
     start = time.perf_counter()
     archive.extractall(tmp_path)
     folder = tmp_path / FOLDER
@@ -160,6 +218,9 @@ def test_archive_installs_with_its_readme_and_runs_every_notebook(archive, tmp_p
     env = {k: v for k, v in os.environ.items() if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"}}
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
     env["PIP_NO_INPUT"] = "1"
+    # Python compiles each module when it is first imported; pip compiling all of torch's
+    # thousands of files ahead of time only makes the install slower.
+    env["PIP_NO_COMPILE"] = "1"
     proc = subprocess.run(install, shell=True, cwd=folder, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, f"`{install}` failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     python = folder / ".venv" / "bin" / "python"
@@ -189,25 +250,24 @@ def test_archive_installs_with_its_readme_and_runs_every_notebook(archive, tmp_p
         os.killpg(server.pid, 15)
         server.wait(timeout=30)
 
-    # Every notebook, top to bottom, in the environment's own kernel; two at a time.
-    script = tmp_path / "run_one.py"
-    script.write_text(RUN_ONE)
-    paths = sorted((folder / "chapters").glob("*.ipynb"))
-    failures, widget_views = [], 0
-    running: list[tuple[Path, subprocess.Popen]] = []
-    pending = list(paths)
-    while pending or running:
-        while pending and len(running) < 2:
-            path = pending.pop(0)
-            running.append((path, subprocess.Popen([str(python), str(script), str(path)], cwd=path.parent, env=env,
-                                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
-        path, proc = running.pop(0)
-        out, err = proc.communicate(timeout=1800)
-        if proc.returncode != 0:
-            failures.append(f"{path.name}:\n{err[-2500:]}")
-        else:
-            widget_views += int(re.search(r"widget views: (\d+)", out).group(1))
-    assert not failures, "\n\n".join(failures)
-    assert widget_views >= 3, f"the explorers did not display ({widget_views} widget views)"
-    print(f"\narchive: install {installed - start:.0f} s, notebooks {time.perf_counter() - installed:.0f} s",
+    # Everything any notebook or the package imports, imports in the archive's environment.
+    script = tmp_path / "import_all.py"
+    script.write_text(IMPORT_ALL)
+    proc = subprocess.run([str(python), str(script), str(folder)], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"imports fail in the archive's environment:\n{proc.stderr[-3000:]}"
+    imported = set(proc.stdout.split("imported:", 1)[1].split())
+    assert {"numpy", "torch", "matplotlib", "anywidget", "threadpoolctl", "attention"} <= imported, imported
+
+    # Every explorer of the notebooks, with their set-up check, in the environment's own kernel.
+    script = tmp_path / "run_explorers.py"
+    script.write_text(RUN_EXPLORERS)
+    proc = subprocess.run([str(python), str(script), str(folder)], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, f"the explorers fail in the archive's environment:\n{proc.stderr[-3000:]}"
+    sources = proc.stdout.split("explorers from:", 1)[1].splitlines()[0].split()
+    assert {"soft-retrieval.ipynb", "variance.ipynb", "saturation.ipynb"} <= set(sources), sources
+    views = int(re.search(r"widget views: (\d+)", proc.stdout).group(1))
+    assert views >= 3, f"the explorers did not display ({views} widget views)"
+    print(f"\narchive: install {installed - start:.0f} s, the rest {time.perf_counter() - installed:.0f} s",
           file=sys.stderr)
