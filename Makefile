@@ -86,12 +86,31 @@ chromium:  ## Install Debian's chromium for the browser tests (apt, as root).
 
 test-deps: $(VENV)/.test-installed chromium
 
+# The pages execute (two at a time) while the library and checker tests run; then the page
+# tests read the glued values from those executions. Tests marked slow (the training page's
+# reruns with other seeds) are left to make test.
 check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once).
-	$(PY) -m tests.notebooks --out $(CHECK)
-	BOOK_EXECUTED=$(CHECK) $(BIN)/pytest tests/lib tests/checkers tests/bench tests/pages --durations=10
+	@mkdir -p $(CHECK)
+	@$(PY) -m tests.notebooks --out $(CHECK) > $(CHECK)/run-all.log 2>&1 & pages=$$!; \
+	$(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/lib tests/checkers tests/bench --durations=5; lib=$$?; \
+	wait $$pages; echo "Run All of every page:"; cat $(CHECK)/run-all.log; \
+	BOOK_EXECUTED=$(CHECK) $(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/pages --durations=10; pages=$$?; \
+	test $$lib = 0 -a $$pages = 0
 
-test: test-deps book  ## Build the book fresh and run every test.
-	$(BIN)/pytest --durations=10
+RUN_ALL := _build/nbclient
+
+# The build executes one page at a time, so while it runs, a reader's "Run All" of every page
+# (tests/notebooks.py, one page at a time) uses the second core; the tests compare the two
+# executions and read the Run-All's results from $(RUN_ALL). Then the PDF, then every test,
+# two at a time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
+test: test-deps assets figures  ## Build the book fresh (and Run All every page meanwhile), then run every test.
+	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html $(RUN_ALL)
+	@mkdir -p _build
+	@$(PY) -m tests.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \
+	$(BIN)/jupyter-book build --all -W -n --keep-going .; built=$$?; \
+	wait $$run_all; echo "Run All of every page:"; cat _build/run-all.log; exit $$built
+	@$(MAKE) --no-print-directory pdf HTML=_build/html
+	BOOK_RUN_ALL=$(RUN_ALL) $(BIN)/pytest -n 2 --dist loadfile --durations=10
 
 bench: test-deps assets figures  ## Build the book into a temp folder and print every benchmark (benchmarks/results.json).
 	$(PY) benchmarks/run.py

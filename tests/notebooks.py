@@ -15,6 +15,10 @@ where the page tests read its glued values when ``BOOK_EXECUTED=DIR`` is set::
 
     .venv/bin/python -m tests.notebooks --out _build/check chapters/variance.md
     BOOK_EXECUTED=_build/check .venv/bin/pytest tests/pages/test_variance.py
+
+``make test`` runs every page this way while the book builds (``--workers 1``: the build
+executes one page at a time, so the second core is free) and sets ``BOOK_RUN_ALL=DIR``:
+the tests then use those runs and read the glued values from the build's own execution.
 """
 
 from __future__ import annotations
@@ -179,31 +183,49 @@ RUN_DIR = ROOT / "_build" / "nbclient"
 RUNS_FILE = "runs.json"
 
 
+def _executed_before() -> Path | None:
+    """The folder of a Run-All that ran before pytest started: ``BOOK_RUN_ALL`` (``make test``)
+    or ``BOOK_EXECUTED`` (``make check``), once ``runs.json`` shows it ran every page."""
+    run_all = os.environ.get("BOOK_RUN_ALL")
+    if run_all:
+        if not (Path(run_all) / RUNS_FILE).exists():
+            raise RuntimeError(f"BOOK_RUN_ALL={run_all} holds no {RUNS_FILE}: run "
+                               f"`python -m tests.notebooks --out {run_all}` (every page) first")
+        return Path(run_all)
+    executed = os.environ.get("BOOK_EXECUTED")  # may hold only the pages being written
+    if executed and (Path(executed) / RUNS_FILE).exists():
+        return Path(executed)
+    return None
+
+
+def _own_run_dir() -> Path:
+    # Under pytest-xdist each worker that needs the runs makes its own: never two writers in one folder.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return RUN_DIR.with_name(f"{RUN_DIR.name}-{worker}") if worker else RUN_DIR
+
+
 @functools.cache
 def page_runs() -> dict[str, RunResult]:
     """Every page of the book run once per test session (shared by the tests that need it).
 
-    When ``BOOK_EXECUTED=DIR`` names a folder that ``python -m tests.notebooks --out DIR``
-    filled (it holds ``runs.json``), those runs are used and nothing is executed again:
-    ``make check`` executes each page once, before pytest starts. Otherwise every page is
-    executed now, into :data:`RUN_DIR`.
+    When ``BOOK_RUN_ALL=DIR`` or ``BOOK_EXECUTED=DIR`` names a folder that
+    ``python -m tests.notebooks --out DIR`` filled (it holds ``runs.json``), those runs are
+    used and nothing is executed again: ``make check`` and ``make test`` execute each page
+    once, before pytest starts. Otherwise every page is executed now, into :data:`RUN_DIR`.
     """
-    executed = os.environ.get("BOOK_EXECUTED")
-    if executed and (Path(executed) / RUNS_FILE).exists():
-        runs = json.loads((Path(executed) / RUNS_FILE).read_text())
+    before = _executed_before()
+    if before is not None:
+        runs = json.loads((before / RUNS_FILE).read_text())
         return {page: RunResult(**run) for page, run in runs.items()}
     import shutil
 
-    shutil.rmtree(RUN_DIR, ignore_errors=True)  # never read an earlier session's notebook
-    return run_pages(toc_pages(), out=RUN_DIR)
+    shutil.rmtree(_own_run_dir(), ignore_errors=True)  # never read an earlier session's notebook
+    return run_pages(toc_pages(), out=_own_run_dir())
 
 
 def run_dir() -> Path:
     """The folder holding this session's Run-All notebooks (after :func:`page_runs`)."""
-    executed = os.environ.get("BOOK_EXECUTED")
-    if executed and (Path(executed) / RUNS_FILE).exists():
-        return Path(executed)
-    return RUN_DIR
+    return _executed_before() or _own_run_dir()
 
 
 def main(argv: list[str]) -> int:
@@ -212,6 +234,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.notebooks", description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", type=Path, help="page sources (default: every page of _toc.yml)")
     parser.add_argument("--out", type=Path, help="also write each executed notebook to OUT/chapters/PAGE.ipynb")
+    parser.add_argument("--workers", type=int, default=2, help="pages executed at once (default 2: two cores)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.pages] or toc_pages()
@@ -225,7 +248,9 @@ def main(argv: list[str]) -> int:
 
         shutil.rmtree(out / "chapters", ignore_errors=True)
         (out / RUNS_FILE).unlink(missing_ok=True)
-    results = run_pages(paths, out=out)
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, not {args.workers}")
+    results = run_pages(paths, workers=args.workers, out=out)
     if out is not None and not args.pages:  # every page: the tests may use these runs
         out.mkdir(parents=True, exist_ok=True)
         (out / RUNS_FILE).write_text(json.dumps({k: asdict(r) for k, r in results.items()}, indent=1))
