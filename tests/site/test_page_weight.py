@@ -1,5 +1,8 @@
-"""Light pages: every page at most 400 KB gzipped, nothing published that no page uses, and the
-theme's icons still drawn and still inside named controls without the theme's icon script.
+"""Clean, light pages: every page loads with no console error, failed request or request
+outside its origin, weighs at most 400 KB gzipped; nothing is published that no page uses;
+the theme's icons are still drawn and still inside named controls without its icon script.
+
+One cold load of each page serves both the clean-load and the weight checks.
 
 Bytes are counted as ``make bench`` counts them (benchmarks/bench_pages.py): every file the
 page fetched in Chromium, text gzipped as a static host sends it.
@@ -25,9 +28,22 @@ PAGES = harness.book_pages() if BUILT else ["index.html"]
 
 
 @pytest.fixture(scope="module")
-def weights(browser, site_url, built_html):
-    return {p: bench_pages.page_weight(built_html, site_url, bench_pages.load(browser, site_url, p)[0]["urls"])
-            for p in PAGES}
+def loads(browser, site_url):
+    """Each page loaded once, cold: (what it fetched and painted, the problems it reported)."""
+    return {p: bench_pages.load(browser, site_url, p) for p in PAGES}
+
+
+@pytest.fixture(scope="module")
+def weights(loads, site_url, built_html):
+    return {p: bench_pages.page_weight(built_html, site_url, measured["urls"]) for p, (measured, _) in loads.items()}
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_page_loads_clean_with_no_request_outside_the_origin(loads, page_path):
+    # Console errors, page errors, failed requests, HTTP errors and every request outside the
+    # origin (aborted) are recorded during the load, fonts and late scripts included.
+    problems = loads[page_path][1]
+    assert not problems, f"{page_path}:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("page_path", PAGES)

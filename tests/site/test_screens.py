@@ -119,18 +119,26 @@ def open_page(context, site_url, page_path, mode):
     return guard
 
 
-@pytest.mark.parametrize("mode", MODES)
+def in_each_mode(guard):
+    """Yield each colour mode in turn on the loaded page (one load serves both)."""
+    for mode in MODES:
+        guard.page.evaluate(SET_MODE, mode)
+        guard.page.evaluate("document.fonts.ready.then(() => true)")
+        yield mode
+
+
 @pytest.mark.parametrize("page_path", PAGES)
-def test_phone_no_page_scrolls_sideways_and_code_scrolls_in_its_own_box(phone, site_url, page_path, mode):
-    guard = open_page(phone, site_url, page_path, mode)
+def test_phone_no_page_scrolls_sideways_and_code_scrolls_in_its_own_box(phone, site_url, page_path):
+    guard = open_page(phone, site_url, page_path, MODES[0])
     page = guard.page
     try:
-        widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth, window.innerWidth]")
-        assert widths[0] == widths[1] == PHONE["width"], (
-            f"{page_path} ({mode}) is {widths[0]} px wide on a {PHONE['width']} px screen; too wide: {page.evaluate(WIDE_THINGS)}")
-        for where, kind, scroll, client, overflow, line in page.evaluate(CODE_BOXES):
-            if scroll > client + 1:
-                assert overflow in ("auto", "scroll"), f"{page_path}: {kind} in {where} is cut off, not scrollable"
+        for mode in in_each_mode(guard):
+            widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth, window.innerWidth]")
+            assert widths[0] == widths[1] == PHONE["width"], (
+                f"{page_path} ({mode}) is {widths[0]} px wide on a {PHONE['width']} px screen; too wide: {page.evaluate(WIDE_THINGS)}")
+            for where, kind, scroll, client, overflow, line in page.evaluate(CODE_BOXES):
+                if scroll > client + 1:
+                    assert overflow in ("auto", "scroll"), f"{page_path} ({mode}): {kind} in {where} is cut off, not scrollable"
         guard.assert_clean()
     finally:
         page.close()
@@ -153,19 +161,20 @@ def test_phone_explorer_controls_wrap_and_drawing_text_stays_legible(phone, site
         page.close()
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("page_path", PAGES)
-def test_desktop_no_code_cell_or_output_is_wider_than_its_column(desktop, site_url, page_path, mode):
-    guard = open_page(desktop, site_url, page_path, mode)
+def test_desktop_no_code_cell_or_output_is_wider_than_its_column(desktop, site_url, page_path):
+    guard = open_page(desktop, site_url, page_path, MODES[0])
     page = guard.page
     try:
-        fit = page.evaluate(SEVENTY_SIX)
-        if fit is not None:
-            assert fit[0] <= fit[1], f"{page_path}: a 76-character line needs {fit[0]} px, the column gives {fit[1]} px"
-        wide = [f"{kind} in {where}: {scroll} px in {client} px: {line!r}"
-                for where, kind, scroll, client, overflow, line in page.evaluate(CODE_BOXES) if scroll > client + 1]
-        assert not wide, f"{page_path} at {DESKTOP['width']} px, {len(wide)} box(es) wider than the column:\n  " + "\n  ".join(wide)
-        assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+        for mode in in_each_mode(guard):
+            fit = page.evaluate(SEVENTY_SIX)
+            if fit is not None:
+                assert fit[0] <= fit[1], f"{page_path} ({mode}): a 76-character line needs {fit[0]} px, the column gives {fit[1]} px"
+            wide = [f"{kind} in {where}: {scroll} px in {client} px: {line!r}"
+                    for where, kind, scroll, client, overflow, line in page.evaluate(CODE_BOXES) if scroll > client + 1]
+            assert not wide, (f"{page_path} ({mode}) at {DESKTOP['width']} px, {len(wide)} box(es) wider than the column:\n  "
+                              + "\n  ".join(wide))
+            assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth"), mode
         guard.assert_clean()
     finally:
         page.close()
