@@ -135,7 +135,9 @@ def forward_vs_torch(repeats: int = 5) -> dict:
           f"  {'mm numpy':>9} {'mm torch':>9}  {'numpy/mm':>8} {'torch/mm':>8}  {'np products/torch':>17}")
     rows, goals = [], []
     for T in FORWARD_NS:
-        r = repeats if T <= 2048 else max(3, repeats // 2)
+        # A call at T = 256 takes about 2 ms, where a scheduler hiccup is a large fraction of
+        # it: small sizes take more turns (the median of 20 rather than 5), large ones fewer.
+        r = repeats * max(1, 1024 // T) if T <= 2048 else max(3, repeats // 2)
         Q, K, V = measure.random_qkv(T, D, HEADS)
         t = timed_in_turns({
             "numpy": lambda: blocked_attention(Q, K, V, need_weights=False),
