@@ -17,6 +17,7 @@ printed again with them (a third time if a number moved the layout).
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 import tempfile
@@ -72,6 +73,13 @@ def _clean(article):
 
 def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, list[tuple[str, str]]]:
     """The print document and its chapters [(page, title)]."""
+    styles, parts, chapters = _articles(html)
+    return _assemble(styles, parts, chapters, numbers), list(chapters)
+
+
+@functools.lru_cache(maxsize=4)
+def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Every page's stylesheets, article and (page, title), parsed once per printing."""
     from bs4 import BeautifulSoup
 
     names = [n for n in toc_pages() if (html / f"{n}.html").exists()]
@@ -97,6 +105,11 @@ def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, li
         _prefix_ids(article, stem, stems)
         chapters.append((stem, title))
         parts.append(f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>')
+    return tuple(styles), tuple(parts), tuple(chapters)
+
+
+def _assemble(styles, parts, chapters, numbers: dict[str, int] | None) -> str:
+    """The print document: cover, contents (with page numbers once known), the articles."""
 
     def head_item(item: str) -> str:
         return item if item.startswith("<style") else f'<link rel="stylesheet" href="{item}">'
@@ -116,7 +129,7 @@ def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, li
     page = (f'<!DOCTYPE html><html lang="en" data-theme="light" data-mode="light"><head><meta charset="utf-8">'
             f"<title>{title}</title>{head}<style>{print_css}</style></head>"
             f'<body class="pdf">{body}</body></html>')
-    return page, chapters
+    return page
 
 
 def outline_starts(reader) -> list[tuple[str, int]]:
