@@ -36,7 +36,7 @@ def draw_grid(ax, keep: np.ndarray, title: str) -> None:
     for i in range(T):
         for j in range(T):
             if not keep[i, j]:
-                ax.text(j, i, "$-\\infty$", ha="center", va="center", fontsize=6, color="#555555")
+                ax.text(j, i, "$-\\infty$", ha="center", va="center", fontsize=8, color="#555555")
 
 
 def main() -> None:
