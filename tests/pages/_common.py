@@ -102,3 +102,29 @@ def assert_lines_fit(source: str, page: str, width: int = 76) -> None:
             text = output.get("text") or output.get("data", {}).get("text/plain", "")
             for line in "".join(text).splitlines():
                 assert len(line) <= width, line
+
+
+def assert_executed_cells_fit(page: str, *, width: int = 76, skip_removed_cells: bool = False,
+                              no_stderr: bool = False) -> None:
+    """On the executed notebook: glue only in removed cells, and every code line and every
+    printed line at most ``width`` wide (removed cells' code unchecked when
+    ``skip_removed_cells``; no stderr output at all when ``no_stderr``)."""
+    from tests.glue import executed_notebook
+
+    for cell in executed_notebook(page)["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"])
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "glue(" in source:
+            assert "remove-cell" in tags, source[:80]
+        if skip_removed_cells and "remove-cell" in tags:
+            continue
+        for line in source.splitlines():
+            assert len(line) <= width, line
+        for output in cell.get("outputs", []):
+            if no_stderr:
+                assert output.get("name") != "stderr", "".join(output.get("text", ""))[:200]
+            if output.get("output_type") == "stream":
+                for line in "".join(output["text"]).splitlines():
+                    assert len(line) <= width, line

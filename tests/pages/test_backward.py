@@ -19,7 +19,8 @@ from torch.utils.flop_counter import FlopCounterMode
 import attention
 from attention import checkers
 from tests.glue import executed_notebook, glued
-from tests.pages._common import CHAPTERS, g, g_bool, g_text, page_cell, torch_softmax_attention
+from tests.pages._common import (CHAPTERS, assert_executed_cells_fit, g, g_bool, g_text, page_cell,
+                                 torch_softmax_attention)
 
 PAGE = "backward"
 
@@ -420,20 +421,7 @@ def _nodes(out):
 # --- what the reader sees ---------------------------------------------------------------------
 
 def test_code_and_output_lines_fit_the_column_and_glue_lives_only_in_removed_cells():
-    for cell in executed_notebook(PAGE)["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"])
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "glue(" in source:
-            assert "remove-cell" in tags, source[:80]
-        for line in source.splitlines():
-            assert len(line) <= 76, line
-        for output in cell.get("outputs", []):
-            assert output.get("name") != "stderr", "".join(output.get("text", ""))[:200]
-            if output.get("output_type") == "stream":
-                for line in "".join(output["text"]).splitlines():
-                    assert len(line) <= 76, line
+    assert_executed_cells_fit(PAGE, no_stderr=True)
 
 
 def test_glue_comes_from_the_book_module_and_only_timings_are_measurements():

@@ -12,8 +12,7 @@ import torch
 
 import attention
 from attention.checkers import check_scaled_score_moments
-from tests.glue import executed_notebook
-from tests.pages._common import CHAPTERS, g, solution_namespace
+from tests.pages._common import CHAPTERS, assert_executed_cells_fit, g, solution_namespace
 
 PAGE = "variance"
 
@@ -388,21 +387,7 @@ def test_layernorm_gives_length_sqrt_d_k_before_its_gains():
 # --- What the reader sees ---------------------------------------------------------------------
 
 def test_code_and_output_lines_fit_the_column_and_glue_lives_only_in_removed_cells():
-    for cell in executed_notebook(PAGE)["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"])
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "glue(" in source:
-            assert "remove-cell" in tags, source[:80]
-        if "remove-cell" in tags:
-            continue
-        for line in source.splitlines():
-            assert len(line) <= 76, line
-        for output in cell.get("outputs", []):
-            if output.get("output_type") == "stream":
-                for line in "".join(output["text"]).splitlines():
-                    assert len(line) <= 76, line
+    assert_executed_cells_fit(PAGE, skip_removed_cells=True)
 
 
 def test_captions_and_alt_text_type_no_numbers():
