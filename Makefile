@@ -97,9 +97,9 @@ CHECK_PAGE_TESTS := $(if $(PAGES),$(foreach p,$(PAGES),$(wildcard tests/pages/te
 check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once; PAGES="a b" for some).
 	@for page in $(CHECK_PAGES); do test -f $$page || { echo "no page $$page (PAGES names files in chapters/ without .md)"; exit 2; }; done
 	@mkdir -p $(CHECK)
-	@$(PY) -m tests.notebooks --out $(CHECK) $(CHECK_PAGES) > $(CHECK)/run-all.log 2>&1 & pages=$$!; \
+	@$(PY) -m tests.notebooks --out $(CHECK) $(CHECK_PAGES) > $(CHECK)/run-all.log 2>&1 & run_all=$$!; \
 	$(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/lib tests/checkers tests/bench --durations=5; lib=$$?; \
-	wait $$pages; echo "Run All of $(if $(PAGES),$(PAGES),every page):"; cat $(CHECK)/run-all.log; \
+	wait $$run_all; echo "Run All of $(if $(PAGES),$(PAGES),every page):"; cat $(CHECK)/run-all.log; \
 	grep -q "^FAIL" $(CHECK)/run-all.log && ran=1 || ran=0; pages=0; \
 	if [ -n "$(strip $(CHECK_PAGE_TESTS))" ]; then \
 	  BOOK_EXECUTED=$(CHECK) $(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q $(CHECK_PAGE_TESTS) --durations=10; pages=$$?; fi; \

@@ -86,31 +86,20 @@ class TrainedHeads(NamedTuple):
 # Input checks ----------------------------------------------------------------------------
 
 
-def _positive_int(value, name: str) -> int:
-    return check_integer(value, name, minimum=1)
-
-
-def _positive_float(value, name: str) -> float:
-    return check_positive(value, name)
-
-
 def _check_task(task) -> RetrievalTask:
     if not isinstance(task, RetrievalTask):
         raise TypeError(f"task must be a RetrievalTask, got {type(task).__name__}")
     for name, value in task._asdict().items():
-        _positive_int(value, f"task.{name}")
+        check_integer(value, f"task.{name}")
     if task.T_k < 2:
         raise ValueError(f"task.T_k must be at least 2 (one key is nothing to choose from), "
                          f"got {task.T_k}")
     return task
 
 
-_check_choice = check_choice
-
-
 def _check_score_and_scale(score, c, name: str = "c"):
     """Dot-product heads need a scale c; additive ones have none."""
-    _check_choice(score, "score", SCORES)
+    check_choice(score, "score", SCORES)
     if score == "additive" and c is not None:
         raise ValueError(f"an additive score has no scale: pass {name}=None")
     if score == "dot" and c is None:
@@ -124,10 +113,6 @@ def _check_dtype(dtype):
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     return dtype
-
-
-def _check_seed(seed) -> int:
-    return check_integer(seed, "seed", minimum=0)
 
 
 @contextmanager
@@ -180,7 +165,7 @@ def retrieval_attention(params: dict, X, target, c: float | None = None, score: 
 
     _check_score_and_scale(score, c)
     if c is not None:
-        c = _positive_float(c, "c")
+        c = check_positive(c, "c")
     needed = ("W_Q", "W_K", "w", "b") if score == "additive" else ("W_Q", "W_K")
     if not isinstance(params, dict) or any(not isinstance(params.get(k), torch.Tensor)
                                            for k in needed):
@@ -229,13 +214,13 @@ def train_retrieval_head(d_k: int, lr: float, c: float | None = None, *, score: 
     """
     import torch
 
-    d_k, lr = _positive_int(d_k, "d_k"), _positive_float(lr, "lr")
+    d_k, lr = check_integer(d_k, "d_k"), check_positive(lr, "lr")
     _check_score_and_scale(score, c)
-    c = None if c is None else _positive_float(c, "c")
-    _check_choice(optimizer, "optimizer", OPTIMIZERS)
-    task, seed = _check_task(task), _check_seed(seed)
+    c = None if c is None else check_positive(c, "c")
+    check_choice(optimizer, "optimizer", OPTIMIZERS)
+    task, seed = _check_task(task), check_integer(seed, "seed", minimum=0)
     dtype = _check_dtype(torch.float32 if dtype is None else dtype)
-    with _threads(_positive_int(threads, "threads")):
+    with _threads(check_integer(threads, "threads")):
         gen = torch.Generator().manual_seed(seed)
         params = {name: p.requires_grad_() for name, p in
                   _initial_params(task, d_k, score, gen, dtype).items()}
@@ -290,7 +275,7 @@ def train_retrieval_heads(d_k: int, lrs, cs=None, *, score: str = "dot", optimiz
     """
     import torch
 
-    d_k = _positive_int(d_k, "d_k")
+    d_k = check_integer(d_k, "d_k")
     lr_list = _run_list(lrs, "lrs")
     R = len(lr_list)
     if score == "dot" and cs is not None:
@@ -298,10 +283,10 @@ def train_retrieval_heads(d_k: int, lrs, cs=None, *, score: str = "dot", optimiz
         if len(c_list) != R:
             raise ValueError(f"lrs and cs must have one entry per run: got {R} and {len(c_list)}")
     _check_score_and_scale(score, None if cs is None else 1.0, "cs")
-    _check_choice(optimizer, "optimizer", OPTIMIZERS)
-    task, seed = _check_task(task), _check_seed(seed)
+    check_choice(optimizer, "optimizer", OPTIMIZERS)
+    task, seed = _check_task(task), check_integer(seed, "seed", minimum=0)
     dtype = _check_dtype(torch.float32 if dtype is None else dtype)
-    with _threads(_positive_int(threads, "threads")):
+    with _threads(check_integer(threads, "threads")):
         gen = torch.Generator().manual_seed(seed)
         P = {name: p.expand(R, *p.shape).clone().requires_grad_()  # (R, ...) each
              for name, p in _initial_params(task, d_k, score, gen, dtype).items()}
@@ -351,7 +336,7 @@ def _run_list(values, name: str) -> list[float]:
     """A non-empty sequence of positive finite numbers, one per run."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise TypeError(f"{name} must be a sequence of positive numbers, one per run, got {values!r}")
-    out = [_positive_float(v if not isinstance(v, np.generic) else v.item(), f"{name}[{i}]")
+    out = [check_positive(v if not isinstance(v, np.generic) else v.item(), f"{name}[{i}]")
            for i, v in enumerate(values)]
     if not out:
         raise ValueError(f"{name} must hold at least one run")
