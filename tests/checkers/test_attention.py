@@ -283,8 +283,33 @@ def output_from_the_unguarded_weights(Q, K, V, mask=None):
     return O.astype(Q.dtype), np.nan_to_num(A).astype(Q.dtype)
 
 
+def scales_Q_in_place(Q, K, V, mask=None):
+    Q /= SQRT(Q.shape[-1])                               # the caller's Q is overwritten
+    S = Q @ np.swapaxes(K, -1, -2)
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def sqrt_of_d_k_plus_one(Q, K, V, mask=None):
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1] + 1)
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), V, Q)
+
+
+def row_maximum_before_the_mask(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    m = S.max(axis=-1, keepdims=True)                    # a masked score can set it
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    E = np.exp(S - m)
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (scales_Q_in_place, "changed its argument Q in place"),
+    (sqrt_of_d_k_plus_one, "sqrt(d_k + 1)"),
+    (row_maximum_before_the_mask, "maximum is taken before the mask is applied"),
     (naive_softmax, "maximum before exp()"),
     (fills_minus_1e9, "large negative number"),
     (masks_after_softmax, "after the softmax and the weights renormalised"),
@@ -329,7 +354,8 @@ EXCLUSIVE = {
     "maximum before exp()": {naive_softmax},
     "after the softmax and the weights renormalised": {masks_after_softmax},
     "mask is ignored": {ignores_the_mask},
-    "cannot tell": set(),
+    "cannot tell": {row_maximum_before_the_mask},  # the same zeros as a mask after the softmax
+    "argument Q in place": {scales_Q_in_place},
 }
 
 

@@ -319,8 +319,33 @@ def D_without_keepdims(Q, K, V, dO, mask=None):
     return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
 
 
+def scales_Q_in_place(Q, K, V, dO, mask=None):
+    """Right gradients, but the caller's Q is overwritten (Q *= c)."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    Q *= c
+    _, A, O = _forward(Q, K, V, mask, scale=1.0)
+    dS = A * (dO @ swap(V) - np.sum(dO * O, axis=-1, keepdims=True))
+    return c * dS @ K, swap(dS) @ Q, swap(A) @ dO        # Q already carries c
+
+
+def sqrt_of_d_k_plus_one(Q, K, V, dO, mask=None):
+    c, A, O = _forward(Q, K, V, mask, scale=1 / math.sqrt(Q.shape[-1] + 1))
+    return _backward_from(c, A, O, Q, K, V, dO)
+
+
+def dV_without_the_transpose(Q, K, V, dO, mask=None):
+    """A @ dO: runs only where T_q = T_k."""
+    dQ, dK, _ = correct(Q, K, V, dO, mask)
+    _, A, _ = _guarded_forward(Q, K, V, mask)
+    return dQ, dK, A @ dO
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (scales_Q_in_place, "changed its argument Q in place"),
+    (sqrt_of_d_k_plus_one, "1/sqrt(d_k + 1)"),
+    (sqrt_of_d_k_plus_one, "or d_k + 1"),
+    (dV_without_the_transpose, "dV uses A where it needs A^T"),
     (forgets_D, "lacks the '- D' term"),
     (adds_D, "D has the wrong sign"),
     (D_as_a_plain_row_sum, "not the plain row sum"),
@@ -387,6 +412,9 @@ EXCLUSIVE = {
     "every gradient has the wrong sign": {every_gradient_negated},
     "divides by c": {divides_by_c},
     "keepdims": {D_without_keepdims},
+    "argument Q in place": {scales_Q_in_place},
+    "d_k + 1": {sqrt_of_d_k_plus_one},
+    "A where it needs A^T": {dV_without_the_transpose},
 }
 
 

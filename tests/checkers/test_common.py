@@ -81,3 +81,21 @@ def test_an_attempt_returning_nan_of_the_right_shape_fails(name):
 def test_verbose_false_prints_nothing(capsys):
     assert checkers.check_scaled_score_moments(attention.score_moments, verbose=False)
     assert capsys.readouterr().out == ""
+
+
+def test_each_checker_docstring_numbers_its_exercise_as_the_book_does():
+    """sphinx-exercise numbers the exercises in the order of _toc.yml and of each page."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pages = re.findall(r"- file: (\S+)", (root / "_toc.yml").read_text())
+    labels = [label for page in pages
+              for label in re.findall(r"^:label: (ex-[\w-]+)$",
+                                      (root / f"{page}.md").read_text(), flags=re.M)]
+    number = {label: i + 1 for i, label in enumerate(labels)}
+    for module in ("attention", "backward", "jacobian", "moments", "temperature"):
+        doc = importlib.import_module(f"attention.checkers.{module}").__doc__
+        label = re.search(r"``(ex-[\w-]+)``", doc).group(1)
+        assert doc.startswith(f"Checker of Exercise {number[label]}, ``{label}``"), (module, label)

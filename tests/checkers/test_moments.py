@@ -103,6 +103,13 @@ WRONG = [
     (lambda d_k, rho, kurtosis: [[m] for m in right(d_k, rho, kurtosis)], "one number"),
     (lambda d_k, rho, kurtosis: dict(zip(("mean", "variance"), right(d_k, rho, kurtosis))), "dict"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), complex(var(d_k, rho, kurtosis))), "complex"),
+    # the default kurtosis taken as the excess kurtosis (0 for normal entries)
+    (lambda d_k, rho, kurtosis=0.0: right(d_k, rho, kurtosis), "default must be kurtosis=3.0"),
+    # math.isqrt for the square root: right at d_k = 1, 16, 64, 256 only
+    (lambda d_k, rho, kurtosis: (rho * math.isqrt(d_k), var(d_k, rho, kurtosis)), "d_k = 3"),
+    # the variance divided by d_k once more: right at d_k = 1 only
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 2) / d_k),
+     "right at d_k = 1 only"),
 ]
 
 
@@ -140,3 +147,14 @@ def test_a_formula_the_samples_refute_fails_the_sampling_checks_with_the_measure
     checkers.check_scaled_score_moments(lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.5))
     out = capsys.readouterr().out
     assert out.count("sampled scores: mean") == 2 and "one standard error" in out
+
+
+def test_a_function_without_a_default_kurtosis_is_not_failed_for_it():
+    # The exercise shows kurtosis=3.0, but leaving the default out is no mistake in the formula.
+    assert checkers.check_scaled_score_moments(lambda d_k, rho, kurtosis: right(d_k, rho, kurtosis),
+                                               verbose=False)
+
+
+def test_the_d_k_1_hint_is_not_given_to_a_mean_right_at_other_widths_too(capsys):
+    checkers.check_scaled_score_moments(lambda d_k, rho, kurtosis: (rho * math.isqrt(d_k), 1.0))
+    assert "right at d_k = 1 only" not in capsys.readouterr().out

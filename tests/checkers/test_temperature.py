@@ -215,8 +215,31 @@ def computed_in_float32(Q, K, V, tau):
     return (A @ v).numpy(), A.numpy()
 
 
+def scales_Q_in_place(Q, K, V, tau):
+    Q /= tau * np.sqrt(Q.shape[-1])  # right result, but the caller's Q is overwritten
+    A = _softmax(Q @ np.swapaxes(K, -1, -2))
+    return A @ V, A
+
+
+def argmax_below_a_tiny_tau(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 1e-6:  # "tau is practically 0": hard retrieval
+        A = (np.arange(S.shape[-1]) == S.argmax(axis=-1)[..., None]).astype(float)
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
+def sqrt_of_d_k_plus_one(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (tau * np.sqrt(Q.shape[-1] + 1)))
+    return A @ V, A
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (scales_Q_in_place, "changed its argument Q in place"),
+    (argmax_below_a_tiny_tau, "an argmax picks only one"),
+    (sqrt_of_d_k_plus_one, "softmax(c Q K^T) with c ="),
     (output_zeros, "all zeros"),
     (output_none, "is None"),
     (tau_multiplies, "multiplies"),

@@ -10,6 +10,29 @@ import numpy as np
 _RNG_SEED = 2017
 
 
+class ChangedInPlace(Exception):
+    """The attempt wrote into one of its input arrays (its result may still be right)."""
+
+
+def _on_copies(fn: Callable, args: dict, kwargs: dict | None = None):
+    """Call ``fn(*args.values(), **kwargs)`` with every array argument copied; raise
+    ChangedInPlace when the attempt changed one of them, as an augmented assignment such as
+    ``Q /= c`` does. Without this an attempt that overwrites the caller's Q passes: each case
+    computes its reference before the call, from the very Q it then passes."""
+    kwargs = kwargs or {}
+    given = {**args, **kwargs}
+    copies = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in given.items()}
+    result = fn(*(copies[k] for k in args), **{k: copies[k] for k in kwargs})
+    for name, x in given.items():
+        if isinstance(x, np.ndarray) and not np.array_equal(x, copies[name], equal_nan=True):
+            raise ChangedInPlace(
+                f"your function changed its argument {name} in place (an augmented "
+                f"assignment such as {name} /= ... or {name} *= ..., or {name}[...] = ...): "
+                f"the caller's array is corrupted; compute into a new array, such as "
+                f"{name} = {name} / c")
+    return result
+
+
 def _report(results: list[tuple[str, bool, str]], verbose: bool) -> bool:
     if verbose:
         for name, ok, detail in results:
@@ -22,6 +45,8 @@ def _report(results: list[tuple[str, bool, str]], verbose: bool) -> bool:
 def _run(name: str, case: Callable[[], tuple[bool, str]]) -> tuple[str, bool, str]:
     try:
         ok, detail = case()
+    except ChangedInPlace as exc:
+        return name, False, str(exc)
     except Exception as exc:  # the reader's code failed: report it, do not crash
         return name, False, f"raised {type(exc).__name__}: {exc}"
     return name, bool(ok), detail

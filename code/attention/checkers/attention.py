@@ -1,4 +1,4 @@
-"""Checker of the exercise ``ex-numpy-attention`` (page "Masks"): scaled dot-product
+"""Checker of Exercise 8, ``ex-numpy-attention`` (page "Masks"): scaled dot-product
 attention in NumPy, ``fn(Q, K, V, mask=None) -> (O, A)``.
 
 The contract the exercise states, and this checker tests:
@@ -10,7 +10,8 @@ The contract the exercise states, and this checker tests:
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k); a masked
   key gets weight exactly 0; a query whose every key is masked gets all-zero weights and
   a zero output, never NaN;
-* the outputs have the inputs' dtype (float16, float32 or float64).
+* the outputs have the inputs' dtype (float16, float32 or float64);
+* the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array).
 
 When an attempt fails a case, the checker compares it with the usual mistakes on the same
 inputs and names the one it matches; otherwise it says what differed and what the case
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._common import _RNG_SEED, _run
+from ._common import _RNG_SEED, ChangedInPlace, _on_copies, _run
 
 WIDTH = 76  # printed lines fit the book's code column
 
@@ -37,7 +38,7 @@ WIDTH = 76  # printed lines fit the book's code column
 
 def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, max_axis=None, sum_axis=None,
              fill=-np.inf, additive=False, invert=False, after=None, guard=True, shift=True,
-             out_scale=1.0):
+             out_scale=1.0, max_unmasked=False):
     """Attention in float64 with one deliberate deviation from the contract.
 
     ``scale`` replaces 1/sqrt(d_k); ``axis`` is the softmax axis, ``max_axis`` and
@@ -48,13 +49,15 @@ def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, max_axis=None, sum_axis
     the mask; ``after`` applies the mask to the weights instead ("zero": just zero them,
     "renormalise": zero them and divide by the new row sums); ``guard=False`` lets a row
     whose exponentials are all 0 become NaN; ``shift=False`` skips the subtraction of
-    the row maximum; ``out_scale`` multiplies the output.
+    the row maximum; ``out_scale`` multiplies the output; ``max_unmasked`` takes the row
+    maximum of the scores before the mask is applied.
     """
     Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
     c = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
     max_axis = axis if max_axis is None else max_axis
     sum_axis = axis if sum_axis is None else sum_axis
     S = c * (Q @ np.swapaxes(K, -1, -2))
+    S_free = S
     if mask is not None and invert:
         mask = ~np.asarray(mask)
     with np.errstate(all="ignore"):
@@ -67,7 +70,7 @@ def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, max_axis=None, sum_axis
         elif max_axis == "nokeep":  # S.max(axis=-1) without keepdims: a row vector
             m = S.max(axis=-1)[..., None, :]
         else:
-            m = S.max(axis=max_axis, keepdims=True)
+            m = (S_free if max_unmasked else S).max(axis=max_axis, keepdims=True)
         if guard:
             m = np.where(np.isneginf(m), 0.0, m)
         E = np.exp(S - m)
@@ -125,6 +128,11 @@ def _mistakes(Q, K, V) -> list[tuple[str, str, dict]]:
          "the mask is applied after the softmax without renormalising, so the rows no "
          "longer sum to 1; set masked scores to -inf before the softmax",
          dict(after="zero")),
+        ("max-unmasked",
+         "the row maximum is taken before the mask is applied, so a masked key's score "
+         "can set it: when that score is far above the allowed ones, their exponentials "
+         "underflow to 0; set masked scores to -inf first, then subtract the maximum of "
+         "what is left", dict(max_unmasked=True)),
         ("inverted",
          "the mask is inverted: True means 'may attend', but your weights are zero where "
          "the mask is True", dict(invert=True)),
@@ -168,11 +176,17 @@ def _mistakes(Q, K, V) -> list[tuple[str, str, dict]]:
         ("d_v", "the scale uses d_v (the width of V) instead of d_k, the width of Q and K",
          dict(scale=1.0 / math.sqrt(d_v))),
         ("T_k",
-         "the scale uses T_k (the number of keys) instead of d_k, the width of Q and K"
-         if Q.shape[-2] != T_k else
-         "the scale uses the sequence length (T_q = T_k here) instead of d_k, the "
-         "width of Q and K", dict(scale=1.0 / math.sqrt(T_k))),
+         ("the scale uses T_k (the number of keys) instead of d_k, the width of Q and K"
+          if Q.shape[-2] != T_k else
+          "the scale uses the sequence length (T_q = T_k here) instead of d_k, the "
+          "width of Q and K")
+         + (" (or d_k + 1, which equals T_k here: divide by sqrt(d_k) itself)"
+            if T_k == d_k + 1 else ""), dict(scale=1.0 / math.sqrt(T_k))),
     ]
+    if d_k + 1 not in (T_k, Q.shape[-2]):
+        mistakes.append((
+            "d_k+1", "the scores are divided by sqrt(d_k + 1) instead of sqrt(d_k)",
+            dict(scale=1.0 / math.sqrt(d_k + 1))))
     if Q.shape[-2] != T_k:
         mistakes.append((
             "T_q",
@@ -199,7 +213,8 @@ def _call(fn, Q, K, V, mask):
     """The attempt's (O, A) as arrays, or an exception whose message says what is wrong."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        result = fn(Q, K, V) if mask is None else fn(Q, K, V, mask=mask)
+        args = dict(Q=Q, K=K, V=V)
+        result = _on_copies(fn, args) if mask is None else _on_copies(fn, args, dict(mask=mask))
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         raise TypeError(f"the function must return a pair (O, A), got "
                         f"{type(result).__name__}")
@@ -302,6 +317,8 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
         try:
             O, A = _call(fn, Q, K, V, mask)
         except Exception as exc:
+            if isinstance(exc, ChangedInPlace):
+                return False, str(exc)
             hint = _keepdims_hint(exc, A_ref.shape) or on_error
             return False, f"raised {type(exc).__name__}: {exc}{hint}"
         exact = mask is None or not np.any(A[~np.broadcast_to(mask, A.shape)]) \
@@ -320,6 +337,8 @@ def _dtype_case(fn, Q, K, V, mask=None):
         try:
             O, A = _call(fn, Q, K, V, mask)
         except Exception as exc:
+            if isinstance(exc, ChangedInPlace):
+                return False, str(exc)
             hint = _keepdims_hint(exc, Q.shape[:-1] + K.shape[-2:-1])
             return False, f"raised {type(exc).__name__}: {exc}{hint}"
         want = np.dtype(Q.dtype)

@@ -1,4 +1,4 @@
-"""Checker of the exercise ``ex-backward`` (page "The backward pass, by hand"): the
+"""Checker of Exercise 9, ``ex-backward`` (page "The backward pass, by hand"): the
 gradients of attention in NumPy, ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)``.
 
 The contract the exercise states, and this checker tests:
@@ -11,7 +11,8 @@ The contract the exercise states, and this checker tests:
   "may attend", broadcasts to (..., T_q, T_k), and a masked score is -inf before the
   softmax; a query whose every key is masked has zero weights and a zero output, so its
   gradients are zero, never NaN;
-* the gradients have the inputs' dtype (float32 in, float32 out).
+* the gradients have the inputs' dtype (float32 in, float32 out);
+* the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array).
 
 Eight cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
@@ -38,7 +39,7 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._common import _RNG_SEED, _run
+from ._common import _RNG_SEED, ChangedInPlace, _on_copies, _run
 
 WIDTH = 76  # printed lines fit the book's code column
 NAMES = ("dQ", "dK", "dV")
@@ -61,10 +62,10 @@ def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from=
     0), "large" (-1e9 instead of -inf: a query with no visible key gets uniform weights)
     or "after" (the softmax of the unmasked scores times the mask, not renormalised);
     ``axis``: the softmax's axis; ``scale_from``: where d_k is read ("d_k" right, "T_q",
-    "T_k", "axis 1" = Q.shape[1]); ``D_mode``: "dO.O" (right), "none" (no D term), "row
-    sum" (sum_j dA_ij, without the weights), "definition" (sum_j A_ij dA_ij, equal to the
-    right one unless dA is wrong), "unmasked" (from the unmasked forward pass)
-    or "no keepdims" (D_j subtracted from column j, which needs T_q = T_k); ``D_sign``:
+    "T_k", "axis 1" = Q.shape[1], "d_k+1" = Q.shape[-1] + 1); ``D_mode``: "dO.O"
+    (right), "none" (no D term), "row sum" (sum_j dA_ij, without the weights),
+    "definition" (sum_j A_ij dA_ij, equal to the right one unless dA is wrong),
+    "unmasked" (from the unmasked forward pass) or "no keepdims" (D_j subtracted from column j, which needs T_q = T_k); ``D_sign``:
     -1 is right; ``dS_sign`` multiplies dS; ``dA_mode="pinv"`` uses dO pinv(V) for dA;
     ``scale_X`` multiplies the right gradient X by this factor; ``dK_from="dS"``
     forgets the transpose of dS in dK, ``dQ_from="dS^T"`` puts one in dQ, ``dV_from="A"``
@@ -73,7 +74,7 @@ def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from=
     """
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
     d = {"d_k": Q.shape[-1], "T_q": Q.shape[-2], "T_k": K.shape[-2],
-         "axis 1": Q.shape[1]}[scale_from]
+         "axis 1": Q.shape[1], "d_k+1": Q.shape[-1] + 1}[scale_from]
     c = 1.0 / math.sqrt(d)
     S = c * (Q @ _swap(K))
     S_free = S
@@ -151,10 +152,16 @@ def _mistakes(Q, K, mask) -> list[tuple[str, str, dict]]:
         ("scale-T_q", "the scale uses T_q, the number of queries (Q.shape[-2]), "
                       "instead of the width d_k = Q.shape[-1]", dict(scale_from="T_q")),
         ("scale-T_k", "the scale uses T_k, the number of keys, instead of the width "
-                      "d_k = Q.shape[-1]", dict(scale_from="T_k")),
+                      "d_k = Q.shape[-1]"
+                      + (" (or d_k + 1, which equals T_k here: divide by sqrt(d_k) "
+                         "itself)" if K.shape[-2] == d_k + 1 else ""),
+         dict(scale_from="T_k")),
         ("axis", "the softmax runs over the wrong axis: each query's weights (a row "
                  "of A, the last axis) sum to 1", dict(axis=-2)),
     ]
+    if d_k + 1 not in (Q.shape[-2], K.shape[-2]):
+        mistakes.append(("scale-d_k+1", "the scale is 1/sqrt(d_k + 1) instead of "
+                                        "1/sqrt(d_k)", dict(scale_from="d_k+1")))
     if Q.ndim > 2:
         mistakes.append(
             ("scale-axis-1", "the scale reads d_k from Q.shape[1], which is d_k for one "
@@ -219,7 +226,8 @@ def _call(fn, Q, K, V, dO, mask):
     that says why not."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        result = fn(Q, K, V, dO) if mask is None else fn(Q, K, V, dO, mask=mask)
+        args = dict(Q=Q, K=K, V=V, dO=dO)
+        result = _on_copies(fn, args) if mask is None else _on_copies(fn, args, dict(mask=mask))
     if not isinstance(result, (tuple, list)) or len(result) != 3:
         raise TypeError(f"the function must return three arrays (dQ, dK, dV), got "
                         f"{type(result).__name__}")
@@ -382,6 +390,8 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
         ref = _numeric_gradients(Q, K, V, dO, mask) if numeric else _gradients(Q, K, V, dO, mask)
         try:
             got, dtypes = _call(fn, Q, K, V, dO, mask)
+        except ChangedInPlace as exc:
+            return False, str(exc)
         except Exception as exc:
             return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):

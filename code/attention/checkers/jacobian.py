@@ -1,4 +1,4 @@
-"""Checker of the exercise ``ex-one-hot-jacobian`` (page "Saturation and the softmax Jacobian"):
+"""Checker of Exercise 5, ``ex-one-hot-jacobian`` (page "Saturation and the softmax Jacobian"):
 ``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for one row of softmax weights ``a``.
 
 The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq-jacobian);

@@ -1,4 +1,4 @@
-"""Checker of the exercise ``ex-score-moments`` (page "The variance argument"): the mean and
+"""Checker of Exercise 4, ``ex-score-moments`` (page "The variance argument"): the mean and
 variance of a correlated score when the entries are not normal,
 ``scaled_score_moments(d_k, rho, kurtosis) -> (mean, variance)``.
 
@@ -9,7 +9,8 @@ negative rho (from -1 to 1), at several widths, for normal entries (kurtosis 3) 
 answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
 with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches, or says on which settings it
-is right and where it goes wrong.
+is right and where it goes wrong. Called without ``kurtosis``, the function must mean normal
+entries (the default kurtosis=3.0 of the exercise's signature).
 """
 
 from __future__ import annotations
@@ -194,7 +195,7 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
     if all(k != 3.0 for _, _, k in wrong):
         return ("right for normal entries (kurtosis 3) only: the kurtosis must enter through "
                 "Var(q_m^2) = E[q_m^4] - 1 = kurtosis - 1")
-    if all(d != 1 for d, _, _ in wrong):
+    if all(d != 1 for d, _, _ in wrong) and all(d == 1 or r == 0 for d, r, _ in right):
         return "right at d_k = 1 only: check how the scaled moments depend on d_k"
     return ""
 
@@ -260,6 +261,29 @@ def _same_on_every_call(fn: Callable, values: dict) -> tuple[bool, str]:
     return True, ""
 
 
+def _and_default_is_normal(fn: Callable, outcome: tuple[bool, str], values: dict):
+    """``outcome``, and, if it passed, whether a call without ``kurtosis`` means normal entries
+    (kurtosis=3.0, as the exercise's signature says). A function that takes no default is
+    left alone; one whose default is another number (0, the excess kurtosis of the normal
+    distribution, say) fails here."""
+    if not outcome[0]:
+        return outcome
+    d, r = 16, 0.5
+    try:
+        result = fn(d, r)
+    except TypeError:  # kurtosis has no default: the exercise shows one, but nothing is wrong
+        return outcome
+    got = _pair(result)
+    want = values[(d, r, 3.0)]
+    if not (_equal(got[0], want[0]) and _equal(got[1], want[1])):
+        return False, (f"called without kurtosis, your function returns ({got[0]:.6g}, "
+                       f"{got[1]:.6g}), but with kurtosis=3 ({want[0]:.6g}, {want[1]:.6g}): the "
+                       "default must be kurtosis=3.0, normal entries (kurtosis is the fourth "
+                       "moment E[q_m^4], 3 for the normal distribution, not the excess "
+                       "kurtosis E[q_m^4] - 3)")
+    return outcome
+
+
 def _agrees_with_sampling(fn: Callable, entries: str, d_k: int, rho: float, n: int, seed: int):
     kurtosis = ENTRY_KURTOSIS[entries]
     mean, var = _call(fn, d_k, rho, kurtosis)
@@ -293,7 +317,8 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     results.append(_run("mean, for positive and negative rho",
                         lambda: _diagnose(values, 0, PROBES, "mean")))
     results.append(_run("variance for normal entries (kurtosis 3)",
-                        lambda: _diagnose(values, 1, normal, "variance")))
+                        lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal,
+                                                                     "variance"), values)))
     results.append(_run("variance for other entries (kurtosis 1, 1.8 and 6)",
                         lambda: _diagnose(values, 1, other, "variance")))
     results.append(_run("agrees with 40,000 sampled scores, random-sign entries",

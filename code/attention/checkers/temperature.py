@@ -1,11 +1,12 @@
-"""Checker of the exercise ``ex-temperature`` (page "Soft retrieval"): attention with a
+"""Checker of Exercise 3, ``ex-temperature`` (page "Soft retrieval"): attention with a
 temperature, ``attention_with_temperature(Q, K, V, tau) -> (O, A)``.
 
 The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` is their
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
 batch and head dimensions (..., T_q, d_k); at several temperatures; in both limits (the
 output becomes the best key's value as tau -> 0+, or the average of the tied best keys'
-values, and the average of all values as tau -> infinity); and, cold, on rows whose scores
+values, at tau = 1e-3 and at 1e-12, and the average of all values as tau -> infinity); with
+Q, K and V left unchanged; and, cold, on rows whose scores
 lie far apart, which only a shift by each row's own maximum survives. The inputs are
 float64 and the answers are compared to 1e-8, so an attempt that computes in float32 fails
 (and is told so). When an attempt fails, the checker compares it with the usual mistakes
@@ -23,11 +24,13 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._common import _RNG_SEED, _close, _qkv, _report, _run
+from ._common import _RNG_SEED, ChangedInPlace, _close, _on_copies, _qkv, _report, _run
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
 COLD, HOT = 1e-3, 1e6
+#: A second, far colder temperature for the tie: an argmax taken below some threshold shows.
+COLDEST = 1e-12
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
 
@@ -59,7 +62,9 @@ def _pair(result) -> tuple:
 def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
     """Call the attempt; on an exception return (None, a message with a hint if one fits)."""
     try:
-        return _pair(fn(Q, K, V, tau)), ""
+        return _pair(_on_copies(fn, dict(Q=Q, K=K, V=V, tau=tau))), ""
+    except ChangedInPlace as exc:
+        return None, str(exc)
     except Exception as exc:  # the reader's code failed: say why, do not crash
         message = f"raised {type(exc).__name__}"
         if np.ndim(Q) > 2:
@@ -283,20 +288,26 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     tie[0, [j, other]] = 0.5
 
     def tied_keys_share_the_weight():
-        pair, error = _attempt(fn, q_tie, K_tie, V, COLD)
-        if pair is None:
-            return False, error
-        O, A = pair
-        ok, detail = _check_weights(A, tie, q_tie, K_tie, V, COLD,
-                                    f"weights at tau = {COLD:g} with two tied best keys", atol=1e-6)
-        one_hot = (A is not None and np.shape(A) == tie.shape
-                   and np.isclose(np.max(np.asarray(A, dtype=np.float64)), 1.0, atol=1e-6))
-        if not ok and one_hot:
-            detail += (": two keys tied for the best score should get 1/2 each, however small "
-                       "tau is; an argmax picks only one of them")
-        if ok:
-            ok, detail = _compare(O, tie @ V, "output with two tied best keys", 1e-6)
-        return ok, detail
+        # at COLD and far colder, so that an argmax taken below some small tau shows too
+        for tau in (COLD, COLDEST):
+            pair, error = _attempt(fn, q_tie, K_tie, V, tau)
+            if pair is None:
+                return False, error
+            O, A = pair
+            ok, detail = _check_weights(A, tie, q_tie, K_tie, V, tau,
+                                        f"weights at tau = {tau:g} with two tied best keys",
+                                        atol=1e-6)
+            one_hot = (A is not None and np.shape(A) == tie.shape
+                       and np.isclose(np.max(np.asarray(A, dtype=np.float64)), 1.0, atol=1e-6))
+            if not ok and one_hot:
+                detail += (": two keys tied for the best score should get 1/2 each, however "
+                           "small tau is; an argmax picks only one of them")
+            if ok:
+                ok, detail = _compare(O, tie @ V, f"output at tau = {tau:g} with two tied best "
+                                      "keys", 1e-6)
+            if not ok:
+                return ok, detail
+        return True, ""
 
     results.append(_run("tau -> 0+ with a tie: the tied keys share the weight", tied_keys_share_the_weight))
 
