@@ -99,3 +99,16 @@ def test_each_checker_docstring_numbers_its_exercise_as_the_book_does():
         doc = importlib.import_module(f"attention.checkers.{module}").__doc__
         label = re.search(r"``(ex-[\w-]+)``", doc).group(1)
         assert doc.startswith(f"Checker of Exercise {number[label]}, ``{label}``"), (module, label)
+
+
+def test_a_nan_result_is_said_to_be_the_attempts_and_given_a_cause_that_fits_the_exercise(capsys):
+    for name in REFERENCE:
+        getattr(checkers, name)(*NAN_ATTEMPTS[name])
+        out = capsys.readouterr().out.replace("\n    ", " ")
+        failed = [line for line in out.splitlines() if line.startswith("✗")]
+        assert failed and all("NaN" in line for line in failed[:1]), (name, out)
+        assert "raised" not in out, (name, out)  # the attempt returned NaN, it raised nothing
+        if name == "check_attention_backward":  # no named mistake for a result that is all NaN
+            assert "wrong axis" not in out, out
+        if name in ("check_scaled_score_moments", "check_softmax_jacobian"):  # no scores there
+            assert "exp()" not in out and "0/0" in out, (name, out)

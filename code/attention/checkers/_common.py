@@ -10,7 +10,12 @@ import numpy as np
 _RNG_SEED = 2017
 
 
-class ChangedInPlace(Exception):
+class Rejected(Exception):
+    """What the attempt returned or did breaks the exercise's contract; the message says how
+    (reported as it is, not as an exception the attempt raised)."""
+
+
+class ChangedInPlace(Rejected):
     """The attempt wrote into one of its input arrays (its result may still be right)."""
 
 
@@ -45,14 +50,19 @@ def _report(results: list[tuple[str, bool, str]], verbose: bool) -> bool:
 def _run(name: str, case: Callable[[], tuple[bool, str]]) -> tuple[str, bool, str]:
     try:
         ok, detail = case()
-    except ChangedInPlace as exc:
+    except Rejected as exc:
         return name, False, str(exc)
     except Exception as exc:  # the reader's code failed: report it, do not crash
         return name, False, f"raised {type(exc).__name__}: {exc}"
     return name, bool(ok), detail
 
 
-def _close(got: Any, want: np.ndarray, what: str, atol: float = 1e-8) -> tuple[bool, str]:
+_NAN_FROM_SCORES = ("usually exp() of a score that overflowed (inf / inf), or a row whose every "
+                    "score is -inf (-inf - (-inf))")
+
+
+def _close(got: Any, want: np.ndarray, what: str, atol: float = 1e-8,
+           nan_cause: str = _NAN_FROM_SCORES) -> tuple[bool, str]:
     """Compare an attempt's array with the reference; the message names what went wrong."""
     if got is None:
         return False, f"{what} is None: return an array of shape {want.shape}"
@@ -60,9 +70,7 @@ def _close(got: Any, want: np.ndarray, what: str, atol: float = 1e-8) -> tuple[b
     if got.shape != want.shape:
         return False, f"{what} has shape {got.shape}, expected {want.shape}"
     if np.isnan(got).any() and not np.isnan(want).any():
-        return False, (f"{what} contains NaN where the reference has none: usually exp() of a "
-                       f"score that overflowed (inf / inf), or a row whose every score is -inf "
-                       f"(-inf - (-inf))")
+        return False, f"{what} contains NaN where the reference has none: {nan_cause}"
     if np.isinf(got).any() and not np.isinf(want).any():
         return False, f"{what} contains inf where the reference is finite: an overflow"
     err = float(np.abs(got - want).max(initial=0.0))

@@ -293,7 +293,10 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             for key, message, deviation in _mistakes(Q, K, mask):
                 # a mistake whose own -inf rows give NaN, e.g. the softmax over queries
                 v = variant(key + " unguarded", dict(deviation, guard=False))
+                # (a mistake whose gradient is NaN everywhere explains nothing: any NaN
+                # result would match it)
                 if _same_with_nan(got[i], v[i], rtol) and not np.isnan(ref[i]).any() \
+                        and not np.isnan(v[i]).all() \
                         and not _same_with_nan(v[i], unguarded[i], rtol):
                     matched.setdefault(key, (message, []))[1].append(name)
                     break

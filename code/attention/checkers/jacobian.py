@@ -18,7 +18,18 @@ from collections.abc import Callable
 import numpy as np
 
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
-from ._common import _close, _report, _run
+from ._common import _close as _close_any
+from ._common import _report, _run
+
+_NAN_CAUSE = ("your function produced NaN, and J and the VJP need only products and differences "
+              "of the finite numbers in a and g: NaN comes from an operation with no answer, "
+              "such as 0/0, inf - inf or 0 * inf (a division by an entry of a gives 0/0 "
+              "where that entry is 0, as in a one-hot row)")
+
+
+def _close(got, want, what, atol=1e-8):
+    return _close_any(got, want, what, atol=atol, nan_cause=_NAN_CAUSE)
+
 
 #: Keys of the row on which the VJP's memory is measured: J would take LONG^2 * 8 bytes.
 LONG = 2048

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..moments import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
-from ._common import _RNG_SEED, _report, _run
+from ._common import _RNG_SEED, Rejected, _report, _run
 
 D_KS = (1, 3, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
@@ -133,38 +133,40 @@ def _near(values: dict, formula, which: int, probes) -> bool:
 def _number(x, what: str) -> float:
     """One returned value as a float, or an error that says what it is instead."""
     if isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"the {what} is a bool ({x!r}): return a number")
+        raise Rejected(f"the {what} is a bool ({x!r}): return a number")
     try:
         arr = np.asarray(x)
     except Exception:  # an object NumPy cannot read
-        raise TypeError(f"the {what} must be a number, got {x!r:.60}") from None
+        raise Rejected(f"the {what} must be a number, got {x!r:.60}") from None
     if arr.ndim != 0:
-        raise TypeError(f"the {what} must be one number, got an array of shape {arr.shape}: "
+        raise Rejected(f"the {what} must be one number, got an array of shape {arr.shape}: "
                         "return the pair as two numbers, `return mean, variance`")
     if np.iscomplexobj(arr):
-        raise TypeError(f"the {what} is a complex number ({x!r}): a square root of something "
+        raise Rejected(f"the {what} is a complex number ({x!r}): a square root of something "
                         "negative? Both moments are real")
     if arr.dtype.kind not in "iuf" and not isinstance(x, numbers.Real):
-        raise TypeError(f"the {what} must be a number, got {x!r:.60}")
+        raise Rejected(f"the {what} must be a number, got {x!r:.60}")
     return float(arr)
 
 
 def _pair(result) -> tuple[float, float]:
     """The attempt's result as two finite floats, or an error that says what it returned."""
     if result is None:
-        raise TypeError("the function returned None: return the pair (mean, variance)")
+        raise Rejected("the function returned None: return the pair (mean, variance)")
     if isinstance(result, dict):
-        raise TypeError(f"the function returned a dict ({result!r:.60}): return the pair "
+        raise Rejected(f"the function returned a dict ({result!r:.60}): return the pair "
                         "(mean, variance) as a tuple, `return mean, variance`")
     shape = getattr(result, "shape", None)
     if shape is not None and tuple(shape) != (2,):
-        raise TypeError(f"the function returned an array of shape {tuple(shape)}: return the "
+        raise Rejected(f"the function returned an array of shape {tuple(shape)}: return the "
                         "pair (mean, variance) as two numbers, `return mean, variance`")
     if isinstance(result, str) or not hasattr(result, "__len__") or len(result) != 2:
-        raise TypeError(f"the function must return a pair (mean, variance), got {result!r:.60}")
+        raise Rejected(f"the function must return a pair (mean, variance), got {result!r:.60}")
     mean, var = _number(result[0], "mean"), _number(result[1], "variance")
     if not (np.isfinite(mean) and np.isfinite(var)):
-        raise ValueError(f"the function returned ({mean}, {var}): both must be finite numbers")
+        raise Rejected(f"the function returned ({mean}, {var}): both must be finite numbers; "
+                       "NaN comes from an operation with no answer, such as np.sqrt of a "
+                       "negative number or 0/0, and inf from an overflow or a division by 0")
     return mean, var
 
 
