@@ -314,9 +314,12 @@ def _launch_buttons(app, config):
         return
     options["use_repository_button"] = True
     launch = dict(options.get("launch_buttons") or {})
-    launch.setdefault("binderhub_url", BINDER)
-    launch.setdefault("colab_url", COLAB)
-    launch.setdefault("notebook_interface", "jupyterlab")
+    # Jupyter Book's defaults hold these keys as empty strings (setdefault would keep them
+    # empty, and the theme would draw no launch button): fill every empty one.
+    for key, url in (("binderhub_url", BINDER), ("colab_url", COLAB)):
+        if not str(launch.get(key) or "").strip():
+            launch[key] = url
+    launch["notebook_interface"] = launch.get("notebook_interface") or "jupyterlab"
     options["launch_buttons"] = launch
 
 
