@@ -5,13 +5,21 @@ The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq
 ``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
 both give zero for a one-hot row; both return float64 NumPy arrays (not lists, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J: on a row of ``LONG`` keys its
-peak memory, measured with ``tracemalloc``, must stay far below that of a T_k x T_k matrix.
+peak memory must stay far below that of a T_k x T_k matrix, and it must not compute J g row by
+row (O(T_k^2) work in small pieces). Memory is measured twice: with ``tracemalloc``, which sees
+NumPy's allocations on every system, and, on Linux, as the growth of the process's resident
+memory (its high-water mark, reset through ``/proc/self/clear_refs``), which also sees the
+allocations of PyTorch and of any other library. The work is counted, not timed: the row is
+passed as an ndarray subclass that adds up the entries each NumPy operation on it touches.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches.
 """
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import re
 import tracemalloc
 from collections.abc import Callable
 
@@ -31,11 +39,18 @@ def _close(got, want, what, atol=1e-8):
     return _close_any(got, want, what, atol=atol, nan_cause=_NAN_CAUSE)
 
 
-#: Keys of the row on which the VJP's memory is measured: J would take LONG^2 * 8 bytes.
-LONG = 2048
-#: Peak memory allowed for the VJP on that row: 64 vectors of LONG float64 entries (1 MiB),
-#: a thirty-second of J's 32 MiB.
+#: Keys of the row on which the VJP's memory and work are measured (the page's example): J
+#: would take LONG^2 * 8 bytes = 128 MiB, 64 MiB in float32, 32 MiB in float16.
+LONG = 4096
+#: Peak NumPy memory (tracemalloc) allowed for the VJP on that row: 64 vectors of LONG float64
+#: entries (2 MiB), a sixty-fourth of J.
 VJP_MEMORY_LIMIT = 64 * LONG * 8
+#: Growth of the resident memory allowed (Linux): 16 MiB, half of J even in float16, with room
+#: for what a library sets up on its own (thread stacks, caches) beside the attempt's arrays.
+VJP_RESIDENT_LIMIT = 16 * 2**20
+#: Entries that NumPy operations on the row may touch: 64 passes over it. a * (g - a.g) takes 3;
+#: J g row by row takes about 2 T_k passes.
+VJP_WORK_LIMIT = 64 * LONG
 
 
 def _jacobian_mistakes(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
@@ -126,30 +141,123 @@ def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) ->
     return False, detail
 
 
-def _vjp_peak_memory(vjp: Callable) -> tuple[bool, str]:
-    """Peak memory of vjp on a row of LONG keys, against the limit that building J would break."""
-    rng = np.random.default_rng(5)
-    a = softmax(rng.standard_normal(LONG))
-    g = rng.standard_normal(LONG)
-    want = softmax_vjp(a, g)  # before the call, in case vjp changes g in place
+class _Counting(np.ndarray):
+    """An ndarray that adds up, in ``_Counting.work``, the entries each NumPy operation on it
+    touches (the largest operand or result), and hands back plain arrays."""
+
+    work = 0
+
+    @staticmethod
+    def _plain(x):
+        if isinstance(x, _Counting):
+            return x.view(np.ndarray)
+        if isinstance(x, (list, tuple)):
+            return type(x)(_Counting._plain(y) for y in x)
+        return x
+
+    @staticmethod
+    def _count(operands, result):
+        sizes = [np.size(x) for x in operands if isinstance(x, np.ndarray)]
+        results = result if isinstance(result, tuple) else (result,)
+        sizes += [np.size(r) for r in results if isinstance(r, np.ndarray)]
+        _Counting.work += max(sizes, default=1)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = self._plain(inputs)
+        if "out" in kwargs:
+            kwargs["out"] = self._plain(kwargs["out"])
+        result = getattr(ufunc, method)(*inputs, **kwargs)
+        self._count(inputs, result)
+        return result
+
+    def __array_function__(self, func, types, args, kwargs):
+        args, kwargs = self._plain(args), {k: self._plain(v) for k, v in kwargs.items()}
+        result = func(*args, **kwargs)
+        self._count(list(args) + list(kwargs.values()), result)
+        return result
+
+
+def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray) -> int:
+    """Entries touched by NumPy operations on a and g during one call of vjp."""
+    _Counting.work = 0
+    vjp(a.copy().view(_Counting), g.copy().view(_Counting))
+    return _Counting.work
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return int(re.search(rf"^{field}:\s+(\d+) kB", f.read(), flags=re.M).group(1))
+
+
+def _resident_growth(func: Callable):
+    """(growth of the resident memory's high-water mark in bytes during func(), or None where
+    the system cannot say, func's result). Linux only: writing 5 to /proc/self/clear_refs
+    resets VmHWM to the current VmRSS. Freed memory that the C allocator keeps could be reused
+    unseen, so it is handed back to the system first (glibc's malloc_trim)."""
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        before = _status_kib("VmRSS")
+    except (OSError, AttributeError, ValueError):
+        return None, func()
+    result = func()
+    return (_status_kib("VmHWM") - before) * 1024, result
+
+
+def _traced_peak(func: Callable):
+    """(peak of the memory tracemalloc sees during func(), in bytes, func's result)."""
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         before, _ = tracemalloc.get_traced_memory()
-        got = vjp(a, g)
+        result = func()
         _, peak = tracemalloc.get_traced_memory()
-        peak -= before
     finally:
         if not was_tracing:
             tracemalloc.stop()
-    if peak > VJP_MEMORY_LIMIT:
-        return False, (f"on a row of {LONG} keys your vjp used {peak / 2**20:.1f} MiB at its peak; "
-                       f"a {LONG} x {LONG} matrix takes {LONG**2 * 8 / 2**20:.0f} MiB: it builds J "
-                       "(or another T_k x T_k array). Use a * (g - a.g), which needs O(T_k) memory")
+    return peak - before, result
+
+
+def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
+    """Memory and work of vjp on a row of LONG keys, against limits that building J, or
+    computing J g one row of J at a time, would break."""
+    rng = np.random.default_rng(5)
+    a = softmax(rng.standard_normal(LONG))
+    g = rng.standard_normal(LONG)
+    want = softmax_vjp(a, g)  # before the calls, in case vjp changes g in place
+    # The counted call comes first: it also warms up what a library sets up on its first call
+    # at this size, which is not the attempt's memory.
+    work = _vjp_work(vjp, a, g)
+    resident, (peak, got) = _resident_growth(lambda: _traced_peak(lambda: vjp(a.copy(), g.copy())))
+    J_MiB = LONG**2 * 8 / 2**20
+    if peak > VJP_MEMORY_LIMIT or (resident is not None and resident > VJP_RESIDENT_LIMIT):
+        used = max(peak, resident or 0)
+        library = ("" if peak > VJP_MEMORY_LIMIT else
+                   " (outside NumPy's arrays: in PyTorch or another library, which builds it all the same)")
+        return False, (f"on a row of {LONG} keys your vjp used {used / 2**20:.0f} MiB at its peak"
+                       f"{library}; a {LONG} x {LONG} matrix takes {J_MiB:.0f} MiB (half that in "
+                       "float32): it builds J, the full T_k x T_k Jacobian (or another T_k x T_k "
+                       "array). Use a * (g - a.g), which needs O(T_k) memory")
+    if work > VJP_WORK_LIMIT:
+        return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
+                       f"{work / LONG:.0f} x {LONG} entries, where a * (g - a.g) touches "
+                       f"3 x {LONG}: it computes J g one row of J at a time, O(T_k^2) work "
+                       "though little memory (the full Jacobian, built piece by piece). Use "
+                       "a * (g - a.g), which needs one dot product a.g and one pass")
     ok, detail = _close(got, want, f"VJP on a row of {LONG} keys")
-    return ok, detail if not ok else f"peak memory {peak / 2**10:.0f} KiB"
+    if not ok:
+        return ok, detail
+    seen = f"peak memory {peak / 2**10:.0f} KiB"
+    if resident is not None:
+        seen += f", resident growth {resident / 2**10:.0f} KiB"
+    return True, f"{seen}, {work / LONG:.0f} passes over the row"
 
 
 def _untouched_then(func: Callable, args: tuple, want: np.ndarray, mistakes, what: str):
@@ -184,6 +292,6 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
         _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
              lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
                             "J of a = (0.8, 0.2)")),
-        _run(f"the VJP never builds J (memory on a row of {LONG} keys)", lambda: _vjp_peak_memory(vjp)),
+        _run(f"the VJP never builds J (memory and work on a row of {LONG} keys)", lambda: _vjp_cost(vjp)),
     ]
     return _report(results, verbose)
