@@ -83,18 +83,38 @@ def test_verbose_false_prints_nothing(capsys):
     assert capsys.readouterr().out == ""
 
 
-def test_each_checker_docstring_numbers_its_exercise_as_the_book_does():
-    """sphinx-exercise numbers the exercises in the order of _toc.yml and of each page."""
-    import importlib
+def book_exercises() -> list[tuple[str, str, str]]:
+    """(page, label, title) of every exercise in the book's order: sphinx-exercise numbers the
+    exercises in the order of _toc.yml and of each page; the title follows ``{exercise}``."""
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     pages = re.findall(r"- file: (\S+)", (root / "_toc.yml").read_text())
-    labels = [label for page in pages
-              for label in re.findall(r"^:label: (ex-[\w-]+)$",
-                                      (root / f"{page}.md").read_text(), flags=re.M)]
-    number = {label: i + 1 for i, label in enumerate(labels)}
+    return [(page, label, title.strip()) for page in pages
+            for title, label in re.findall(r"^`{3,}\{exercise\}(.*)\n:label: (ex-[\w-]+)$",
+                                           (root / f"{page}.md").read_text(), flags=re.M)]
+
+
+def test_every_exercise_has_a_title_and_the_exercises_page_lists_it_with_that_title():
+    import re
+    from pathlib import Path
+
+    listing = (Path(__file__).resolve().parents[2] / "chapters" / "exercises.md").read_text()
+    listed = dict(re.findall(r"\{ref\}`(ex-[\w-]+)`: \*\*(.+?)\.\*\*", listing, flags=re.S))
+    exercises = book_exercises()
+    assert len(exercises) == 9 and all(title for _, _, title in exercises), exercises
+    assert {label: title for _, label, title in exercises} == \
+        {label: " ".join(title.split()) for label, title in listed.items()}
+    assert list(listed) == [label for _, label, _ in exercises]  # listed in the book's order
+
+
+def test_each_checker_docstring_numbers_its_exercise_as_the_book_does():
+    """sphinx-exercise numbers the exercises in the order of _toc.yml and of each page."""
+    import importlib
+    import re
+
+    number = {label: i + 1 for i, (_, label, _) in enumerate(book_exercises())}
     for module in ("attention", "backward", "jacobian", "moments", "temperature"):
         doc = importlib.import_module(f"attention.checkers.{module}").__doc__
         label = re.search(r"``(ex-[\w-]+)``", doc).group(1)
