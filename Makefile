@@ -20,6 +20,10 @@ export MPLBACKEND := Agg
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 CHECK := _build/check
+# The build: `jupyter-book build` with its pages read and executed by JOBS processes at once
+# (_ext/book_build.py; the same site as a plain `jupyter-book build .`, sooner).
+JOBS ?= $(shell nproc 2> /dev/null || echo 2)
+BUILD := $(PY) _ext/book_build.py --jobs $(JOBS) build
 
 .PHONY: help book html pdf check test lab serve clean bench assets figures venv test-deps chromium
 
@@ -53,12 +57,12 @@ figures: venv  ## Redraw the static diagrams in figures/ from their sources.
 # --- the book ------------------------------------------------------------------------
 book: venv assets figures  ## Execute every page fresh, build the HTML into _build/html, then its PDF.
 	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html
-	$(BIN)/jupyter-book build --all -W -n --keep-going .
+	$(BUILD) --all -W -n --keep-going .
 	@$(MAKE) --no-print-directory pdf HTML=_build/html
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html, or run 'make serve'."
 
 html: venv assets  ## Rebuild only what changed (no --all): quick edits while writing.
-	$(BIN)/jupyter-book build -W -n --keep-going .
+	$(BUILD) -W -n --keep-going .
 
 pdf: test-deps  ## Print the built site into one PDF (Playwright and Debian's chromium), linked from every page's download menu.
 	@test -f $(HTML)/index.html || { echo "No $(HTML) yet: run 'make book' first."; exit 1; }
@@ -107,15 +111,15 @@ check: $(VENV)/.test-installed  ## The quick loop, no book build: library, check
 
 RUN_ALL := _build/nbclient
 
-# The build executes one page at a time, so while it runs, a reader's "Run All" of every page
-# (tests/notebooks.py, one page at a time) uses the second core; the tests compare the two
+# While the book builds (as make book builds it), a reader's "Run All" of every page
+# (tests/notebooks.py, one page at a time) runs beside it; the tests compare the two
 # executions and read the Run-All's results from $(RUN_ALL). Then the PDF, then every test,
 # two at a time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
 test: test-deps assets figures  ## Build the book fresh (and Run All every page meanwhile), then run every test.
 	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html $(RUN_ALL)
 	@mkdir -p _build
 	@$(PY) -m tests.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \
-	$(BIN)/jupyter-book build --all -W -n --keep-going .; built=$$?; \
+	$(BUILD) --all -W -n --keep-going .; built=$$?; \
 	wait $$run_all; echo "Run All of every page:"; cat _build/run-all.log; exit $$built
 	@$(MAKE) --no-print-directory pdf HTML=_build/html
 	BOOK_RUN_ALL=$(RUN_ALL) $(BIN)/pytest -n 2 --dist loadfile --durations=10

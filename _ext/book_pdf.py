@@ -10,8 +10,8 @@ Ids are prefixed by their page, so that links between pages become links inside 
 
 The site is served on 127.0.0.1 while Chromium prints (no request leaves it). Chromium
 numbers the pages in the footer and writes the PDF outline from the headings; the table of
-contents gets its page numbers from a first printing's outline, and the document is
-printed again with them (a third time if a number moved the layout).
+contents gets its page numbers from a first printing's outline, written into the loaded
+document, which is printed again (a third time if a number moved the layout).
 """
 
 from __future__ import annotations
@@ -62,11 +62,21 @@ def _prefix_ids(article, page: str, pages: set[str]):
         link["href"] = f"#{name}--{fragment}" if fragment else f"#{name}"
 
 
+SCREEN_ONLY = {"headerlink", "attn-live", "attn-widget-host", "copybtn"}  # classes
+
+
+def _screen_only(tag) -> bool:
+    return tag.name == "script" or not SCREEN_ONLY.isdisjoint(tag.get("class") or ())
+
+
 def _clean(article):
-    """What only makes sense on screen goes: scripts, permalinks, live widget hosts."""
-    for tag in article.select("script, .headerlink, .attn-live, .attn-widget-host, button.copybtn"):
+    """What only makes sense on screen goes: scripts, permalinks, live widget hosts, copy buttons.
+
+    (find_all with a function, not CSS selectors: soupsieve's matching took most of the time.)
+    """
+    for tag in article.find_all(_screen_only):
         tag.decompose()
-    for fallback in article.select(".attn-fallback"):
+    for fallback in article.find_all(class_="attn-fallback"):
         del fallback["hidden"]
         fallback["class"] = [c for c in fallback.get("class", []) if c != "attn-replaced"]
 
@@ -79,33 +89,49 @@ def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, li
 
 @functools.lru_cache(maxsize=4)
 def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """Every page's stylesheets, article and (page, title), parsed once per printing."""
-    from bs4 import BeautifulSoup
+    """Every page's stylesheets, article and (page, title), parsed once per printing.
+
+    Parsing is most of the time, so the pages are parsed in parallel processes (one per core).
+    """
+    import os
+    from concurrent.futures import ProcessPoolExecutor
 
     names = [n for n in toc_pages() if (html / f"{n}.html").exists()]
-    stems = {Path(n).stem for n in names}
+    stems = frozenset(Path(n).stem for n in names)
+    with ProcessPoolExecutor(max_workers=min(len(names), os.cpu_count() or 1) or 1) as pool:
+        pages = list(pool.map(_page, [html / f"{n}.html" for n in names], [stems] * len(names)))
     styles: list[str] = []
     parts, chapters = [], []
-    for name in names:
-        soup = BeautifulSoup((html / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
-        for link in soup.select('link[rel="stylesheet"]'):
-            href = link["href"].split("?")[0]
-            if href not in styles:
-                styles.append(href)
-        for style in soup.select("style"):
-            if str(style) not in styles:
-                styles.append(str(style))
-        article = soup.select_one("article.bd-article")
-        if article is None:
-            continue
-        stem = Path(name).stem
-        _clean(article)
-        heading = article.find("h1")
-        title = heading.get_text(" ", strip=True) if heading else stem
-        _prefix_ids(article, stem, stems)
-        chapters.append((stem, title))
-        parts.append(f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>')
+    for page_styles, chapter, part in pages:
+        styles.extend(s for s in page_styles if s not in styles)
+        if chapter is not None:
+            chapters.append(chapter)
+            parts.append(part)
     return tuple(styles), tuple(parts), tuple(chapters)
+
+
+def _page(path: Path, stems: frozenset[str]):
+    """One page's stylesheets, (page, title) and article as print markup (None if no article)."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    styles: list[str] = []
+    for link in soup.find_all("link", rel="stylesheet"):
+        href = link["href"].split("?")[0]
+        if href not in styles:
+            styles.append(href)
+    for style in soup.find_all("style"):
+        if str(style) not in styles:
+            styles.append(str(style))
+    article = soup.find("article", class_="bd-article")
+    if article is None:
+        return styles, None, None
+    stem = path.stem
+    _clean(article)
+    heading = article.find("h1")
+    title = heading.get_text(" ", strip=True) if heading else stem
+    _prefix_ids(article, stem, stems)
+    return styles, (stem, title), f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>'
 
 
 def _assemble(styles, parts, chapters, numbers: dict[str, int] | None) -> str:
@@ -160,6 +186,15 @@ def chapter_pages(pdf: Path, chapters: list[tuple[str, str]]) -> dict[str, int]:
     return found
 
 
+# The contents' page numbers, written into the loaded document between printings (the
+# entries keep their width: .pdf-toc-page has a fixed minimum width in the print stylesheet).
+FILL_NUMBERS = """numbers => {
+  for (const entry of document.querySelectorAll('.pdf-toc a[href^="#"]')) {
+    entry.querySelector('.pdf-toc-page').textContent = numbers[entry.getAttribute('href').slice(1)] ?? '';
+  }
+}"""
+
+
 def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
@@ -168,6 +203,7 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
 
     out.parent.mkdir(parents=True, exist_ok=True)
     numbers: dict[str, int] | None = None
+    text, chapters = document(html)  # parsed before the server and browser threads start
     with harness.serve(html) as base, sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = harness.launch(p)
         try:
@@ -175,17 +211,17 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
             guard = harness.GuardedPage.open(context)
             page = guard.page
             page.set_default_timeout(timeout_ms)
+            text = text.replace("<head>", f'<head><base href="{base}chapters/">', 1)
+            # Served at an address of the site itself (nothing written into the site).
+            address = base + "chapters/__chapter-pdf.html"
+            page.route(address, lambda route, request=None: route.fulfill(
+                status=200, content_type="text/html; charset=utf-8", body=text))
+            guard.goto(address, wait_until="networkidle")
+            page.emulate_media(media="print")
+            page.evaluate("document.fonts.ready.then(() => true)")
             for attempt in range(3):
-                text, chapters = document(html, numbers)
-                text = text.replace("<head>", f'<head><base href="{base}chapters/">', 1)
-                # Served at an address of the site itself (nothing written into the site).
-                address = base + "chapters/__chapter-pdf.html"
-                page.unroute(address)
-                page.route(address, lambda route, request=None, body=text: route.fulfill(
-                    status=200, content_type="text/html; charset=utf-8", body=body))
-                guard.goto(address, wait_until="networkidle")
-                page.emulate_media(media="print")
-                page.evaluate("document.fonts.ready.then(() => true)")
+                if numbers is not None:  # the same loaded document, its contents numbered
+                    page.evaluate(FILL_NUMBERS, numbers)
                 target = Path(tmp, f"pass{attempt}.pdf")
                 page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
                          display_header_footer=True, header_template="<span></span>", footer_template=FOOTER,

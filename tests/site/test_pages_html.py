@@ -51,3 +51,17 @@ def test_pages_carry_the_anchors_other_pages_link_to(page, ids):
     text = html(f"chapters/{page}.html")
     missing = [anchor for anchor in ids if f'id="{anchor}"' not in text]
     assert not missing, f"{page}: no element with id {missing}"
+
+
+STREAM = re.compile(r'<div class="output (stream|stderr)[^"]*"')
+CELL_OUTPUT = re.compile(r'<div class="cell_output docutils container">(.*?)\n</div>\n</div>', re.S)
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_each_cell_prints_one_block_per_stream(page):
+    # The kernel sends a cell's printed text in as many messages as it flushed its buffer
+    # (timing: a loaded machine splits one print mid-line). The build joins them exactly
+    # (_ext/book_markup.py), so the reader sees what was printed, in one block.
+    for output in CELL_OUTPUT.findall(html(page)):
+        kinds = STREAM.findall(output)
+        assert len(kinds) == len(set(kinds)), f"{page}: a cell shows its printed text in {len(kinds)} blocks"

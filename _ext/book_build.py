@@ -1,0 +1,55 @@
+"""`jupyter-book build`, with its pages read and executed by several processes at once.
+
+    .venv/bin/python _ext/book_build.py --jobs 2 build --all -W -n --keep-going .
+
+Takes the arguments of ``jupyter-book`` after ``--jobs N`` and builds exactly what that
+command builds. Jupyter Book 1's command line has no ``--jobs``, but the function it calls,
+``jupyter_book.sphinx.build_sphinx``, passes ``jobs`` to Sphinx as its ``-j``. Sphinx then
+reads the pages in parallel processes, and myst-nb executes each page in the process that
+reads it, so page execution, most of a clean build, is spread over the cores.
+
+Sphinx would hand each process a fixed run of pages in alphabetical order (six of the
+thirteen per process with two jobs), which puts the three slowest pages in one process; here
+each page is its own task, started as a process frees up. The output is the same bytes as a
+serial build's (tests/site/test_determinism.py compares them).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2 or argv[0] != "--jobs" or not argv[1].isdigit() or int(argv[1]) < 1:
+        print("usage: book_build.py --jobs N <jupyter-book arguments>", file=sys.stderr)
+        return 2
+    jobs, rest = int(argv[1]), argv[2:]
+
+    import jupyter_book.sphinx
+    import sphinx.builders
+
+    # The command imports build_sphinx from its module when it runs, so it gets this one.
+    jupyter_book.sphinx.build_sphinx = functools.partial(jupyter_book.sphinx.build_sphinx,
+                                                         jobs=jobs)
+    # One page per task: Sphinx's own chunks are runs of sorted page names.
+    sphinx.builders.make_chunks = lambda names, nproc, maxbatch=10: [[n] for n in names]
+
+    # sphinx-external-toc always loads sphinx-multitoc-numbering, which does not declare
+    # itself safe for parallel reading, so Sphinx would read serially (with a warning,
+    # an error under -W). It is safe: it replaces the method that numbers sections, and
+    # Sphinx calls that in the main process once every page has been read and merged.
+    import sphinx_multitoc_numbering
+
+    def numbering_setup(app, _setup=sphinx_multitoc_numbering.setup):
+        _setup(app)
+        return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+    sphinx_multitoc_numbering.setup = numbering_setup
+
+    from jupyter_book.cli.main import main as jupyter_book
+    return jupyter_book(args=rest, prog_name="jupyter-book")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
