@@ -12,7 +12,10 @@ After the build this module:
   decoration, and every control they sit in has its own name (``aria-label`` or text);
 * cuts the icon fonts down to the glyphs the site uses (fontTools, pinned in
   requirements.txt; woff, since fontTools writes woff2 only with brotli) and points the
-  stylesheet's ``@font-face`` rules at them; the rules for icons no page uses go;
+  stylesheet's ``@font-face`` rules at them; the rules for icons no page uses go, and so
+  does a style's font (regular, brands) when nothing draws in that style: no element has
+  its class and no stylesheet rule its ``--fa-font-STYLE`` (the browser would never fetch
+  it, however many glyphs it shares with the styles in use);
 * leaves off each page the scripts and styles it does not use: Sphinx's search index and
   tools except on the search page (the theme's search-as-you-type, which needs them
   everywhere, is off), sphinx-design's except on pages with its components;
@@ -45,6 +48,11 @@ ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?:before|after),?)+)\{content:"([^
 FONT_FACE = re.compile(r"@font-face\{[^}]*font-family:Font Awesome[^}]*\}")
 FONT_URL = re.compile(r"url\(\.\./vendor/fontawesome/webfonts/(fa-[a-z]+-\d+)\.woff2\)")
 PRIVATE_USE = range(0xE000, 0xF900)
+# Each icon font, the classes that draw in it and the variable a stylesheet rule draws in it with.
+FONT_STYLES = {"fa-solid-900": ({"fas", "fa-solid", "fa"}, "--fa-font-solid"),
+               "fa-regular-400": ({"far", "fa-regular"}, "--fa-font-regular"),
+               "fa-brands-400": ({"fab", "fa-brands"}, "--fa-font-brands")}
+CLASS_ATTRIBUTE = re.compile(r'class="([^"]*)"')
 CSS_ESCAPE = re.compile(r"\\([0-9a-fA-F]{4,6})")
 
 
@@ -95,8 +103,11 @@ def _icon_fonts(app, outdir: Path):
     if not theme_css.exists():
         return
     used = set(SCRIPT_ICONS)
+    classes: set[str] = set()  # every class name of every page's elements
     for page in _pages(outdir):
         html = page.read_text(encoding="utf-8")
+        for attribute in CLASS_ATTRIBUTE.findall(html):
+            classes.update(attribute.split())
         new = ICON_TAG.sub(_hide_icon, FA_SCRIPT.sub("", html))
         for match in ICON_TAG.finditer(new):
             used |= {n for n in ICON_NAME.findall(match.group(2)) if n not in FA_MODIFIERS}
@@ -112,9 +123,20 @@ def _icon_fonts(app, outdir: Path):
     css = ICON_RULE.sub(keep_used, css)
     # Every icon glyph any stylesheet of the site still asks for.
     codepoints = _codepoints(css)
+    stylesheets = css
     for other in (outdir / "_static").rglob("*.css"):
         if other != theme_css:
-            codepoints |= _codepoints(other.read_text(encoding="utf-8", errors="replace"))
+            text = other.read_text(encoding="utf-8", errors="replace")
+            codepoints |= _codepoints(text)
+            stylesheets += text
+
+    def drawn_in(name: str) -> bool:
+        style_classes, variable = FONT_STYLES.get(name, (set(), ""))
+        if not variable:
+            return True  # a font this module does not know: keep it as before
+        # Solid is also drawn in by rules that name the family at weight 900 (the book theme's).
+        return bool(classes & style_classes) or f"var({variable})" in stylesheets or (
+            name == "fa-solid-900" and re.search(r"Font Awesome\\? 6 Free[^}]*font-weight:900", stylesheets) is not None)
     import pydata_sphinx_theme
 
     webfonts = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static" / "vendor" / "fontawesome" / "webfonts"
@@ -126,8 +148,8 @@ def _icon_fonts(app, outdir: Path):
             return face.group(0)
         name = url.group(1)
         subset = target_dir / f"{name}.subset.woff"
-        if not _subset_font(webfonts / f"{name}.ttf", subset, codepoints):
-            return ""  # no glyph of this font is used: no @font-face, no file
+        if not drawn_in(name) or not _subset_font(webfonts / f"{name}.ttf", subset, codepoints):
+            return ""  # nothing draws in this font or no glyph of it is used: no @font-face, no file
         src = f'src:url(../vendor/fontawesome/webfonts/{name}.subset.woff) format("woff")'
         return re.sub(r"src:[^;}]*", src, face.group(0))
 

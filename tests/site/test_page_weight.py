@@ -1,6 +1,9 @@
 """Clean, light pages: every page loads with no console error, failed request or request
-outside its origin, weighs at most 400 KB gzipped; nothing is published that no page uses;
-the theme's icons are still drawn and still inside named controls without its icon script.
+outside its origin, weighs at most 400 KB gzipped; nothing is published that no page uses
+(a font counts as used only if a page's load fetched it: a stylesheet's @font-face naming a
+file does not make the browser load it); each KaTeX face a formula is drawn in is published
+with every glyph drawn in it, and no other; the theme's icons are still drawn and still
+inside named controls without its icon script.
 
 One cold load of each page serves both the clean-load and the weight checks.
 
@@ -73,8 +76,13 @@ def _references(path: Path, text: str) -> set[Path]:
     return out
 
 
-def test_every_published_file_is_used_by_a_page(built_html):
-    """Each file of the site is a page, or a page (or a stylesheet it loads) references it."""
+FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".otf"}
+
+
+def test_every_published_file_is_used_by_a_page(built_html, loads, site_url):
+    """Each file of the site is a page, or a page (or a stylesheet it loads) references it;
+    a font file, only if a page's load fetched it (the browser fetches a face only for text
+    drawn in it)."""
     pages = [p for p in built_html.rglob("*.html") if "_static" not in p.relative_to(built_html).parts]
     used = {p.resolve() for p in pages}
     todo = list(used)
@@ -88,6 +96,11 @@ def test_every_published_file_is_used_by_a_page(built_html):
     unused = sorted(p.relative_to(built_html).as_posix() for p in built_html.rglob("*")
                     if p.is_file() and p.resolve() not in used and p.name != ".nojekyll")
     assert not unused, f"{len(unused)} published files no page uses: {unused[:20]}"
+    fetched = {path.resolve() for measured, _ in loads.values() for url in measured["urls"]
+               if (path := bench_pages.file_of(built_html, site_url, url)) is not None}
+    fonts = sorted(p.relative_to(built_html).as_posix() for p in built_html.rglob("*")
+                   if p.suffix in FONT_SUFFIXES and p.resolve() not in fetched)
+    assert not fonts, f"{len(fonts)} published fonts no page loads: {fonts}"
     assert not (built_html / "vendor" / "axe.min.js").exists(), "the test tool axe-core is published"
 
 
@@ -136,3 +149,78 @@ def test_the_subset_fonts_hold_every_glyph_the_site_asks_for(built_html):
     for font in fonts:
         have |= set(TTFont(font).getBestCmap())
     assert wanted <= have, f"glyphs missing from the subset fonts: {sorted(hex(c) for c in wanted - have)}"
+
+
+# --- KaTeX's faces: the ones formulas are drawn in, with their glyphs, and no other --------
+KATEX = ROOT / "node_modules" / "katex" / "dist"
+DRAWN = """() => {
+  const out = {};
+  for (const element of document.querySelectorAll('.katex-html, .katex-html *')) {
+    const text = [...element.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('');
+    if (!text) continue;
+    const style = getComputedStyle(element);
+    const key = [style.fontFamily.split(',')[0].trim().replace(/["']/g, ''), style.fontWeight,
+                 style.fontStyle].join('|');
+    out[key] = (out[key] || '') + text;
+  }
+  return out;
+}"""
+
+
+def _faces(css: str) -> dict[str, list[tuple[int, str, str]]]:
+    """family -> [(weight, style, file stem)] of a KaTeX stylesheet's @font-face rules."""
+    faces = {}
+    for rule in re.findall(r"@font-face\{[^}]*\}", css):
+        family = re.search(r"font-family:([^;}]+)", rule).group(1).strip()
+        weight = int(re.search(r"font-weight:(\d+)", rule).group(1))
+        style = re.search(r"font-style:([^;}]+)", rule).group(1).strip()
+        faces.setdefault(family, []).append((weight, style, re.search(r"fonts/(KaTeX_[\w-]+)\.", rule).group(1)))
+    return faces
+
+
+def _face(faces, weight: int, style: str) -> str:
+    """The face a browser picks: the wanted style if the family has it, then the nearest weight
+    (heavier first for bold, lighter first otherwise)."""
+    same = [f for f in faces if f[1] == style] or faces
+    return min(same, key=lambda f: (abs(f[0] - weight), -f[0] if weight > 500 else f[0]))[2]
+
+
+@pytest.fixture(scope="module")
+def drawn_faces(browser, site_url):
+    """KaTeX face (of KaTeX's complete stylesheet) -> the characters the pages draw in it,
+    from the computed style of every element of every rendered formula."""
+    full = _faces((KATEX / "katex.min.css").read_text(encoding="utf-8"))
+    drawn: dict[str, set[str]] = {}
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        for path in PAGES:
+            if 'class="katex"' not in (harness.HTML / path).read_text(encoding="utf-8"):
+                continue
+            page.goto(site_url + path, wait_until="load")
+            for key, text in page.evaluate(DRAWN).items():
+                family, weight, style = key.split("|")
+                if family in full:
+                    drawn.setdefault(_face(full[family], int(weight), style), set()).update(text)
+    finally:
+        context.close()
+    return drawn
+
+
+def test_each_katex_face_a_formula_is_drawn_in_is_published_with_its_glyphs_and_no_other(built_html, drawn_faces):
+    from fontTools.ttLib import TTFont
+
+    css = (built_html / "vendor" / "katex" / "katex.min.css").read_text(encoding="utf-8")
+    published = {stem for faces in _faces(css).values() for *_, stem in faces}
+    assert drawn_faces, "no formula found"
+    missing = sorted(set(drawn_faces) - published)
+    assert not missing, f"faces formulas are drawn in but not published (the browser would fake them): {missing}"
+    unused = sorted(published - set(drawn_faces))
+    assert not unused, f"KaTeX faces published but no formula is drawn in them: {unused}"
+    for stem, chars in sorted(drawn_faces.items()):
+        font = built_html / "vendor" / "katex" / "fonts" / f"{stem}.woff"
+        assert font.is_file(), f"{stem}: @font-face without its file"
+        have = set(TTFont(font).getBestCmap())
+        full = set(TTFont(KATEX / "fonts" / f"{stem}.ttf").getBestCmap())
+        lost = sorted(chr(c) for c in {ord(ch) for ch in chars} & full - have)
+        assert not lost, f"{stem}: glyphs drawn on the pages but cut from the published font: {lost}"
