@@ -34,6 +34,12 @@ DOWNLOADS = "downloads"  # folder of the built site
 PAGES_BRANCH = "gh-pages"  # where .github/workflows/pages.yml publishes _build/html
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
+# PyTorch's own index of CPU-only wheels. On Linux PyPI's torch wheel is the CUDA build (with
+# several GB of NVIDIA libraries); the Pages workflow (PIP_EXTRA_INDEX_URL) and Binder
+# (binder/requirements.txt) add this index, and so does the archive's requirements.txt:
+# pip then takes torch==X+cpu on Linux, which satisfies the pin torch==X and sorts above it
+# (PEP 440 local versions). On macOS and Windows either index's wheel is a CPU build.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 # What a reader's environment needs to run every notebook (the pages' and the package's
 # imports, JupyterLab and the kernel); their dependencies are added with the versions of
@@ -57,7 +63,8 @@ python3 -m venv .venv && .venv/bin/python -m pip install -r requirements.txt
 ```
 
 The first command makes a virtual environment in `.venv` and installs the
-packages and the helper package into it (a few minutes: PyTorch is large);
+packages and the helper package into it (a few minutes: PyTorch is large;
+`requirements.txt` asks pip for its CPU build, from PyTorch's own index);
 the second opens the notebooks in JupyterLab. The explorers (sliders and
 figures) are live there. On Windows, use `py -m venv .venv`, then
 `.venv\\Scripts\\python -m pip install -r requirements.txt` and
@@ -274,6 +281,8 @@ def archive_members(app) -> dict[str, bytes]:
             files[f"code/{rel.as_posix()}"] = path.read_bytes()
     requirements = ["# Every package the notebooks need, pinned (generated from the book's",
                     "# requirements.txt), and the helper package from code/ (editable).",
+                    "# PyTorch's CPU build: on Linux, PyPI's torch is the CUDA build (several GB).",
+                    f"--extra-index-url {TORCH_CPU_INDEX}",
                     *reader_requirements(srcdir), "-e ./code"]
     files["requirements.txt"] = ("\n".join(requirements) + "\n").encode()
     files["README.md"] = ARCHIVE_README.encode()
