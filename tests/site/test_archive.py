@@ -9,9 +9,10 @@ a local wheel folder) and checks the second (JupyterLab starts and serves the no
 Then every notebook of the archive runs top to bottom with nbclient in that environment's
 own kernel, two at a time (the machine has two cores), with the archive's own
 ``attention``: no cell may fail, and every cell that makes an explorer must display it as
-a widget view. Measured on the shared 2-core machine: the install takes 2-5 minutes (pip
-fetching and unpacking some 130 packages, torch from a local wheel), the notebooks about
-3 minutes more. Marked ``slow``.
+a widget view. Measured on the shared 2-core machine: the install takes 2-6 minutes (pip
+fetching and unpacking 126 pinned packages, torch from a local wheel), JupyterLab's start
+5-10 s, the notebooks 2-3 minutes more (the longest, training, 40-70 s); the whole test
+4.5-10 minutes, with the machine quiet or busy. Marked ``slow``.
 """
 
 from __future__ import annotations
