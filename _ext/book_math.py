@@ -59,6 +59,7 @@ def _strict_katex(app):
     katex.STARTUP_TIMEOUT = max(katex.STARTUP_TIMEOUT, 60.0)
     katex.RENDER_TIMEOUT = max(katex.RENDER_TIMEOUT, 60.0)
     _patiently_connect(katex)
+    _server_per_process(katex)
     lenient = katex.render_latex
     if getattr(lenient, "strict_wrapper", False):
         return
@@ -114,6 +115,36 @@ def _patiently_connect(katex):
 
     start_server_process.patient = True
     server.start_server_process = classmethod(start_server_process)
+
+
+def _server_per_process(katex):
+    """One KaTeX server per process, stopped when that process ends.
+
+    make book builds with parallel processes (_ext/book_build.py), forked from Sphinx's
+    main process. The extension keeps one server per class: a worker forked after the main
+    process had started it would talk to it over the same socket as its sibling workers, and
+    two requests in flight at once could each read the other's formula. A worker that
+    started its own would leave it running, because workers end without running atexit,
+    where the extension stops it (multiprocessing runs its own finalizers instead).
+    """
+    import multiprocessing
+    import multiprocessing.util
+    import os
+
+    server = katex.KaTeXServer
+    if getattr(server.get, "per_process", False):
+        return
+
+    def get(cls):
+        if cls.katex_server is None or getattr(cls, "katex_server_pid", None) != os.getpid():
+            cls.katex_server = cls.start()  # the main process's one stops at exit (atexit)
+            cls.katex_server_pid = os.getpid()
+            if multiprocessing.parent_process() is not None:  # a worker: stop it as it ends
+                multiprocessing.util.Finalize(cls.katex_server, cls.katex_server.terminate, exitpriority=10)
+        return cls.katex_server
+
+    get.per_process = True
+    server.get = classmethod(get)
 
 
 def _katex_css_only_with_math(app, pagename, templatename, context, doctree):

@@ -55,3 +55,50 @@ def test_the_build_uses_the_exact_join():
 
     book_markup.setup(App())
     assert myst_nb.core.render.coalesce_streams is book_markup._join_streams
+
+
+def test_each_build_process_has_its_own_katex_server_and_stops_it(tmp_path):
+    # A stand-in for sphinxcontrib.katex's server class: start() counts, terminate() records.
+    import multiprocessing
+    import os
+    import types
+
+    import book_math
+
+    class Server:
+        katex_server = None
+
+        def __init__(self, pid):
+            self.pid = pid
+
+        @classmethod
+        def start(cls):
+            return cls(os.getpid())
+
+        @classmethod
+        def get(cls):
+            if cls.katex_server is None:
+                cls.katex_server = cls.start()
+            return cls.katex_server
+
+        def terminate(self):
+            (tmp_path / f"stopped-{os.getpid()}").write_text(str(self.pid))
+
+    book_math._server_per_process(types.SimpleNamespace(KaTeXServer=Server))
+    main = Server.get()
+    assert Server.get() is main and main.pid == os.getpid()
+
+    def worker(out):
+        server = Server.get()
+        out.put((server.pid, server is main))
+
+    context = multiprocessing.get_context("fork")  # as Sphinx's parallel build forks
+    out = context.Queue()
+    process = context.Process(target=worker, args=(out,))
+    process.start()
+    child_server_pid, shared = out.get(timeout=30)
+    process.join(timeout=30)
+    assert child_server_pid == process.pid and not shared, "a worker must start its own server"
+    assert (tmp_path / f"stopped-{process.pid}").read_text() == str(process.pid), \
+        "the worker's server was not stopped when the worker ended"
+    assert not (tmp_path / f"stopped-{os.getpid()}").exists(), "the main process's server stops at exit only"
