@@ -350,16 +350,37 @@ def face_characters(html: str, rules, faces) -> dict[str, set[int]]:
     return parser.used
 
 
-def math_faces(outdir: Path, css: str) -> dict[str, set[int]]:
-    """Font file stem -> every character the built pages' formulas draw in that face."""
+def math_faces(outdir: Path, css: str, cache: Path | None = None) -> dict[str, set[int]]:
+    """Font file stem -> every character the built pages' formulas draw in that face.
+
+    With ``cache`` (a JSON file), a page whose bytes are unchanged since the last build is
+    not parsed again: its faces are read back (an unchanged rebuild then costs no parsing).
+    """
+    import hashlib
+    import json
+
     rules, faces = font_rules(css), font_faces(css)
-    used: dict[str, set[int]] = {}
+    key = hashlib.sha256(css.encode()).hexdigest()
+    known = {}
+    if cache is not None and cache.exists():
+        stored = json.loads(cache.read_text(encoding="utf-8"))
+        known = stored.get("pages", {}) if stored.get("css") == key else {}
+    pages, used = {}, {}
     for page in sorted(outdir.rglob("*.html")):
-        html = page.read_text(encoding="utf-8")
-        if 'class="katex"' not in html:
-            continue
-        for name, chars in face_characters(html, rules, faces).items():
-            used.setdefault(name, set()).update(chars)
+        data = page.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        name = page.relative_to(outdir).as_posix()
+        if known.get(name, {}).get("sha256") == digest:
+            drawn = {face: set(chars) for face, chars in known[name]["faces"].items()}
+        elif b'class="katex"' in data:
+            drawn = face_characters(data.decode("utf-8"), rules, faces)
+        else:
+            drawn = {}
+        pages[name] = {"sha256": digest, "faces": {face: sorted(chars) for face, chars in drawn.items()}}
+        for face, chars in drawn.items():
+            used.setdefault(face, set()).update(chars)
+    if cache is not None:
+        cache.write_text(json.dumps({"css": key, "pages": pages}), encoding="utf-8")
     return used
 
 
@@ -395,7 +416,7 @@ def _publish_katex(app, exception):
         shutil.rmtree(target)
     (target / "fonts").mkdir(parents=True)
     css = (dist / "katex.min.css").read_text(encoding="utf-8")
-    drawn = math_faces(Path(app.outdir), css)
+    drawn = math_faces(Path(app.outdir), css, cache=Path(app.doctreedir) / "katex-faces.json")
 
     def face(match: re.Match) -> str:
         rule = match.group(0)

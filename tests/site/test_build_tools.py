@@ -102,3 +102,26 @@ def test_each_build_process_has_its_own_katex_server_and_stops_it(tmp_path):
     assert (tmp_path / f"stopped-{process.pid}").read_text() == str(process.pid), \
         "the worker's server was not stopped when the worker ended"
     assert not (tmp_path / f"stopped-{os.getpid()}").exists(), "the main process's server stops at exit only"
+
+
+def test_math_faces_reads_unchanged_pages_back_from_its_cache(tmp_path, monkeypatch):
+    import book_math
+
+    css = (harness.ROOT / "node_modules" / "katex" / "dist" / "katex.min.css").read_text(encoding="utf-8")
+    site = tmp_path / "html"
+    site.mkdir()
+    page = site / "a.html"
+    page.write_text('<p><span class="katex"><span class="katex-html"><span class="mord mathnormal">q</span>'
+                    '</span></span></p>', encoding="utf-8")
+    cache = tmp_path / "faces.json"
+    first = book_math.math_faces(site, css, cache=cache)
+    assert first == {"KaTeX_Math-Italic": {ord("q")}}
+
+    def no_parsing(*args):
+        raise AssertionError("an unchanged page was parsed again")
+
+    monkeypatch.setattr(book_math, "face_characters", no_parsing)
+    assert book_math.math_faces(site, css, cache=cache) == first
+    page.write_text(page.read_text(encoding="utf-8").replace(">q<", ">k<"), encoding="utf-8")
+    with pytest.raises(AssertionError, match="parsed again"):  # a changed page is parsed
+        book_math.math_faces(site, css, cache=cache)
