@@ -42,6 +42,32 @@ def book_pages(html: Path = HTML) -> list[str]:
                   if "_static" not in p.parts and "vendor" not in p.parts and "_sources" not in p.parts)
 
 
+def one_page_book(folder: Path, page: str, config: str | None = None) -> Path:
+    """A book in ``folder`` with the book's own configuration (or ``config``), extensions and
+    site files, and one page, ``page`` (MyST text), as chapters/index.md."""
+    (folder / "chapters").mkdir(parents=True)
+    (folder / "_config.yml").write_text(config if config is not None else (ROOT / "_config.yml").read_text())
+    for name in ("references.bib", "requirements.txt"):
+        shutil.copy(ROOT / name, folder / name)
+    shutil.copytree(ROOT / "_ext", folder / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "site", folder / "site")
+    (folder / "node_modules").symlink_to(ROOT / "node_modules")  # the pinned KaTeX renderer
+    (folder / "_toc.yml").write_text("format: jb-book\nroot: chapters/index\n")
+    (folder / "chapters" / "index.md").write_text(page)
+    return folder
+
+
+def build_book(folder: Path, timeout: float):
+    """`jupyter-book build --all -W -n --keep-going folder`: the finished process, output captured."""
+    import subprocess
+    import sys
+
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    return subprocess.run([str(jupyter_book), "build", "--all", "-W", "-n", "--keep-going", str(folder)],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONHASHSEED": "0"})
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass

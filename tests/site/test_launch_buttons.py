@@ -10,10 +10,7 @@ name none of these addresses.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -45,24 +42,12 @@ print(1 + 1)
 
 @pytest.fixture(scope="module")
 def configured_page(tmp_path_factory) -> tuple[Path, BeautifulSoup]:
-    book = tmp_path_factory.mktemp("launch") / "book"
-    (book / "chapters").mkdir(parents=True)
     config = (ROOT / "_config.yml").read_text()
     # The one setting: the repository's address.
     config, count = re.subn(r'(?m)^(repository:\n  url:) ""', rf"\1 {REPOSITORY}", config)
     assert count == 1, "_config.yml has no empty `repository: url:` to fill in"
-    (book / "_config.yml").write_text(config)
-    for name in ("references.bib", "requirements.txt"):
-        shutil.copy(ROOT / name, book / name)
-    shutil.copytree(ROOT / "_ext", book / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "site", book / "site")
-    (book / "node_modules").symlink_to(ROOT / "node_modules")  # the pinned KaTeX renderer
-    (book / "_toc.yml").write_text("format: jb-book\nroot: chapters/index\n")
-    (book / "chapters" / "index.md").write_text(PAGE)
-    jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    result = subprocess.run(
-        [str(jupyter_book), "build", "--all", "-W", "-n", "--keep-going", str(book)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONHASHSEED": "0"})
+    book = harness.one_page_book(tmp_path_factory.mktemp("launch") / "book", PAGE, config)
+    result = harness.build_book(book, timeout=600)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     html = book / "_build" / "html"
     return html, BeautifulSoup((html / "chapters" / "index.html").read_text(encoding="utf-8"), "html.parser")
