@@ -30,20 +30,11 @@ FOOTER = ('<div style="font: 9px system-ui, sans-serif; color: #444; width: 100%
 
 
 def toc_pages() -> list[str]:
-    """Page names (chapters/NAME) in reading order, from _toc.yml."""
-    import yaml
+    """Page names (chapters/NAME) in reading order, from _toc.yml (read by tests.notebooks)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.notebooks import toc_pages as sources
 
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                names.append(entry["file"])
-            walk(entry.get("sections"))
-
-    walk(toc.get("chapters"))
-    return names
+    return [source.relative_to(ROOT).with_suffix("").as_posix() for source in sources()]
 
 
 def _prefix_ids(article, page: str, pages: set[str]):

@@ -87,13 +87,13 @@ def book_exercises() -> list[tuple[str, str, str]]:
     """(page, label, title) of every exercise in the book's order: sphinx-exercise numbers the
     exercises in the order of _toc.yml and of each page; the title follows ``{exercise}``."""
     import re
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
-    pages = re.findall(r"- file: (\S+)", (root / "_toc.yml").read_text())
-    return [(page, label, title.strip()) for page in pages
+    from tests.notebooks import ROOT, toc_pages
+
+    return [(source.relative_to(ROOT).with_suffix("").as_posix(), label, title.strip())
+            for source in toc_pages()
             for title, label in re.findall(r"^`{3,}\{exercise\}(.*)\n:label: (ex-[\w-]+)$",
-                                           (root / f"{page}.md").read_text(), flags=re.M)]
+                                           source.read_text(), flags=re.M)]
 
 
 def test_every_exercise_has_a_title_and_the_exercises_page_lists_it_with_that_title():
