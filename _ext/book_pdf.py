@@ -9,9 +9,11 @@ fallback figures (the page's scripts do not run; the fallback is what print medi
 Ids are prefixed by their page, so that links between pages become links inside the PDF.
 
 The site is served on 127.0.0.1 while Chromium prints (no request leaves it). Chromium
-numbers the pages in the footer and writes the PDF outline from the headings; the table of
-contents gets its page numbers from a first printing's outline, written into the loaded
-document, which is printed again (a third time if a number moved the layout).
+numbers the pages in the footer and writes the PDF outline from the headings. The table of
+contents gets its page numbers from a quick first printing (untagged: the page each
+contents link points to, from the PDF's named destinations); they are written into the
+loaded document, which is printed again, tagged and with its outline, and the outline must
+give the same numbers (else it is printed a third time).
 """
 
 from __future__ import annotations
@@ -177,6 +179,21 @@ def chapter_pages(pdf: Path, chapters: list[tuple[str, str]]) -> dict[str, int]:
     return found
 
 
+def destination_pages(pdf: Path, chapters: list[tuple[str, str]]) -> dict[str, int]:
+    """The page (1-based) each chapter starts on, from the named destinations that Chromium
+    writes for the targets of the contents' links (an untagged PDF has no outline)."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(str(pdf))
+    destinations = reader.named_destinations
+    found: dict[str, int] = {}
+    for stem, _ in chapters:
+        target = destinations.get("/" + stem)  # a PDF name: pypdf keeps the slash
+        if target is not None:
+            found[stem] = reader.get_destination_page_number(target) + 1
+    return found
+
+
 # The contents' page numbers, written into the loaded document between printings (the
 # entries keep their width: .pdf-toc-page has a fixed minimum width in the print stylesheet).
 FILL_NUMBERS = """numbers => {
@@ -193,7 +210,6 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
     from tests import harness
 
     out.parent.mkdir(parents=True, exist_ok=True)
-    numbers: dict[str, int] | None = None
     text, chapters = document(html)  # parsed before the server and browser threads start
     with harness.serve(html) as base, sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
         browser = harness.launch(p)
@@ -207,20 +223,28 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
             address = base + "chapters/__chapter-pdf.html"
             page.route(address, lambda route, request=None: route.fulfill(
                 status=200, content_type="text/html; charset=utf-8", body=text))
+            page.emulate_media(media="print")  # before loading: laid out once, for print
             guard.goto(address, wait_until="networkidle")
-            page.emulate_media(media="print")
             page.evaluate("document.fonts.ready.then(() => true)")
-            for attempt in range(3):
-                if numbers is not None:  # the same loaded document, its contents numbered
-                    page.evaluate(FILL_NUMBERS, numbers)
+            margin = {"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"}
+            # The quick printing: same layout (the footer sits in the fixed margin), only to
+            # learn where each chapter starts.
+            first = Path(tmp, "numbers.pdf")
+            page.pdf(path=str(first), format="A4", margin=margin)
+            numbers = destination_pages(first, chapters)
+            for attempt in range(2):
+                page.evaluate(FILL_NUMBERS, numbers)  # the same loaded document, numbered
                 target = Path(tmp, f"pass{attempt}.pdf")
                 page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
                          display_header_footer=True, header_template="<span></span>", footer_template=FOOTER,
-                         margin={"top": "18mm", "bottom": "18mm", "left": "16mm", "right": "16mm"})
+                         margin=margin)
                 found = chapter_pages(target, chapters)
                 if found == numbers:
                     break
                 numbers = found
+            else:
+                raise RuntimeError(f"the contents' page numbers did not settle: printed {numbers}, "
+                                   f"the outline gives {found}")
             guard.assert_clean()
             out.write_bytes(target.read_bytes())
         finally:

@@ -125,3 +125,36 @@ def test_math_faces_reads_unchanged_pages_back_from_its_cache(tmp_path, monkeypa
     page.write_text(page.read_text(encoding="utf-8").replace(">q<", ">k<"), encoding="utf-8")
     with pytest.raises(AssertionError, match="parsed again"):  # a changed page is parsed
         book_math.math_faces(site, css, cache=cache)
+
+
+def _record_start(args):
+    name, log = args
+    with open(log, "a", encoding="utf-8") as out:
+        out.write(name + "\n")
+    import time
+
+    time.sleep(0.15)  # long enough that every task is added before the first one ends
+
+
+def test_pages_start_slowest_first_in_sphinxs_parallel_tasks(tmp_path):
+    """page_tasks lists the pages for Sphinx's task runner, which starts the first nproc
+    tasks at once and then the one added last: the pages must start in SLOW_FIRST's order
+    (a Sphinx that ran its tasks in another order would make this fail, not the build)."""
+    from sphinx.util.parallel import ParallelTasks
+
+    import book_build
+
+    from tests.notebooks import toc_pages
+
+    names = sorted(path.relative_to(harness.ROOT).with_suffix("").as_posix() for path in toc_pages())
+    assert set(book_build.SLOW_FIRST) <= set(names), "SLOW_FIRST names a page _toc.yml lacks"
+    log = tmp_path / "started.txt"
+    tasks = ParallelTasks(2)
+    for chunk in book_build.page_tasks(names, 2):
+        assert len(chunk) == 1
+        tasks.add_task(_record_start, (chunk[0], str(log)))
+    tasks.join()
+    started = log.read_text(encoding="utf-8").split()
+    assert sorted(started) == names
+    slow = list(book_build.SLOW_FIRST)
+    assert started[:len(slow)] == slow, started

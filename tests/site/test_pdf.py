@@ -82,6 +82,20 @@ def test_pdf_has_a_table_of_contents_whose_numbers_are_where_each_chapter_starts
         assert title in squash(texts[outline[title] - 1]), f"{title} is not on page {outline[title]}"
 
 
+def test_the_quick_printings_numbers_are_the_outlines(built_html):
+    """book_pdf numbers the contents from the named destinations of an untagged printing
+    (which has no outline); in the published PDF both sources give every chapter's page."""
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "_ext"))
+    import book_pdf
+
+    _, chapters = book_pdf.document(built_html)
+    by_outline = book_pdf.chapter_pages(built_html / PDF, chapters)
+    assert len(by_outline) == len(chapters), (by_outline, chapters)
+    assert book_pdf.destination_pages(built_html / PDF, chapters) == by_outline
+
+
 def test_pages_are_numbered(reader, texts):
     # The first and last pages, and every page a chapter starts on (the outline's pages).
     import sys
