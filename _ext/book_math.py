@@ -297,6 +297,10 @@ class _FaceText(HTMLParser):
         self.fonts: list[dict[str, str]] = []  # the computed font of each open element
         self.skip = 0  # > 0 inside a formula's MathML: the number of its open elements
         self.used: dict[str, set[int]] = {}
+        # An element's font depends only on its chain of (tag, classes) from the formula's
+        # root, and KaTeX repeats a few chains thousands of times: each is matched once.
+        self.memo: dict[tuple, tuple[dict[str, str], tuple | None]] = {}
+        self.drawn_in: list[tuple | None] = []  # the face of each open element
 
     def handle_starttag(self, tag, attrs):
         classes = frozenset((dict(attrs).get("class") or "").split())
@@ -309,14 +313,26 @@ class _FaceText(HTMLParser):
             self.skip += 1
             return
         self.chain.append((tag, classes))
-        declared: dict[str, tuple] = {}
-        for parts, spec, order, values in self.rules:
-            if _matches(parts, self.chain):
-                for prop, value in values.items():
-                    if prop not in declared or declared[prop][:2] <= (spec, order):
-                        declared[prop] = (spec, order, value)
-        inherited = self.fonts[-1] if self.fonts else DEFAULT_FONT
-        self.fonts.append({**inherited, **{p: v[2] for p, v in declared.items()}})
+        key = tuple(self.chain)
+        if key not in self.memo:
+            declared: dict[str, tuple] = {}
+            for parts, spec, order, values in self.rules:
+                if _matches(parts, self.chain):
+                    for prop, value in values.items():
+                        if prop not in declared or declared[prop][:2] <= (spec, order):
+                            declared[prop] = (spec, order, value)
+            inherited = self.fonts[-1] if self.fonts else DEFAULT_FONT
+            font = {**inherited, **{p: v[2] for p, v in declared.items()}}
+            self.memo[key] = (font, self._face(font))
+        font, face = self.memo[key]
+        self.fonts.append(font)
+        self.drawn_in.append(face)
+
+    def _face(self, font: dict[str, str]):
+        family = font["font-family"].split(",")[0].strip().strip("'\"")
+        if family not in self.faces:
+            return None
+        return matching_face(self.faces[family], _weight(font["font-weight"]), font["font-style"].strip())
 
     def handle_endtag(self, tag):
         if tag in VOID:
@@ -326,15 +342,12 @@ class _FaceText(HTMLParser):
         elif self.chain:
             self.chain.pop()
             self.fonts.pop()
+            self.drawn_in.pop()
 
     def handle_data(self, data):
         if not self.chain or self.skip or not data:
             return
-        font = self.fonts[-1]
-        family = font["font-family"].split(",")[0].strip().strip("'\"")
-        if family not in self.faces:
-            return
-        face = matching_face(self.faces[family], _weight(font["font-weight"]), font["font-style"].strip())
+        face = self.drawn_in[-1]
         if face is not None:
             self.used.setdefault(face[2], set()).update(ord(c) for c in data)
 
@@ -342,10 +355,32 @@ class _FaceText(HTMLParser):
 VOID = {"br", "img", "hr", "input", "meta", "link", "col", "area", "base", "embed", "source", "wbr"}
 
 
+_SPAN = re.compile(r"<(/?)span\b")
+
+
+def _formulas(html: str):
+    """Each formula's markup, ``<span class="katex">`` to its closing tag (the parser is
+    given only these: the rest of a page cannot change the face of a formula's text)."""
+    start = html.find('<span class="katex">')
+    while start != -1:
+        depth = 0
+        for tag in _SPAN.finditer(html, start):
+            depth += -1 if tag.group(1) else 1
+            if depth == 0:
+                end = html.index(">", tag.end()) + 1
+                yield html[start:end]
+                break
+        else:
+            yield html[start:]  # unclosed: the parser sees what there is
+            return
+        start = html.find('<span class="katex">', end)
+
+
 def face_characters(html: str, rules, faces) -> dict[str, set[int]]:
     """Font file stem -> the characters the page's formulas draw in that face."""
     parser = _FaceText(rules, faces)
-    parser.feed(html)
+    for formula in _formulas(html):
+        parser.feed(formula)
     parser.close()
     return parser.used
 

@@ -158,3 +158,17 @@ def test_pages_start_slowest_first_in_sphinxs_parallel_tasks(tmp_path):
     assert sorted(started) == names
     slow = list(book_build.SLOW_FIRST)
     assert started[:len(slow)] == slow, started
+
+
+def test_only_each_formulas_own_markup_is_parsed_for_its_faces():
+    import book_math
+
+    html = ('<p>x<span class="katex"><span class="a"><span>1</span></span><span>2</span></span>'
+            ' text <span class="other">y</span><div><span class="katex"><span>3</span></span></div>'
+            '<span class="katex"><span>open')
+    assert list(book_math._formulas(html)) == [
+        '<span class="katex"><span class="a"><span>1</span></span><span>2</span></span>',
+        '<span class="katex"><span>3</span></span>',
+        '<span class="katex"><span>open',
+    ]
+    assert list(book_math._formulas("<p>no math</p>")) == []
