@@ -1,0 +1,31 @@
+"""The reference kernels the forward benchmark prints beside the library's (benchmarks/
+bench_kernels.py): a floor is only evidence if it computes what attention computes."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from tests.harness import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_kernels  # noqa: E402
+
+from attention import measure, scaled_dot_product_attention  # noqa: E402
+
+
+def test_the_stable_softmax_floor_computes_softmax_of_the_scores_times_v():
+    Q, K, V = measure.random_qkv(48, 8, 3)
+    K = K * 6.0  # scores up to a few dozen: without its shift the float32 exp would be off
+    floor = bench_kernels.numpy_stable_softmax_floor(Q, K, V)
+    # the floor leaves out the 1/sqrt(d_k) scale (it costs T d_k multiplications): undo it
+    expected, _ = scaled_dot_product_attention(Q * np.float32(np.sqrt(8)), K, V)
+    np.testing.assert_allclose(floor().reshape(expected.shape), expected, rtol=2e-5, atol=2e-6)
+
+
+def test_the_products_floor_computes_both_products():
+    Q, K, V = measure.random_qkv(16, 4, 2)
+    S, O = bench_kernels.numpy_products(Q, K, V)()
+    np.testing.assert_allclose(S, Q @ np.swapaxes(K, -1, -2), rtol=1e-6)
+    np.testing.assert_allclose(O, S @ V, rtol=1e-5)
