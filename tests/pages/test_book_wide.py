@@ -98,3 +98,83 @@ def test_every_bibliography_entry_is_cited_somewhere():
     cited = set(re.findall(r"\{cite:[pt]\}`([^`]+)`", text))
     cited = {k.strip() for group in cited for k in group.split(",")}
     assert set(keys) <= cited, set(keys) - cited
+
+
+FIGURE_MADE = re.compile(r"\bplt\.(?:subplots|figure|subplot_mosaic)\(")
+
+
+def _figure_cells(path):
+    """(cell index, tags) of each code cell of a page that leaves a pyplot figure open: it
+    makes one (directly, or by calling a function the page defined to make one) and does not
+    close it in the same cell."""
+    import jupytext
+
+    cells = [c for c in jupytext.read(path, fmt="md:myst").cells if c.cell_type == "code"]
+    makers = set()
+    for cell in cells:
+        for name, body in re.findall(r"^def (\w+)\(.*?\n((?:[ \t]+.*\n?|\n)*)", cell.source, flags=re.M):
+            if FIGURE_MADE.search(body):
+                makers.add(name)
+    for index, cell in enumerate(cells):
+        source = cell.source
+        calls_maker = any(re.search(rf"^(?!def ).*\b{name}\(", source, flags=re.M) for name in makers)
+        if (FIGURE_MADE.search(source) or calls_maker) and "plt.close(" not in source:
+            yield index, set(cell.metadata.get("tags", []))
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "chapters").glob("*.md")))
+def test_a_figure_left_open_for_glue_is_not_shown_twice(page):
+    """A plain `jupyter-book build .` (without make's MPLBACKEND=Agg) runs the pages with
+    matplotlib's inline backend, which shows every figure still open at the end of a cell
+    under that cell: a figure the page glues into a numbered figure would appear twice.
+    Each cell that leaves one open for a later glue cell hides its output on the page (in
+    JupyterLab the reader still sees the figure under the cell)."""
+    for index, tags in _figure_cells(ROOT / "chapters" / page):
+        assert tags & {"remove-output", "remove-cell"}, (
+            f"{page}: code cell {index} leaves a figure open without remove-output")
+
+
+def test_the_open_figure_check_finds_the_cells_it_must():
+    import textwrap
+
+    page = textwrap.dedent('''\
+        ---
+        jupytext:
+          text_representation:
+            format_name: myst
+        kernelspec:
+          display_name: Python 3
+          language: python
+          name: python3
+        ---
+        ```{code-cell} ipython3
+        def draw(x):
+            fig, ax = plt.subplots()
+            return fig
+        ```
+        ```{code-cell} ipython3
+        fig = draw(1)
+        ```
+        ```{code-cell} ipython3
+        :tags: [remove-output]
+        fig, ax = plt.subplots()
+        ```
+        ```{code-cell} ipython3
+        fig, ax = plt.subplots()
+        glue("f", fig, display=False)
+        plt.close(fig)
+        ```
+        ```{code-cell} ipython3
+        x = 1
+        ```
+        ''')
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "page.md")
+        path.write_text(page, encoding="utf-8")
+        found = list(_figure_cells(path))
+    # by code cell: the function's definition counts too (the check errs on the safe side),
+    # its call, and the tagged cell (passing); a cell that closes its figure or makes none does not
+    assert [(i, t) for i, t in found] == [(0, set()), (1, set()), (2, {"remove-output"})]
