@@ -12,8 +12,11 @@ Sphinx would hand each process a fixed run of pages in alphabetical order (six o
 thirteen per process with two jobs), which puts the three slowest pages in one process; here
 each page is its own task, started as a process frees up, and the slowest pages
 (``SLOW_FIRST``) are started first, so that the short ones fill the gaps at the end instead
-of a long one running alone. The order only changes how soon the build ends: the output is
-the same bytes as a serial build's (tests/site/test_determinism.py compares them).
+of a long one running alone. Pages are also written by every job (Sphinx leaves one core
+to its main process). Neither changes what is written: a plain serial `jupyter-book build`
+of the same commit wrote the same files, the pages identical but for widget ids, figure
+file names (hashes of the figures' bytes) and measured times (compared on 2026-12-01; how
+far two executions agree is tests/site/test_determinism.py's subject).
 """
 
 from __future__ import annotations
@@ -62,6 +65,18 @@ def main(argv: list[str]) -> int:
                                                          jobs=jobs)
     # One page per task, the slowest first: Sphinx's own chunks are runs of sorted names.
     sphinx.builders.make_chunks = page_tasks
+
+    # Sphinx writes pages with jobs - 1 processes, keeping one core for the main process,
+    # which resolves each page's doctree before handing it out. It hands out every page at
+    # the start, and resolving takes it about half as long as writing takes the writers, so
+    # with two jobs one process would write every page while the main one soon idles.
+    # Write with all of them.
+    write_parallel = sphinx.builders.Builder._write_parallel
+
+    def write_with_every_job(self, docnames, nproc):
+        return write_parallel(self, docnames, nproc=max(nproc, self.app.parallel))
+
+    sphinx.builders.Builder._write_parallel = write_with_every_job
 
     # sphinx-external-toc always loads sphinx-multitoc-numbering, which does not declare
     # itself safe for parallel reading, so Sphinx would read serially (with a warning,
