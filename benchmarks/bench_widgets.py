@@ -108,6 +108,14 @@ def percentile(values, q):
     return s[min(len(s) - 1, int(round(q / 100 * (len(s) - 1))))]
 
 
+def loader_file(page: Path, html_text: str) -> Path:
+    """The widget loader the page loads (its own <script src>, resolved from the page)."""
+    match = re.search(r'<script[^>]*\bsrc="([^"?]*attn-widgets-loader\.js)[^"]*"', html_text)
+    if match is None:
+        raise ValueError(f"{page} loads no attn-widgets-loader.js")
+    return (page.parent / match.group(1)).resolve()
+
+
 def widget_bytes(html_text: str, loader: Path) -> int:
     """Bytes of the page that exist only because of its widgets."""
     parts = re.findall(r'<script type="application/vnd\.jupyter\.widget-(?:state|view)\+json">.*?</script>',
@@ -154,8 +162,8 @@ def browser_figures(html: Path) -> dict:
                 "bytes_plain_page": plain,
                 "bytes_beyond_plain_page": total - plain,
                 "beyond_plain_page_breakdown": _beyond(entries, plain_entries),
-                "bytes_widget": widget_bytes((html / page_path).read_text(),
-                                             html / "vendor" / "attn-widgets-loader.js"),
+                "bytes_widget": widget_bytes(text := (html / page_path).read_text(),
+                                             loader_file(html / page_path, text)),
                 "redraw_ms_median": statistics.median(times),
                 "redraw_ms_p95": percentile(times, 95),
                 "redraws": len(times),

@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     if build_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="bench-build-")
         build_dir = Path(tmp.name) / "book"
-    html = args.html
+    html = args.html.resolve() if args.html else None  # the benchmarks read it from other folders
 
     def section(name, fn):
         try:

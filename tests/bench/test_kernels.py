@@ -29,3 +29,18 @@ def test_the_products_floor_computes_both_products():
     S, O = bench_kernels.numpy_products(Q, K, V)()
     np.testing.assert_allclose(S, Q @ np.swapaxes(K, -1, -2), rtol=1e-6)
     np.testing.assert_allclose(O, S @ V, rtol=1e-5)
+
+
+def test_the_widget_benchmark_finds_the_loader_the_page_loads(tmp_path):
+    """The widget bytes count the loader file the page's own <script src> names (the bench
+    once looked in a folder the loader had left, and the widget section could not run)."""
+    import pytest
+
+    import bench_widgets
+
+    page = tmp_path / "chapters" / "variance.html"
+    page.parent.mkdir()
+    text = '<script defer src="../_static/attn-widgets-loader.js?v=f7d41f1f"></script>'
+    assert bench_widgets.loader_file(page, text) == (tmp_path / "_static" / "attn-widgets-loader.js")
+    with pytest.raises(ValueError, match="loads no attn-widgets-loader.js"):
+        bench_widgets.loader_file(page, "<p>no widgets</p>")
