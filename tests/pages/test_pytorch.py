@@ -463,8 +463,12 @@ def test_training_step_memory_math_quadratic_flash_below_one_matrix():
     outputs = 4 * T * d * 4
     assert g(PAGE, "step_outputs_mib") * MIB == outputs
     assert g(PAGE, "step_flash_over_outputs") == pytest.approx(glued_flash / outputs)
-    assert 1.0 <= g(PAGE, "step_flash_over_outputs") < 2.5
-    assert 1.0 <= peaks["FLASH_ATTENTION"] / outputs < 2.5
+    # a small multiple of the outputs, far from the T x T matrix (T / (4 d_k) = 8 times the
+    # outputs at T = 2048): the resident-size readings move with the allocator's state, and
+    # a test worker's re-measurement was 2.52 times the outputs in one CI run
+    assert matrix / outputs == T / (4 * d) >= 8
+    assert 1.0 <= g(PAGE, "step_flash_over_outputs") < 4
+    assert 1.0 <= peaks["FLASH_ATTENTION"] / outputs < 4
     # the prose quotes the two CPU times and draws no conclusion from them
     assert g(PAGE, "step_ms_math") > 0 and g(PAGE, "step_ms_flash") > 0
     assert "step_speedup" not in glued(PAGE)
