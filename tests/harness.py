@@ -42,6 +42,21 @@ def book_pages(html: Path = HTML) -> list[str]:
                   if "_static" not in p.parts and "vendor" not in p.parts and "_sources" not in p.parts)
 
 
+# The front matter of a page that is a notebook (jupytext's MyST format, the book's kernel):
+# the start of every test page.
+NOTEBOOK_FRONT_MATTER = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
 def one_page_book(folder: Path, page: str, config: str | None = None) -> Path:
     """A book in ``folder`` with the book's own configuration (or ``config``), extensions and
     site files, and one page, ``page`` (MyST text), as chapters/index.md."""

@@ -21,6 +21,7 @@ from attention.checkers import (
     check_softmax_jacobian,
 )
 from tests.glue import executed_notebook, glued, glued_number
+from tests import harness
 from tests.harness import HTML, ROOT
 from tests.pages._common import (
     CHAPTERS,
@@ -137,16 +138,7 @@ def test_a_figure_left_open_for_glue_is_not_shown_twice(page):
 def test_the_open_figure_check_finds_the_cells_it_must():
     import textwrap
 
-    page = textwrap.dedent('''\
-        ---
-        jupytext:
-          text_representation:
-            format_name: myst
-        kernelspec:
-          display_name: Python 3
-          language: python
-          name: python3
-        ---
+    page = harness.NOTEBOOK_FRONT_MATTER + textwrap.dedent('''\
         ```{code-cell} ipython3
         def draw(x):
             fig, ax = plt.subplots()

@@ -2,17 +2,7 @@
 
 from tests import harness
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+PAGE = harness.NOTEBOOK_FRONT_MATTER + """
 # A page with a broken cell
 
 ```{code-cell} ipython3

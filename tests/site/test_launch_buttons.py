@@ -21,17 +21,7 @@ from tests import harness
 from tests.harness import ROOT
 
 REPOSITORY = "https://github.com/example-org/attention-book"
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-
+PAGE = harness.NOTEBOOK_FRONT_MATTER + """
 # A page
 
 ```{code-cell} ipython3
