@@ -2,7 +2,7 @@
 
 The plain version, :func:`scaled_dot_product_attention`, is the algorithm of the pages
 "Soft retrieval" and "Numerical stability": scores, mask, shift by the row maximum,
-exponential, normalisation, product with the values, nothing else. The tiled version,
+exponential, normalization, product with the values, nothing else. The tiled version,
 :func:`tiled_attention`, which never forms the T_q x T_k score matrix, is derived on the
 page "Numerical stability". The same arithmetic arranged for speed lives in
 :mod:`attention.blocked`.
@@ -137,8 +137,8 @@ def _attend(Q, K, V, mask, c, need_weights=True):
     A = np.exp(S, out=S)                           # e^(s_ij - m_i), masked keys give 0
     total = A.sum(axis=-1, keepdims=True)          # (..., T_q, 1), >= 1 unless all masked
     total[total == 0] = 1.0                        # a fully masked row: zero weights
-    if not need_weights:                           # normalise the outputs, not the weights
-        O = A @ V                                  # (..., T_q, d_v), unnormalised
+    if not need_weights:                           # normalize the outputs, not the weights
+        O = A @ V                                  # (..., T_q, d_v), unnormalized
         O /= total
         return O.astype(dtype, copy=False), None
     A /= total                                     # each row now sums to 1 (or is zero)
@@ -163,13 +163,20 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
 
     Queries are processed ``block_size`` at a time, and for each query block the keys are
     visited ``block_size`` at a time while a running row maximum ``m``, a running
-    normaliser ``l`` and an unnormalised output ``acc`` are updated (Milakov and
+    normalizer ``l`` and an unnormalized output ``acc`` are updated (Milakov and
     Gimelshein 2018); ``acc`` is divided by ``l`` once, after the last block of keys, as
-    in FlashAttention-2 (Dao 2023). Only a (block_size, block_size) tile of scores exists
-    at any moment, so extra memory is O(block_size^2) per batch element instead of
-    O(T_q T_k).
+    in FlashAttention-2 (Dao 2023). The T_q x T_k scores never exist: at any moment one
+    (block_size, block_size) tile of scores per batch element is being computed, and the
+    previous tile stays referenced until the name is reassigned, so the extra memory is
+    about two tiles, O(block_size^2) per batch element, instead of O(T_q T_k).
+
+    ``mask`` is a dense boolean array that broadcasts to (..., T_q, T_k), read one tile at
+    a time; a mask of that full shape, built by the caller, is itself T_q x T_k bytes and
+    brings O(T_q T_k) memory back (fused kernels derive a causal mask from the indices).
     Equals :func:`scaled_dot_product_attention` to float rounding, including the
-    fully-masked-row policy (zero output). ``block_size`` need not divide T.
+    fully-masked-row policy (zero output), a row whose first key blocks are all masked
+    (its running maximum stays -inf: shifted by 0, rescaled by 0) and its error for scores
+    that overflow the dtype (``ValueError``). ``block_size`` need not divide T.
     """
     Q, K, V = check_qkv(Q, K, V)
     block_size = check_positive(block_size, "block_size", integer=True)
@@ -188,15 +195,21 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
         q1 = min(q0 + block_size, T_q)
         Qb = Q[..., q0:q1, :].astype(acc_dtype, copy=False)
         m = np.full(batch + (q1 - q0, 1), -np.inf, dtype=acc_dtype)  # running max
-        l = np.zeros(batch + (q1 - q0, 1), dtype=acc_dtype)  # running normaliser
+        l = np.zeros(batch + (q1 - q0, 1), dtype=acc_dtype)  # running normalizer
         acc = np.zeros(batch + (q1 - q0, d_v), dtype=acc_dtype)  # running sum of e^(s-m) v
         for k0 in range(0, T_k, block_size):
             k1 = min(k0 + block_size, T_k)
-            S = Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)  # (..., bq, bk)
-            S *= c  # in place: the tile is the only block-sized array we keep
-            if mask is not None:
-                np.copyto(S, -np.inf, where=~mask[..., q0:q1, k0:k1])
-            m_new = np.maximum(m, S.max(axis=-1, keepdims=True))
+            with np.errstate(over="ignore"):  # an overflow is reported below
+                S = Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)  # (..., bq, bk)
+            S *= c  # in place: one tile of scores, the exponentials overwrite it
+            tile_mask = None if mask is None else mask[..., q0:q1, k0:k1]
+            if tile_mask is not None:
+                np.copyto(S, -np.inf, where=~tile_mask)
+            S_max = S.max(axis=-1, keepdims=True)  # (..., bq, 1): this tile's row maxima
+            # The plain version's check, per tile: NaN or +-inf here is an overflow, not a
+            # masked row (NaN would otherwise fail l > 0 below and pass as an empty row).
+            _check_no_overflow(S_max, tile_mask, k1 - k0)
+            m_new = np.maximum(m, S_max)
             # Rows with every key so far masked keep m = -inf; shift them by 0 instead.
             shift = np.where(np.isneginf(m_new), 0.0, m_new)
             S -= shift

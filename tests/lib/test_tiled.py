@@ -80,3 +80,24 @@ def test_tiled_equals_plain_for_random_sizes_masks_and_blocks(args, block_size, 
     mask = np.random.default_rng(seed).random((Q.shape[0], K.shape[0])) < 0.7
     O_plain, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
     np.testing.assert_allclose(tiled_attention(Q, K, V, block_size, mask=mask), O_plain, atol=1e-12)
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 5])
+def test_tiled_raises_like_the_plain_version_when_the_scores_overflow_float32(block_size):
+    """Q K^T overflowing float32 once gave all-zero outputs (NaN fails l > 0, the empty-row
+    guard); the plain version raises, and so must the tiled one, in every tile."""
+    Q = np.full((3, 3), 1e20, dtype=np.float32)  # finite, but q . k = 3e40 overflows
+    K = np.ones((4, 3), dtype=np.float32)
+    K[-1] = 1e20  # only the last key, in the last block, overflows
+    with pytest.raises(ValueError, match="overflowed float32"):
+        scaled_dot_product_attention(Q, K, K)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        tiled_attention(Q, K, K, block_size)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        tiled_attention(Q, -Q, Q, block_size)  # every score -inf, no key masked
+    # a masked overflowing key is not an error: its score is replaced by -inf
+    mask = np.array([True, True, True, False])
+    O_plain, _ = scaled_dot_product_attention(Q, K, K, mask=mask)
+    np.testing.assert_allclose(tiled_attention(Q, K, K, block_size, mask=mask), O_plain)
+    O = tiled_attention(Q.astype(np.float64), K, K, block_size)  # float64 copes
+    assert np.isfinite(O).all() and np.abs(O).max() > 0
