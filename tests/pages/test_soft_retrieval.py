@@ -245,19 +245,78 @@ def test_the_cold_regime_is_not_said_to_stop_learning():
     assert "does not *stop* learning" in SOURCE
 
 
-def test_in_float32_the_cold_derivative_is_exactly_zero_and_in_float64_it_is_not():
-    # "In float32 ... a_2 rounds to exactly 1, so ... d a_2 / d q_2 comes out exactly zero",
-    # checked with autograd rather than the page's formula.
-    grads = {}
-    for dtype in (torch.float32, torch.float64):
-        q = torch.tensor([0.1, 3.0, 0.1, 0.0], dtype=dtype, requires_grad=True)
-        a = torch.softmax(q @ torch.eye(4, dtype=dtype)[:3].T / (0.05 * 2.0), dim=-1)
-        a[1].backward()
-        grads[dtype] = (a[1].item(), q.grad[1].item(), q.grad[0].item())
-    assert grads[torch.float32][0] == 1.0 and grads[torch.float32][1] == 0.0
-    assert grads[torch.float32][2] != 0.0  # the other scores' gradients survive
-    assert grads[torch.float64][1] == pytest.approx(slope(0.05), rel=1e-3)
-    assert "a_2 == 1? True   a_2 (1 - a_2) = 0.0" in page_output_text()
+def test_in_float32_only_the_path_through_its_own_score_dies():
+    # "Only the path through key 2's own score dies": autograd, float32, tau = 0.05.
+    q = torch.tensor([0.1, 3.0, 0.1, 0.0], dtype=torch.float32, requires_grad=True)
+    a = torch.softmax(q @ torch.eye(4)[:3].T / (0.05 * 2.0), dim=-1)
+    a[1].backward()
+    assert a[1].item() == 1.0 and q.grad[1].item() == 0.0 and q.grad[3].item() == 0.0
+    # the paths through s_1 and s_3: -a_2 a_1 / (tau sqrt(d_k)), not zero
+    gap = (3.0 - 0.1) / (2.0 * 0.05)
+    a1 = math.exp(-gap) / (1.0 + 2.0 * math.exp(-gap))
+    for j in (0, 2):
+        assert q.grad[j].item() == pytest.approx(-a1 / 0.1, rel=1e-5)
+        assert q.grad[j].item() == pytest.approx(g(PAGE, "f32_grad_q1"), rel=1e-6)
+    # a_2 (a_1 + a_3) keeps its digits in float32; a_2 (1 - a_2) is 0
+    a32 = a.detach().numpy()
+    assert a32[1] * (np.float32(1) - a32[1]) == 0.0
+    assert g(PAGE, "f32_a2_a1a3") == pytest.approx(2 * a1, rel=1e-5)
+    assert g(PAGE, "f32_a2_a1a3") > 0
+    text = page_output_text()
+    assert "a_2 == 1? True" in text and "a_2 (1 - a_2) = 0.0" in text
+    # float64 keeps the whole derivative, equal to the formula
+    q64 = torch.tensor([0.1, 3.0, 0.1, 0.0], dtype=torch.float64, requires_grad=True)
+    a64 = torch.softmax(q64 @ torch.eye(4, dtype=torch.float64)[:3].T / 0.1, dim=-1)
+    a64[1].backward()
+    assert q64.grad[1].item() == pytest.approx(slope(0.05), rel=1e-3)
+
+
+def test_no_sentence_says_a_weight_rounded_to_one_passes_nothing():
+    assert "passes none" not in SOURCE
+    assert "Only the path through key 2's own score dies" in SOURCE
+
+
+def test_near_a_tie_the_slope_grows_like_one_over_tau():
+    def tie_slope(tau):
+        a = softmax_rows(np.array([0.1, 3.0, 2.95]) / (2.0 * tau))
+        return a[1] * (a[0] + a[2]) / (2.0 * tau)
+    assert g(PAGE, "tie_slope_tau1") == pytest.approx(tie_slope(1.0), rel=1e-9)
+    assert g(PAGE, "tie_slope_tau005") == pytest.approx(tie_slope(0.05), rel=1e-9)
+    # "more sensitive" when cold, and a_2 (1 - a_2) "near 1/4" at tau = 0.05
+    assert g(PAGE, "tie_slope_tau005") > 10 * g(PAGE, "tie_slope_tau1")
+    assert tie_slope(0.05) * 0.1 == pytest.approx(0.25, abs=0.02)
+    # the worked example's query does the opposite
+    assert g(PAGE, "slope_tau005") < g(PAGE, "slope_tau1") / 1e9
+
+
+def jacobian_sizes(seed, tau, n_rows=20_000, T_k=3, d_k=4):
+    """|d a / d q| (Frobenius) of random rows, in torch from J = diag(a) - a a^T."""
+    rng = np.random.default_rng(seed)
+    Q = torch.tensor(rng.standard_normal((n_rows, d_k)))
+    K = torch.tensor(rng.standard_normal((n_rows, T_k, d_k)))
+    # per-row Jacobian c (diag(a) - a a^T) K, built from the definition
+    s = torch.einsum("nd,ntd->nt", Q, K) / (tau * math.sqrt(d_k))
+    a = torch.softmax(s, dim=-1)
+    J = torch.diag_embed(a) - a[:, :, None] * a[:, None, :]
+    return (J @ K / (tau * math.sqrt(d_k))).flatten(1).norm(dim=1).numpy()
+
+
+def test_over_random_rows_the_median_vanishes_while_the_mean_and_the_tail_do_not():
+    s1, s001 = jacobian_sizes(9, 1.0), jacobian_sizes(9, 0.01)
+    assert g(PAGE, "jac_mean_1") == pytest.approx(s1.mean(), rel=1e-9)
+    assert g(PAGE, "jac_mean_001") == pytest.approx(s001.mean(), rel=1e-9)
+    assert g(PAGE, "jac_median_1") == pytest.approx(np.median(s1), rel=1e-9)
+    assert g(PAGE, "jac_median_001") == pytest.approx(np.median(s001), rel=1e-6)
+    assert g(PAGE, "jac_p99_1") == pytest.approx(np.percentile(s1, 99), rel=1e-9)
+    assert g(PAGE, "jac_p99_001") == pytest.approx(np.percentile(s001, 99), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_random_row_sentence_holds_at_other_seeds(seed):
+    s1, s001 = jacobian_sizes(seed, 1.0), jacobian_sizes(seed, 0.01)
+    assert np.median(s001) < 1e-10 < 0.1 < np.median(s1)  # "the median falls"
+    assert s001.mean() > s1.mean()  # "the mean ends higher than it started"
+    assert np.percentile(s001, 99) > 10 * np.percentile(s1, 99)  # "the 99th grows"
 
 
 def test_the_hand_arithmetic_typed_into_the_math_is_right():
