@@ -305,8 +305,61 @@ def row_maximum_before_the_mask(Q, K, V, mask=None):
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def masks_after_softmax_without_renormalising(Q, K, V, mask=None):
+    S = _scores(Q, K)
+    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = A / A.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(mask, A, 0.0)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def renormalises_with_a_guard(Q, K, V, mask=None):
+    """The mask after the softmax, renormalised, a zero sum divided by 1."""
+    S = _scores(Q, K).astype(np.promote_types(Q.dtype, np.float32))
+    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = A / A.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(mask, A, 0.0)
+        total = A.sum(axis=-1, keepdims=True)
+        A = A / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def adds_not_mask_times_minus_inf(Q, K, V, mask=None):
+    """S + (~mask) * -inf: 0 * -inf is NaN on every allowed score."""
+    S = _scores(Q, K)
+    if mask is not None:
+        S = S + (~np.asarray(mask)) * -np.inf
+    return _finish(S, V, Q)
+
+
+def right_only_at_the_checkers_d_k(Q, K, V, mask=None):
+    """A constant scale, right at the checker's usual d_k = 4 only."""
+    S = Q @ np.swapaxes(K, -1, -2) / 2.0
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    return _finish(S.astype(np.promote_types(Q.dtype, np.float32)), V, Q)
+
+
+def in_float32(fn):
+    """fn computed in float32 (or wider) and cast back: the page's rule."""
+    def attempt(Q, K, V, mask=None):
+        work = np.promote_types(Q.dtype, np.float32)
+        O, A = fn(*(x.astype(work) for x in (Q, K, V)), mask)
+        return O.astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = fn.__name__ + "_in_float32"
+    return attempt
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (correct, "Q K^T was formed in float16"),
+    (masks_after_softmax_without_renormalising,
+     "after the softmax without renormalising"),
+    (adds_not_mask_times_minus_inf, "(~mask) * -inf"),
+    (renormalises_with_a_guard, "after the softmax and the weights renormalised"),
+    (right_only_at_the_checkers_d_k, "c = 0.5, but at d_k = 9"),
     (scales_Q_in_place, "changed its argument Q in place"),
     (sqrt_of_d_k_plus_one, "sqrt(d_k + 1)"),
     (row_maximum_before_the_mask, "maximum is taken before the mask is applied"),
@@ -352,10 +405,14 @@ EXCLUSIVE = {
     "maximum is taken along the wrong axis": {shifts_by_the_column_maximum},
     "finite negative bias": {adds_minus_1e9},
     "maximum before exp()": {naive_softmax},
-    "after the softmax and the weights renormalised": {masks_after_softmax},
+    "after the softmax and the weights renormalised": {
+        masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask},
     "mask is ignored": {ignores_the_mask},
-    "cannot tell": {row_maximum_before_the_mask},  # the same zeros as a mask after the softmax
+    "cannot tell": {row_maximum_before_the_mask, renormalises_with_a_guard},  # and renormalising: the same
+    # computation (a softmax over the allowed keys shifted by the unmasked max)  # the same zeros as a mask after the softmax
     "argument Q in place": {scales_Q_in_place},
+    "without renormalising": {masks_after_softmax_without_renormalising},
+    "(~mask) * -inf": {adds_not_mask_times_minus_inf},
 }
 
 
@@ -367,12 +424,12 @@ def _failures(fn, capsys) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("✗")]
 
 
-@pytest.mark.parametrize("fn", [correct, correct_in_float32, correct_with_guards_by_any,
-                                correct_by_nan_to_num, correct_with_finfo_min])
+@pytest.mark.parametrize("fn", [correct_in_float32] + [in_float32(f) for f in (
+    correct_with_guards_by_any, correct_by_nan_to_num, correct_with_finfo_min)])
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_scaled_dot_product_attention(fn) is True
     out = capsys.readouterr().out
-    assert "✗" not in out and "13 of 13 checks passed." in out
+    assert "✗" not in out and "15 of 15 checks passed." in out
 
 
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
@@ -403,7 +460,7 @@ def test_the_batch_hint_appears_only_when_the_two_dimensional_case_passed(capsys
     def fails_on_batches(Q, K, V, mask=None):
         if Q.ndim > 2:
             raise ValueError("matmul: mismatch")
-        return correct(Q, K, V, mask)
+        return correct_in_float32(Q, K, V, mask)
 
     def always_fails(Q, K, V, mask=None):
         raise ValueError("matmul: mismatch" if Q.ndim > 2 else "something else")

@@ -87,6 +87,9 @@ def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, max_axis=None, sum_axis
             A = np.where(mask, A, 0.0)
             if after == "renormalise":
                 A = A / A.sum(axis=-1, keepdims=True)
+            elif after == "renormalise-guarded":  # a zero sum divided by 1
+                total = A.sum(axis=-1, keepdims=True)
+                A = A / np.where(total == 0, 1.0, total)
         return out_scale * (A @ V), A
 
 
@@ -124,6 +127,12 @@ def _mistakes(Q, K, V) -> list[tuple[str, str, dict]]:
          "masked key's score is far above the allowed ones, their exponentials underflow "
          "to 0 and the renormalisation divides 0 by 0; set masked scores to -inf before "
          "the softmax", dict(after="renormalise")),
+        ("after-renormalise",
+         "the mask is applied after the softmax and the weights renormalised: "
+         "when a masked key's score is far above the allowed ones, their "
+         "exponentials underflow to 0 before the mask removes that key, and the "
+         "renormalised row is all zeros; set masked scores to -inf before the "
+         "softmax", dict(after="renormalise-guarded")),
         ("after-zero",
          "the mask is applied after the softmax without renormalising, so the rows no "
          "longer sum to 1; set masked scores to -inf before the softmax",
@@ -240,6 +249,16 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
                          f"A {A_ref.shape}{hint}")
     Af, Of = A.astype(np.float64), O.astype(np.float64)
     d_k = Q.shape[-1]
+    if Q.dtype == np.float16 and not (np.isfinite(Af).all() and np.isfinite(Of).all()):
+        with np.errstate(all="ignore"):
+            raw = Q @ np.swapaxes(K, -1, -2)  # in float16, as an attempt would
+        if not np.isfinite(raw).all():
+            return "float16-overflow", (
+                "the result has NaN or inf: Q K^T was formed in float16, whose "
+                "largest number is 65504, and overflowed to inf (a score above "
+                f"about {65504 / math.sqrt(d_k):.0f} at d_k = {d_k}); compute in "
+                "float32, Q.astype(np.float32) and so on, and cast O and A back "
+                "to float16 at the end")
     if A.shape[-1] == A.shape[-2] and _same(np.swapaxes(Af, -1, -2), A_ref, atol):
         # square weights (T_q = T_k): the shape alone cannot show a transpose
         return "transposed", ("the weights are transposed: row i of A must hold query "
@@ -279,6 +298,12 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         return "nan-output", ("the weights are right but the output has NaN: compute "
                               "O = A V from the guarded weights, after the fully masked "
                               "rows are set to zero")
+    if mask is not None and np.isnan(Af).all():
+        return "nan-arithmetic-mask", (
+            "every weight is NaN once there is a mask: was it applied by "
+            "arithmetic, as S + (~mask) * -inf? 0 * -inf is NaN, so every allowed "
+            "score turns NaN; replace the masked scores instead, "
+            "np.where(mask, S, -np.inf)")
     if np.isnan(Af).any() or np.isnan(Of).any():
         return "", ("the result contains NaN where the reference has none: exp() of a score "
                 "that overflowed (inf / inf), or a row whose every score is -inf "
@@ -290,7 +315,34 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         err = float(np.abs(Of - O_ref).max())
         return "", f"the weights are right but the output differs by up to {err:.3g}; O = A V"
     err = float(np.abs(Af - A_ref).max())
+    c = _fitted_scale(Af, Q, K, mask)
+    if c is not None and not np.isclose(c, 1 / math.sqrt(d_k), rtol=1e-3):
+        return "fitted-scale", (
+            f"your weights are softmax(c Q K^T) with c = {c:.4g}, but at d_k = "
+            f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
+            "d_k from the inputs, Q.shape[-1], not a constant or another size")
     return "", f"the weights differ from the reference by up to {err:.3g}"
+
+
+def _fitted_scale(A, Q, K, mask) -> float | None:
+    """The factor c with A = softmax(c Q K^T) on the allowed keys, if one fits."""
+    R = (Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2))
+    allowed = np.ones(A.shape, bool) if mask is None else np.broadcast_to(mask, A.shape)
+    if not np.all(A[allowed] > 0) or np.any(A[~allowed]) or not allowed.any(-1).all():
+        return None
+    n = allowed.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        L = np.where(allowed, np.log(np.where(allowed, A, 1.0)), 0.0)
+    X = np.where(allowed, R, 0.0)
+    L = np.where(allowed, L - L.sum(-1, keepdims=True) / n, 0.0)
+    X = np.where(allowed, X - X.sum(-1, keepdims=True) / n, 0.0)
+    if not (X * X).sum() > 0:
+        return None
+    c = float((L * X).sum() / (X * X).sum())
+    S = np.where(allowed, c * R, -np.inf)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    tol = 5e-3 if Q.dtype == np.float16 else 1e-6
+    return c if np.allclose(E / E.sum(-1, keepdims=True), A, atol=tol) else None
 
 
 def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:
@@ -385,7 +437,7 @@ def _inputs(rng, batch=(), T_q=3, T_k=5, d_k=4, d_v=2):
 
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, mask=None) -> (O, A)`` against the contract in this module's
-    docstring: thirteen cases, one line each; returns True when all pass."""
+    docstring: fifteen cases; returns True when all pass."""
     rng = np.random.default_rng(_RNG_SEED)
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -400,6 +452,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     Q_far = Q.copy()
     Q_far[:, 0] = np.abs(Q_far[:, 0]) + 1.0
     Q_far[0, 0] = -Q_far[0, 0]
+    # Query 2's masked key 0 scores only about 3 above the others: no underflow,
+    # so a mask applied after the softmax without renormalising shows apart
+    # from one applied with renormalising (which only underflow defeats).
+    Q_far[2, 0] = 0.002
     K_far = K.copy()
     K_far[0] = [3000.0, 0.0, 0.0, 0.0]
     not_key_0 = np.ones((T_q, T_k), dtype=bool)
@@ -416,11 +472,20 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     mask_bh[..., 0] = True  # every row sees key 0: no fully masked row here
     pad = padding_mask([4, 0, 5, 2, 1, 3], T_k)[:, None]  # (B, 1, 1, T_k); one empty
 
+    # Other sizes, d_k = 9 among them: a scale right only at d_k = 4 shows.
+    Q_o, K_o, V_o = _inputs(rng, T_q=2, T_k=7, d_k=9, d_v=3)
+
     # Self-attention, T_q = T_k: a square A, whose shape cannot show a transpose.
     Q_sq, K_sq, V_sq = _inputs(rng, T_q=6, T_k=6)
 
     Q32, K32, V32 = (x.astype(np.float32) for x in (Q, K, V))
     Q16, K16, V16 = (x.astype(np.float16) for x in (Q, K, V))
+    # float16 at d_k = 64 with scores near 9600: the raw products Q K^T pass
+    # 65504, float16's largest number, so only a computation in float32 (the
+    # page's rule) gives finite scores; the weights are far from one-hot.
+    Q_h = (40 + 0.05 * rng.standard_normal((T_q, 64))).astype(np.float16)
+    K_h = (30 + 0.05 * rng.standard_normal((T_k, 64))).astype(np.float16)
+    V_h = rng.standard_normal((T_k, 2)).astype(np.float16)
 
     def batched_error():
         # Said only if the batched case without a mask passed: then the attempt
@@ -441,12 +506,14 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
              _case(fn, Q, K, V, causal_mask(T_q, T_k))),
         _run("a masked key whose score is far above the others", _case(
             fn, Q_far, K_far, V, not_key_0,
-            what="; here key 0 outscores every other key by over 1000 for the "
-                 "queries that may not see it")),
+            what="; here key 0 outscores every other key by over 1000 for "
+                 "query 1, which may not see it")),
         _run("a fully masked row gets zero weights and a zero output",
              _case(fn, Q, K, V, empty_row)),
         _run("self-attention (T_q = T_k) with a causal mask",
              _case(fn, Q_sq, K_sq, V_sq, causal_mask(6))),
+        _run("other sizes: T_q = 2, T_k = 7, d_k = 9, d_v = 3, causal mask",
+             _case(fn, Q_o, K_o, V_o, causal_mask(2, 7))),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
@@ -468,5 +535,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
             notes={"unguarded": " (in float16, -1e9 also rounds to -inf)"})),
+        _run("float16 at d_k = 64, scores near 9600", _case(
+            fn, Q_h, K_h, V_h, atol=5e-3,
+            what="; in float16, Q K^T overflows to inf once a raw dot product "
+                 "passes 65504 (a score above about 8188 at d_k = 64): compute "
+                 "in float32, Q.astype(np.float32), and cast the results back")),
     ]
     return _report(results, verbose)
