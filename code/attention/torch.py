@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["scaled_dot_product_attention", "SelfAttention", "safe_softmax"]
+__all__ = ["scaled_dot_product_attention", "SelfAttention", "safe_softmax", "peak_allocated"]
 
 
 def _check_tensor(x, name: str, *, allow_neg_inf: bool = False) -> None:
@@ -198,3 +200,38 @@ class SelfAttention(nn.Module):
                 attn_mask = attn_mask.masked_fill(~causal, float("-inf"))
         o = sdpa(q, k, v, attn_mask=attn_mask, dropout_p=p, is_causal=self.causal and attn_mask is None)
         return self.W_o(o)  # (B, T, d_model)
+
+
+def peak_allocated(fn: Callable[[], object]) -> int:
+    """Peak bytes that torch's CPU allocations held at once while ``fn()`` ran.
+
+    Read from the PyTorch profiler's memory accounting (``profile_memory=True``): every
+    allocation and free torch makes, replayed in order, the largest running total kept.
+    Unlike a resident-size reading it does not move with the machine's load or with
+    memory the allocator keeps for reuse: the same call gives the same figure. It counts
+    only torch's own allocations (not NumPy's, nor BLAS workspace), on the calling thread
+    and its autograd backward pass (page "Attention in PyTorch"). ``fn`` must be callable
+    (TypeError otherwise); what it returns is dropped inside the measurement.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    from torch.profiler import ProfilerActivity, profile
+
+    # The profiler's C++ side prints two status lines per run on the process's stderr;
+    # they say nothing about the measurement, so file descriptor 2 is parked meanwhile.
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+                fn()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    events = sorted((e for e in prof.profiler.kineto_results.events()
+                     if e.name() == "[memory]"), key=lambda e: e.start_ns())
+    held = peak = 0
+    for event in events:  # nbytes > 0 allocates, < 0 frees
+        held += event.nbytes()
+        peak = max(peak, held)
+    return peak
