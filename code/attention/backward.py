@@ -6,15 +6,21 @@ Backward, step by step (dX means dL/dX and has the shape of X):
     D_i = sum_j A_ij dA_ij = dO_i . O_i            (one number per query)
     dS = A * (dA - D)                              (softmax VJP, row by row)
     dQ = c dS K,  dK = c dS^T Q                    (product rule of S = c Q K^T)
-Four matrix products of the forward pass's size, against its two. The same arithmetic
-arranged for speed: :func:`attention.blocked.blocked_attention_backward`.
+Four matrix products of the forward pass's size, against its two, given the stored A.
+The same arithmetic arranged for speed: :func:`attention.blocked.blocked_attention_backward`.
+
+:func:`tiled_attention_backward` is the FlashAttention-style version: it keeps no A, but
+rebuilds it one tile of keys at a time from the row log-sum-exp L, A_ij = exp(S_ij - L_i),
+one more product (Q K^T) than the stored-A version: five against the forward's two. It is
+where a mask needs code: the mask is applied again on every tile, and a query that sees no
+key (L_i = -inf) must not give exp(-inf - (-inf)) = NaN.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, check_mask, sum_to_shape
+from ._validate import as_float_array, check_mask, check_positive, sum_to_shape
 from .forward import check_qkv, scaled_dot_product_attention, score_scale
 
 
@@ -78,3 +84,112 @@ def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A, *,
     if dO.shape != o_shape:
         raise ValueError(f"dO must have the output's shape {o_shape}, got {dO.shape}")
     return Q, K, V, dO, O, A, c, batch
+
+
+def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperature: float = 1.0,
+                             *, O=None, L=None):
+    """(dQ, dK, dV) as :func:`attention_backward`, without ever holding T_q x T_k numbers.
+
+    The recompute backward pass of FlashAttention (Dao et al. 2022, Appendix B): from the
+    output ``O`` (..., T_q, d_v) and each query's log-sum-exp of its scores ``L``
+    (..., T_q), the keys are visited ``block_size`` at a time and each tile of weights is
+    rebuilt as A = exp(S - L); D_i = dO_i . O_i is computed once, before the loop. The
+    mask (boolean, True = may attend, broadcasting to (..., T_q, T_k)) must be the
+    forward pass's and is applied again to every tile; a query with no visible key
+    (L_i = -inf) gets zero weights and zero gradients, never NaN. Pass both ``O`` and ``L``
+    or neither (then a key-blocked online-softmax pass computes them). Same shapes, dtype
+    rules and broadcasting as :func:`attention_backward`; scores that overflow raise
+    ``ValueError``.
+    """
+    Q, K, V = check_qkv(Q, K, V)
+    block_size = check_positive(block_size, "block_size", integer=True)
+    c = score_scale(Q.shape[-1], temperature)
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
+    if mask is not None:
+        mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
+    dO = as_float_array(dO, "dO")
+    if dO.shape != batch + (T_q, d_v):
+        raise ValueError(f"dO must have the output's shape {batch + (T_q, d_v)}, got {dO.shape}")
+    if (O is None) != (L is None):
+        raise TypeError("pass both O and L (the forward pass's output and log-sum-exp) or neither")
+    dtype = Q.dtype
+    work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
+    Q_, K_, V_, dO = (x.astype(work, copy=False) for x in (Q, K, V, dO))
+    if O is None:
+        O, L = _output_and_log_sum_exp(Q_, K_, V_, mask, c, block_size)
+    else:
+        O = as_float_array(O, "O")
+        L = as_float_array(L, "L", allow_neg_inf=True)
+        for name, x, shape in (("O", O, batch + (T_q, d_v)), ("L", L, batch + (T_q,))):
+            if x.shape != shape:
+                raise ValueError(f"{name} must have shape {shape} (from the forward pass), got {x.shape}")
+    O, L = O.astype(work, copy=False), L.astype(work, copy=False)[..., None]
+    L = np.where(np.isneginf(L), np.inf, L)  # no visible key: exp(S - inf) = 0, not NaN
+
+    def T_(X):
+        return np.swapaxes(X, -1, -2)
+
+    D = np.sum(dO * O, axis=-1, keepdims=True)           # (..., T_q, 1), once
+    dQ = np.zeros(batch + Q.shape[-2:], dtype=work)
+    dK = np.zeros(batch + K.shape[-2:], dtype=work)
+    dV = np.zeros(batch + V.shape[-2:], dtype=work)
+    for k0 in range(0, T_k, block_size):
+        blk = slice(k0, k0 + block_size)
+        with np.errstate(over="ignore"):                   # reported by _check_tile
+            S = c * (Q_ @ T_(K_[..., blk, :]))             # (..., T_q, block)
+        if mask is not None:
+            S = np.where(mask[..., blk], S, -np.inf)       # the mask, on every tile
+        _check_tile(S, None if mask is None else mask[..., blk])
+        A = np.exp(S - L)                                  # the tile of weights
+        dV[..., blk, :] = T_(A) @ dO
+        dS = A * (dO @ T_(V_[..., blk, :]) - D)
+        dQ += c * (dS @ K_[..., blk, :])
+        dK[..., blk, :] = c * (T_(dS) @ Q_)
+    return tuple(sum_to_shape(g, x.shape).astype(dtype, copy=False)
+                 for g, x in ((dQ, Q), (dK, K), (dV, V)))
+
+
+def _check_tile(S, visible) -> None:
+    """The inputs are finite: NaN or an infinite score on a visible key (``visible``: the
+    mask's tile, or None for every key) is an overflow of Q K^T."""
+    top = S.max(initial=-np.inf)
+    bad = np.isnan(top) or np.isposinf(top)
+    if not bad and np.isneginf(S).any():
+        bad = bool((np.isneginf(S) if visible is None else np.isneginf(S) & visible).any())
+    if bad:
+        raise ValueError(
+            f"the scores Q K^T overflowed {S.dtype.name}: some |q . k| exceeds the largest "
+            "representable number; scale Q or K down, or compute in float64")
+
+
+def _output_and_log_sum_exp(Q, K, V, mask, c, block_size):
+    """O (..., T_q, d_v) and L (..., T_q) by an online softmax over blocks of keys.
+
+    L_i = m_i + ln l_i from the running maximum m and normaliser l; -inf for a query that
+    sees no key (its output is zero).
+    """
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    m = np.full(batch + (T_q, 1), -np.inf, dtype=Q.dtype)    # running row maximum
+    l = np.zeros(batch + (T_q, 1), dtype=Q.dtype)             # running normaliser
+    acc = np.zeros(batch + (T_q, V.shape[-1]), dtype=Q.dtype)  # running sum of e^(s-m) v
+    for k0 in range(0, T_k, block_size):
+        blk = slice(k0, k0 + block_size)
+        with np.errstate(over="ignore"):  # reported by _check_tile
+            S = c * (Q @ np.swapaxes(K[..., blk, :], -1, -2))
+        if mask is not None:
+            S = np.where(mask[..., blk], S, -np.inf)
+        _check_tile(S, None if mask is None else mask[..., blk])
+        m_new = np.maximum(m, S.max(axis=-1, keepdims=True))
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)       # all masked so far: 0
+        P = np.exp(S - shift)
+        rescale = np.exp(np.where(np.isneginf(m), -np.inf, m - shift))
+        l = l * rescale + P.sum(axis=-1, keepdims=True)
+        acc = acc * rescale + P @ V[..., blk, :]
+        m = m_new
+    seen = l > 0
+    O = np.where(seen, acc / np.where(seen, l, 1.0), 0.0)
+    with np.errstate(divide="ignore"):
+        L = np.where(seen, m + np.log(np.where(seen, l, 1.0)), -np.inf)
+    return O, L[..., 0]

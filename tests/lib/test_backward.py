@@ -121,3 +121,89 @@ def test_relative_error_is_scaled_by_the_larger_magnitude():
     assert relative_error([1.0, 2.0], [1.0, 2.0]) == 0.0
     assert relative_error([10.0, 0.0], [10.0, 1.0]) == pytest.approx(0.1)
     assert relative_error(np.zeros(3), np.zeros(3)) == 0.0
+
+
+# --- the recompute (FlashAttention-style) backward pass ------------------------------------
+
+from attention.backward import tiled_attention_backward  # noqa: E402
+
+
+def _masks(T_q, T_k):
+    """Every mask kind the recompute backward must handle, each (T_q, T_k)."""
+    empty_row = causal_mask(T_q, T_k)
+    empty_row[2] = False  # query 2 sees no key
+    from attention import padding_mask
+    return {
+        "no mask": None,
+        "causal": causal_mask(T_q, T_k),
+        "padding": padding_mask([T_k - 2, T_k - 4], T_k),  # one length per batch item
+        "bottom-right causal": causal_mask(T_q, T_k, align="bottom-right"),
+        "an empty row": empty_row,
+    }
+
+
+def _log_sum_exp(Q, K, mask):
+    """L_i = ln sum_j exp(S_ij) over the visible keys, straight from the scores."""
+    S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)
+    m_ = np.where(np.isneginf(m), 0.0, m)
+    with np.errstate(divide="ignore"):
+        return (m_ + np.log(np.exp(S - m_).sum(axis=-1, keepdims=True)))[..., 0]
+
+
+@pytest.mark.parametrize("kind", list(_masks(5, 7)))
+@pytest.mark.parametrize("block_size", [1, 3, 7, 16])
+def test_recompute_backward_matches_the_stored_A_backward_for_every_mask_kind(kind, block_size):
+    Q, K, V = random_qkv(8, T_q=5, T_k=7, d_k=4, d_v=3, batch=(2,))
+    dO = np.random.default_rng(9).standard_normal((2, 5, 3))
+    mask = _masks(5, 7)[kind]
+    want = attention_backward(Q, K, V, dO, mask=mask)
+    O, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    for got in (tiled_attention_backward(Q, K, V, dO, block_size, mask=mask),
+                tiled_attention_backward(Q, K, V, dO, block_size, mask=mask,
+                                         O=O, L=_log_sum_exp(Q, K, mask))):
+        for name, g_, w in zip(("dQ", "dK", "dV"), got, want):
+            assert np.isfinite(g_).all(), name
+            np.testing.assert_allclose(g_, w, atol=1e-12, err_msg=f"{kind}: {name}")
+    if kind == "an empty row":
+        assert np.all(tiled_attention_backward(Q, K, V, dO, block_size, mask=mask)[0][:, 2] == 0)
+
+
+def test_recompute_backward_without_the_mask_is_wrong_where_the_mask_matters():
+    """Why the mask must be applied again: the same O and L without it give other gradients."""
+    Q, K, V = random_qkv(3, T_q=6, T_k=6, d_k=4, d_v=3)
+    dO = np.random.default_rng(4).standard_normal((6, 3))
+    mask = causal_mask(6)
+    O, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
+    L = _log_sum_exp(Q, K, mask)
+    want = attention_backward(Q, K, V, dO, mask=mask)
+    wrong = tiled_attention_backward(Q, K, V, dO, 2, O=O, L=L)
+    assert max(np.abs(a - b).max() for a, b in zip(wrong, want)) > 0.1
+
+
+def test_recompute_backward_matches_central_differences_and_keeps_float32():
+    Q, K, V = random_qkv(0, T_q=4, T_k=5, d_k=3, d_v=2)
+    dO = np.random.default_rng(1).standard_normal((4, 2))
+    mask = _partly_masked(4, 5, 11)
+    got = tiled_attention_backward(Q, K, V, dO, 2, mask=mask)
+    for g_, n in zip(got, _numeric_grads(Q, K, V, dO, mask=mask)):
+        assert relative_error(g_, n) < 1e-7
+    low = tiled_attention_backward(*(x.astype(np.float32) for x in (Q, K, V, dO)), 2, mask=mask)
+    assert all(x.dtype == np.float32 for x in low)
+    for a, b in zip(low, got):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_recompute_backward_sums_a_key_shared_by_all_heads_and_raises_on_overflow():
+    rng = np.random.default_rng(4)
+    Q, K, V = rng.standard_normal((3, 4, 2)), rng.standard_normal((5, 2)), rng.standard_normal((5, 3))
+    dO = rng.standard_normal((3, 4, 3))
+    for g_, w, x in zip(tiled_attention_backward(Q, K, V, dO, 2), attention_backward(Q, K, V, dO),
+                        (Q, K, V)):
+        assert g_.shape == x.shape
+        np.testing.assert_allclose(g_, w, atol=1e-12)
+    big = np.full((2, 2), 1e20, dtype=np.float32)
+    with pytest.raises(ValueError, match="overflowed"):
+        tiled_attention_backward(big, big, big[:, :1], np.ones((2, 1), np.float32), 1)

@@ -781,6 +781,55 @@ def test_checkers_report_failure_instead_of_raising_for_unusable_attempts(name, 
     assert CHECKER_CALLS[name](attempt) is False
 
 
+# attention.backward.tiled_attention_backward and at.peak_allocated ---------------------------
+
+from attention.backward import tiled_attention_backward  # noqa: E402
+
+L_fwd = np.log(np.exp(Q @ K.T / np.sqrt(3)).sum(axis=-1))
+
+
+@pytest.mark.parametrize("kind", list(BAD_ARRAYS))
+@pytest.mark.parametrize("which", ["Q", "K", "V", "dO"])
+def test_tiled_attention_backward_rejects_bad_arrays(kind, which):
+    bad, error, words = BAD_ARRAYS[kind]
+    args = {"Q": Q, "K": K[:4], "V": V[:4, :3], "dO": np.ones((4, 3))}
+    args[which] = bad
+    with pytest.raises(error, match=re.escape(words)):
+        tiled_attention_backward(args["Q"], args["K"], args["V"], args["dO"], 2)
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    (dict(block_size=0), ValueError, "block_size"),
+    (dict(block_size=1.5), TypeError, "block_size"),
+    (dict(block_size=2, O=O_fwd), TypeError, "both O and L"),
+    (dict(block_size=2, L=L_fwd), TypeError, "both O and L"),
+    (dict(block_size=2, O=O_fwd, L=L_fwd[:3]), ValueError, "(4,)"),
+    (dict(block_size=2, O=O_fwd[:, :1], L=L_fwd), ValueError, "(4, 2)"),
+    (dict(block_size=2, O=O_fwd, L=_with(L_fwd, (0,), np.inf)), ValueError, "+inf"),
+    (dict(block_size=2, mask=np.ones((4, 5))), TypeError, "boolean"),
+    (dict(block_size=2, mask=np.ones((3, 5), dtype=bool)), ValueError, "(3, 5)"),
+    (dict(block_size=2, temperature=-1.0), ValueError, "temperature"),
+], ids=["zero block", "fractional block", "O alone", "L alone", "L too short", "O too narrow",
+        "+inf in L", "non-boolean mask", "mask of the wrong shape", "bad temperature"])
+def test_tiled_attention_backward_refuses_bad_options_and_saved_results(kwargs, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        tiled_attention_backward(Q, K, V, dO, **kwargs)
+
+
+def test_tiled_attention_backward_refuses_bad_output_gradients_and_overflow():
+    with pytest.raises(ValueError, match=re.escape("(4, 2)")):
+        tiled_attention_backward(Q, K, V, np.ones((4, 3)), 2)
+    huge = np.full((2, 2), 1e30, dtype=np.float32)
+    with pytest.raises(ValueError, match="overflowed"):
+        tiled_attention_backward(huge, huge, huge, np.ones((2, 2), np.float32), 1)
+
+
+@pytest.mark.parametrize("fn", [None, 3, "run"])
+def test_peak_allocated_refuses_what_it_cannot_call(fn):
+    with pytest.raises(TypeError, match="callable"):
+        at.peak_allocated(fn)
+
+
 # Meta-test ---------------------------------------------------------------------------------
 
 
