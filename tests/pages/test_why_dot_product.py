@@ -200,6 +200,66 @@ def test_additive_scores_keep_their_spread_while_dot_products_grow_like_sqrt_d_k
         assert 0.9 * ratio < dot / dot_16 < 1.1 * ratio
 
 
+def page_unit_w_spreads():
+    """The page's d_a cell replayed in torch: spreads with w ~ N(0, 1) and w / sqrt(d_a)."""
+    rng = np.random.default_rng(5)
+    unit, scaled = {}, {}
+    for width in (16, 256, 1024):
+        runs_u, runs_s = [], []
+        for _ in range(4):
+            Q, K = rng.standard_normal((64, 64)), rng.standard_normal((64, 64))
+            W_q = rng.standard_normal((64, width)) / 8.0
+            W_k = rng.standard_normal((64, width)) / 8.0
+            w = rng.standard_normal(width)
+            S = additive(Q, K, W_q, W_k, w)
+            runs_u.append(S.std())
+            runs_s.append(additive(Q, K, W_q, W_k, w / math.sqrt(width)).std())
+        unit[width], scaled[width] = np.mean(runs_u), np.mean(runs_s)
+    return unit, scaled
+
+
+def test_with_unit_variance_w_the_additive_spread_grows_like_sqrt_d_a():
+    unit, scaled = page_unit_w_spreads()
+    for width in (16, 256, 1024):
+        assert g(PAGE, f"add_unit_{width}") == pytest.approx(unit[width], rel=1e-9)
+    assert g(PAGE, "add_scaled_min") == pytest.approx(min(scaled.values()), rel=1e-9)
+    assert g(PAGE, "add_scaled_max") == pytest.approx(max(scaled.values()), rel=1e-9)
+    # "grows like sqrt(d_a)": from 16 to 1024 the ratio is sqrt(64) = 8, within 25%
+    assert 6 < unit[1024] / unit[16] < 10
+    # "keeps it between": the scaled spread moves by less than 10%
+    assert max(scaled.values()) / min(scaled.values()) < 1.1
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_the_sqrt_d_a_growth_holds_at_other_seeds(seed):
+    gen = torch.Generator().manual_seed(seed)
+    sds = {}
+    for width in (16, 1024):
+        runs = []
+        for _ in range(8):  # a mean over draws, as the page's table
+            q, k = torch.randn(64, 64, generator=gen), torch.randn(64, 64, generator=gen)
+            W_q = torch.randn(64, width, generator=gen) / 8
+            W_k = torch.randn(64, width, generator=gen) / 8
+            w = torch.randn(width, generator=gen)
+            pre = (q @ W_q)[:, None] + (k @ W_k)[None]
+            runs.append(float((torch.tanh(pre) @ w).std()))
+        sds[width] = np.mean(runs)
+    assert 6 < sds[1024] / sds[16] < 10
+
+
+def test_the_initialisation_of_w_is_named_a_one_over_sqrt_width_scale():
+    assert "is itself a $1/\\sqrt{\\text{width}}$ scale" in SOURCE
+    assert "That is the initialisation's doing" in SOURCE
+
+
+def test_luong_is_cited_for_the_dot_score_and_g_must_be_positive():
+    section = SOURCE.split("## Additive attention")[1].split("```{math}")[0]
+    assert "{cite:t}`luong2015effective`" in section
+    assert "$\\sigma^2 = 1/g$ when $g > 0$" in SOURCE
+    assert "finds it inside" not in SOURCE
+    assert "in the cell above" not in SOURCE
+
+
 def test_the_page_leaves_the_training_comparison_to_the_training_page():
     section = SOURCE.split("## Additive attention")[1].split("## Attention has no sense")[0]
     assert "{ref}`training <training>`" in section
