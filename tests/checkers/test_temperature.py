@@ -18,7 +18,8 @@ def _softmax(S, axis=-1):
 
 
 def _scores(Q, K, tau):
-    return Q @ np.swapaxes(K, -1, -2) / (tau * np.sqrt(Q.shape[-1]))  # (..., T_q, T_k)
+    # a Python float keeps float32 inputs float32
+    return Q @ np.swapaxes(K, -1, -2) / (tau * Q.shape[-1] ** 0.5)  # (..., T_q, T_k)
 
 
 def right(Q, K, V, tau):
@@ -235,8 +236,51 @@ def sqrt_of_d_k_plus_one(Q, K, V, tau):
     return A @ V, A
 
 
+def np_sqrt_turns_float32_into_float64(Q, K, V, tau):
+    """The page's first solution: np.sqrt gives a float64 scalar."""
+    S = Q @ np.swapaxes(K, -1, -2) / (tau * np.sqrt(Q.shape[-1]))
+    A = _softmax(S)
+    return A @ V, A
+
+
+def clips_the_scores(Q, K, V, tau):
+    S = np.clip(_scores(Q, K, tau), -80, 80)  # "so that exp() cannot overflow"
+    E = np.exp(S)
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def uniform_when_hot(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    A = np.full(S.shape, 1 / S.shape[-1]) if tau > 1e4 else _softmax(S)
+    return A @ V, A
+
+
+def right_only_at_the_checkers_d_k(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (tau * 7 ** 0.5))  # d_k = 7
+    return A @ V, A
+
+
+def right_only_at_the_checkers_temperatures(Q, K, V, tau):
+    if tau not in (0.5, 2.0, 5.0, 1e-3, 1e-12, 1e6):
+        tau = 1.0  # "the other temperatures are not tested"
+    A = _softmax(_scores(Q, K, tau))
+    return A @ V, A
+
+
+def casts_to_float64(Q, K, V, tau):
+    O, A = right(*(x.astype(np.float64) for x in (Q, K, V)), tau)
+    return O, A
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (np_sqrt_turns_float32_into_float64, "np.sqrt(d_k) is a NumPy float64 scalar"),
+    (clips_the_scores, "were the scores clipped"),
+    (uniform_when_hot, "exactly 1/T_k, uniform"),
+    (right_only_at_the_checkers_d_k, "softmax(c Q K^T) with c ="),
+    (right_only_at_the_checkers_temperatures, "tau is ignored"),
+    (casts_to_float64, "O of dtype float64 and A of dtype float64"),
     (scales_Q_in_place, "changed its argument Q in place"),
     (argmax_below_a_tiny_tau, "an argmax picks only one"),
     (sqrt_of_d_k_plus_one, "softmax(c Q K^T) with c ="),
@@ -252,7 +296,7 @@ WRONG = [
     (weights_transposed, "transposed"),
     (no_max_subtraction, "overflow"),
     (transpose_with_dot_T, "np.swapaxes(K, -1, -2)"),
-    (argmax_when_cold, "tied"),
+    (argmax_when_cold, "exactly one-hot (an argmax?)"),
     (returns_weights_first, "wrong order"),
     (output_divided_by_tau, "divided by tau"),
     (output_from_unnormalised_exponentials, "not A V of your own weights"),
@@ -284,8 +328,26 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mist
     assert any(keyword in line for line in failed), report
 
 
+# Phrases that belong to some mistakes only: no other attempt may be told them.
+EXCLUSIVE = {
+    "divided by tau twice": {tau_squared, tau_on_both_q_and_k},
+    "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau},
+    "were the scores clipped": {clips_the_scores},
+    "exactly 1/T_k": {uniform_when_hot},
+}
+
+
+@pytest.mark.parametrize("attempt", [f for f, _ in WRONG], ids=[f.__name__ for f, _ in WRONG])
+def test_no_wrong_attempt_is_told_another_mistakes_name(attempt, capsys):
+    checkers.check_attention_with_temperature(attempt)
+    report = capsys.readouterr().out
+    for phrase, owners in EXCLUSIVE.items():
+        if attempt not in owners:
+            assert phrase not in report, (attempt.__name__, phrase)
+
+
 def right_with_einsum(Q, K, V, tau):
-    S = np.einsum("...qd,...kd->...qk", Q, K) / (tau * np.sqrt(Q.shape[-1]))
+    S = np.einsum("...qd,...kd->...qk", Q, K) / (tau * Q.shape[-1] ** 0.5)
     A = _softmax(S)
     return np.einsum("...qk,...kd->...qd", A, V), A
 

@@ -304,7 +304,7 @@ def test_numpy_attention_reference_solution_passes_its_checker():
     assert checkers.check_scaled_dot_product_attention(reference, verbose=False)
     assert g_bool(PAGE, "numpy_reference_passes")
     text = str(executed_notebook(PAGE))
-    assert "13 of 13 checks passed." in text
+    assert "15 of 15 checks passed." in text
 
 
 def test_exercises_come_before_their_answers():

@@ -124,6 +124,28 @@ def _weight_mistakes(Q, K, V, tau) -> list[tuple[str, np.ndarray]]:
     return mistakes
 
 
+def _shortcut(A, want, tau) -> str:
+    """What an attempt did that took a limit instead of computing the softmax."""
+    T_k = A.shape[-1]
+    if np.all(A == 1 / T_k) and not np.all(want == 1 / T_k):
+        return (f"your weights are exactly 1/T_k, uniform, where at tau = {tau:g} the "
+                "softmax still tells the keys apart: the limit tau -> infinity is "
+                "approached, never reached; compute the softmax at every tau")
+    top = A.max(axis=-1, keepdims=True)
+    if np.all((A == 0) | (A == 1)) and not np.all((want == 0) | (want == 1)):
+        return (f"your weights are exactly one-hot (an argmax?), where at tau = {tau:g} "
+                "the softmax still gives several keys weight: the limit tau -> 0+ is "
+                "approached, never reached; compute the softmax at every tau")
+    n_top = (np.abs(A - top) <= 1e-12).sum(axis=-1)
+    n_want = (np.abs(want - want.max(axis=-1, keepdims=True)) <= 1e-9).sum(axis=-1)
+    if np.any(n_top > n_want) and np.all(n_top >= n_want):
+        return ("several keys share a row's largest weight where the softmax gives one "
+                "key the most: were the scores clipped (np.clip, or np.minimum) before "
+                "exp()? Clipping changes the differences between the scores, and so the "
+                "weights; subtract each row's maximum instead, which changes no weight")
+    return ""
+
+
 def _fitted_scale(A, R) -> float | None:
     """The factor c with A = softmax(c R), if the weights are a softmax of scaled raw scores."""
     if not np.all(A > 0):
@@ -135,8 +157,11 @@ def _fitted_scale(A, R) -> float | None:
     return c if np.allclose(_softmax(c * R), A, atol=1e-7) else None
 
 
-def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8) -> tuple[bool, str]:
-    """Compare an attempt's weights with ``want`` and name the mistake if there is one."""
+def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
+                   shortcuts: bool = False) -> tuple[bool, str]:
+    """Compare an attempt's weights with ``want`` and name the mistake if there is one;
+    with ``shortcuts`` (the attempt passed at the ordinary temperatures, so its scale is
+    right) a limit taken instead of the softmax is named first."""
     ok, detail = _compare(got, want, what, atol)
     if ok or got is None or _PRECISION in detail:
         return ok, detail
@@ -147,6 +172,9 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8) -> tu
         return False, detail
     if not np.isfinite(A).all():
         return False, detail
+    shortcut = _shortcut(A, want, tau) if shortcuts else ""
+    if shortcut:
+        return False, f"{detail}: {shortcut}"
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
         return False, detail + ": " + _why_rows_do_not_sum_to_one(A, want, tau)
     for message, wrong in _weight_mistakes(Q, K, V, tau):
@@ -211,13 +239,15 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> 
     return False, detail
 
 
-def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint=""):
+def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="",
+          shortcuts=False):
     """Run the attempt once and compare its weights (if ``want_A``) and output (if ``want_O``)."""
     pair, error = _attempt(fn, Q, K, V, tau)
     if pair is None:
         return False, error
     if want_A is not None:
-        ok, detail = _check_weights(pair[1], want_A, Q, K, V, tau, f"weights {what}", atol)
+        ok, detail = _check_weights(pair[1], want_A, Q, K, V, tau, f"weights {what}", atol,
+                                    shortcuts)
         if not ok:
             if hint and pair[1] is not None and np.isnan(np.asarray(pair[1], dtype=float)).any():
                 detail += hint
@@ -225,6 +255,27 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
     if want_O is not None:
         return _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol)
     return True, ""
+
+
+def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
+    """float32 in, float32 out, and the values right to float32 precision."""
+    pair, error = _attempt(fn, Q, K, V, tau)
+    if pair is None:
+        return False, error
+    want_O, want_A = scaled_dot_product_attention(*(x.astype(np.float64) for x in (Q, K, V)),
+                                                  temperature=tau)
+    for name, got, want in (("A", pair[1], want_A), ("O", pair[0], want_O)):
+        ok, detail = _close(got, want, f"{name} for float32 inputs", atol=1e-5)
+        if not ok:
+            return ok, detail
+    dtypes = {name: getattr(x, "dtype", None) for name, x in zip("OA", pair)}
+    if all(d == np.float32 for d in dtypes.values()):
+        return True, ""
+    return False, (f"float32 inputs gave O of dtype {dtypes['O']} and A of dtype "
+                   f"{dtypes['A']}: keep the inputs' dtype; np.sqrt(d_k) is a NumPy "
+                   "float64 scalar, which turns float32 scores into float64: use "
+                   "math.sqrt(d_k) or d_k ** 0.5 (a Python float), or cast with "
+                   ".astype(Q.dtype)")
 
 
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
@@ -252,15 +303,17 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         results.append(_run(f"output at tau = {tau}", lambda t=tau, O=O_ref: _case(
             fn, Q, K, V, t, want_O=O, what=f"at tau = {t}")))
 
+    ordinary_ok = all(ok for _, ok, _ in results[1:])  # the scale is right
+
     # tau -> 0+: one-hot on each query's best key, and the output is that key's value.
     best = np.argmax(Q @ K.T, axis=-1)
     onehot = (np.arange(T_K) == best[:, None]).astype(float)  # (T_q, T_k)
     results.append(_run(f"tau -> 0+ (tau = {COLD:g}): weights one-hot on the best key",
                         lambda: _case(fn, Q, K, V, COLD, want_A=onehot,
-                                      what=f"at tau = {COLD:g}", atol=1e-6)))
+                                      what=f"at tau = {COLD:g}", atol=1e-6, shortcuts=ordinary_ok)))
     results.append(_run(f"tau -> 0+ (tau = {COLD:g}): output is the best key's value",
                         lambda: _case(fn, Q, K, V, COLD, want_O=V[best],
-                                      what=f"at tau = {COLD:g}", atol=1e-6)))
+                                      what=f"at tau = {COLD:g}", atol=1e-6, shortcuts=ordinary_ok)))
 
     # Cold, with one row's scores far below another's: a single maximum for the whole array
     # leaves every exponential of the low row underflowed to 0, and 0/0 is NaN.
@@ -276,7 +329,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     results.append(_run(f"tau -> 0+ (tau = {COLD:g}): rows far apart, each shifted by its own "
                         "maximum", lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
                                                  what="with rows far apart", atol=1e-6,
-                                                 hint=far_hint)))
+                                                 hint=far_hint, shortcuts=ordinary_ok)))
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
@@ -296,10 +349,11 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             O, A = pair
             ok, detail = _check_weights(A, tie, q_tie, K_tie, V, tau,
                                         f"weights at tau = {tau:g} with two tied best keys",
-                                        atol=1e-6)
+                                        atol=1e-6, shortcuts=ordinary_ok)
             one_hot = (A is not None and np.shape(A) == tie.shape
                        and np.isclose(np.max(np.asarray(A, dtype=np.float64)), 1.0, atol=1e-6))
             if not ok and one_hot:
+                detail = detail.split(": your weights are exactly one-hot")[0]
                 detail += (": two keys tied for the best score should get 1/2 each, however "
                            "small tau is; an argmax picks only one of them")
             if ok:
@@ -311,15 +365,30 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     results.append(_run("tau -> 0+ with a tie: the tied keys share the weight", tied_keys_share_the_weight))
 
-    # tau -> infinity: uniform weights, and the output is the plain average of the values.
-    uniform = np.full((T_Q, T_K), 1 / T_K)
-    mean = np.broadcast_to(V.mean(axis=0), (T_Q, D_V))
-    results.append(_run(f"tau -> infinity (tau = {HOT:g}): uniform weights",
-                        lambda: _case(fn, Q, K, V, HOT, want_A=uniform,
-                                      what=f"at tau = {HOT:g}", atol=1e-5)))
-    results.append(_run(f"tau -> infinity (tau = {HOT:g}): output is the mean of the values",
-                        lambda: _case(fn, Q, K, V, HOT, want_O=mean,
-                                      what=f"at tau = {HOT:g}", atol=1e-5)))
+    # tau -> infinity: nearly uniform weights, and the output nearly the plain average
+    # of the values; compared with the reference as tightly as every other case (the
+    # weights differ from 1/T_k by about 1e-7 here), so that a shortcut to exactly
+    # uniform weights at large tau shows.
+    O_hot, A_hot = scaled_dot_product_attention(Q, K, V, temperature=HOT)
+    results.append(_run(f"tau -> infinity (tau = {HOT:g}): nearly uniform weights",
+                        lambda: _case(fn, Q, K, V, HOT, want_A=A_hot,
+                                      what=f"at tau = {HOT:g}", shortcuts=ordinary_ok)))
+    results.append(_run(f"tau -> infinity (tau = {HOT:g}): output near the mean of the "
+                        "values", lambda: _case(fn, Q, K, V, HOT, want_O=O_hot,
+                                                what=f"at tau = {HOT:g}", shortcuts=ordinary_ok)))
+
+    # Other sizes and another temperature: an attempt right only at the checker's
+    # d_k = 7 or at its temperatures shows here.
+    Qo, Ko, Vo = _qkv(rng, T_q=5, T_k=3, d_k=4, d_v=6, batch=(2,))
+    O_o, A_o = scaled_dot_product_attention(Qo, Ko, Vo, temperature=0.8)
+    results.append(_run("other sizes (2, T_q = 5, d_k = 4), T_k = 3, d_v = 6, tau = 0.8",
+                        lambda: _case(fn, Qo, Ko, Vo, 0.8, want_A=A_o, want_O=O_o,
+                                      what="at other sizes", shortcuts=ordinary_ok)))
+
+    # float32 inputs: float32 results, to float32 precision.
+    Q32, K32, V32 = (x.astype(np.float32) for x in _qkv(rng, T_q=4, T_k=6, d_k=3, d_v=5))
+    results.append(_run("float32 inputs give float32 results (tau = 1.5)",
+                        lambda: _float32_case(fn, Q32, K32, V32, 1.5)))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
