@@ -396,3 +396,106 @@ def test_captions_and_alt_text_type_no_numbers():
         body = re.sub(r"\{(eq|numref|ref|cite:[pt])\}`[^`]*`", "", block)
         body = "\n".join(line for line in body.splitlines()[1:] if not line.startswith(":name:"))
         assert not re.search(r"\d", body), body
+
+
+# --- issue 21: the claims as the page now states them --------------------------------------
+
+SOURCE = (CHAPTERS / f"{PAGE}.md").read_text()
+
+
+def test_the_unscaled_largest_weight_at_d_k_64_is_the_pages_not_a_lead_of_ten():
+    rng = np.random.default_rng(11)
+    q = torch.tensor(rng.standard_normal((2000, 1, 64)))
+    K = torch.tensor(rng.standard_normal((2000, 32, 64)))
+    S = (q * K).sum(-1)
+    assert g(PAGE, "lead_max_w_64") == pytest.approx(
+        torch.softmax(S, -1).max(-1).values.mean().item(), rel=1e-9)
+    assert g(PAGE, "lead_max_w_64s") == pytest.approx(
+        torch.softmax(S / 8, -1).max(-1).values.mean().item(), rel=1e-9)
+    assert "a lead of\n10" not in SOURCE and "a lead of 10" not in SOURCE
+    # at another seed the unscaled mean stays far from the scaled one
+    rng = np.random.default_rng(5)
+    S = (rng.standard_normal((1000, 1, 64)) * rng.standard_normal((1000, 32, 64))).sum(-1)
+    assert torch.softmax(torch.tensor(S), -1).max(-1).values.mean().item() > 0.75
+
+
+def _per_row_excess_kurtosis(s):
+    z = (s - s.mean(-1, keepdims=True)) / s.std(-1, keepdims=True)
+    return (z**4).mean(-1) - 3
+
+
+@pytest.mark.parametrize("d_k", [1, 4, 16])
+def test_within_one_row_the_scaled_scores_are_normal_given_q(d_k):
+    """'Within a row the excess kurtosis is at most ... in size': the page's glue, and a
+    fresh sample with more keys per row, whose mean per-row estimate is near 0, not 6/d_k."""
+    assert g(PAGE, "within_kurt_max") < 3 * g(PAGE, "within_kurt_se_max")
+    assert g(PAGE, "within_kurt_se_max") < 0.02
+    rng = np.random.default_rng(40 + d_k)
+    q = rng.standard_normal((100, 1, d_k))
+    s = (q * rng.standard_normal((100, 4096, d_k))).sum(-1) / math.sqrt(d_k)
+    per_row = _per_row_excess_kurtosis(s)
+    assert abs(per_row.mean()) < 0.02 < 6 / d_k / 10
+    # pooled, the same numbers show the scale mixture 3 (1 + 2/d_k) - 3 = 6/d_k (roughly)
+    assert 6 / d_k / 2 < attention.sample_statistics(s)["excess_kurtosis"]
+
+
+def test_the_pooled_excess_is_the_scale_mixture_of_the_rows():
+    # E[x^4] = 3 E[(|q|^2/d)^2] = 3 (d^2 + 2 d)/d^2, with E|q|^4 = d^2 + 2 d (chi-square)
+    for d_k in (1, 4, 16, 64):
+        assert 3 * (d_k**2 + 2 * d_k) / d_k**2 - 3 == pytest.approx(6 / d_k)
+    rng = np.random.default_rng(3)
+    chi = rng.chisquare(4, 2_000_000)
+    assert (chi**2).mean() == pytest.approx(4**2 + 2 * 4, rel=0.01)
+
+
+def test_a_rows_score_sd_varies_widely_at_d_k_1_and_little_at_64():
+    rng = np.random.default_rng(21)
+    for d_k, lo, hi in ((1, "row_sd_1_lo", "row_sd_1_hi"), (64, "row_sd_64_lo", "row_sd_64_hi")):
+        sd = np.sqrt(rng.chisquare(d_k, 1_000_000) / d_k)
+        p5, p95 = np.percentile(sd, [5, 95])
+        assert g(PAGE, lo) == pytest.approx(p5, rel=0.03)
+        assert g(PAGE, hi) == pytest.approx(p95, rel=0.01)
+    assert g(PAGE, "row_sd_1_hi") / g(PAGE, "row_sd_1_lo") > 20
+    assert g(PAGE, "row_sd_64_hi") / g(PAGE, "row_sd_64_lo") < 1.5
+
+
+def test_no_sentence_says_narrow_heads_have_peakier_rows():
+    assert "peakier score distributions with more outliers" not in SOURCE
+    assert "peakier scores with more outliers" not in SOURCE
+    assert "exactly normal given $q$" in SOURCE
+
+
+def test_eight_over_d_is_sharper_than_one_over_sqrt_d_below_64():
+    rng = np.random.default_rng(32)
+    q = rng.standard_normal((2000, 1, 16))
+    s = (q * rng.standard_normal((2000, 32, 16))).sum(-1)
+    mx = {c: torch.softmax(torch.tensor(c * s), -1).max(-1).values.mean().item()
+          for c in (8 / 16, 16**-0.5)}
+    assert g(PAGE, "mup8_max_16") == pytest.approx(mx[8 / 16], rel=0.05)
+    assert g(PAGE, "sqrt_max_16") == pytest.approx(mx[16**-0.5], rel=0.05)
+    assert g(PAGE, "mup8_max_16") > 2 * g(PAGE, "sqrt_max_16")
+    assert "which makes attention near-uniform at\n  initialization" not in SOURCE
+
+
+def test_rms_normalization_also_gives_length_sqrt_d_k_before_its_gains():
+    torch.manual_seed(4)
+    for d_k in (16, 128):
+        x = 3 * torch.randn(50, d_k) + 1
+        rms = x / x.pow(2).mean(-1, keepdim=True).sqrt()
+        assert torch.allclose(rms.norm(dim=1), torch.full((50,), math.sqrt(d_k)), rtol=1e-5)
+
+
+def test_the_vit_22b_paragraph_claims_only_what_could_be_checked():
+    para = SOURCE.split("(ViT-22B).**")[1].split("{cite:t}`wortsman2023small`")[0]
+    assert "subtract the mean, divide" not in para
+    assert "could not check" in para and "third-party summary" in para
+
+
+def test_t5s_initialization_is_cited_to_the_code_and_small_fixes_stay_fixed():
+    para = SOURCE.split("(T5).**")[1].split("```{code-cell}")[0]
+    assert "{cite:p}`huggingface2025t5`" in para
+    assert "The paper does not describe what it does instead" in para
+    assert "one thread is fastest" not in SOURCE
+    assert "just as the unscaled head did" not in SOURCE
+    assert "Sampling confirms both, within its" not in SOURCE
+    assert "w^\\top \\tanh(W_1 q + W_2 k)" not in SOURCE
