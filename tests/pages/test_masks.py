@@ -235,11 +235,13 @@ def test_one_optimizer_step_after_an_empty_row_makes_W_V_nan_and_clipping_spread
     M[2] = False
     keep = torch.arange(T) != 2
 
-    def grads(builtin):
+    def grads(builtin, backend=SDPBackend.MATH):
         Ws = [w.clone().requires_grad_() for w in Ws0]
         Q, K, V = (X @ w for w in Ws)
-        if builtin:
-            O = F.scaled_dot_product_attention(Q[None], K[None], V[None], attn_mask=M)[0]
+        if builtin:  # 4-D inputs, the kernel pinned: both CPU kernels can run
+            with sdpa_kernel(backend):
+                O = F.scaled_dot_product_attention(Q[None, None], K[None, None], V[None, None],
+                                                   attn_mask=M)[0, 0]
         else:
             S = (Q @ K.T / math.sqrt(d_k)).masked_fill(~M, float("-inf"))
             E = torch.exp(S - S.amax(-1, keepdim=True))
@@ -256,11 +258,129 @@ def test_one_optimizer_step_after_an_empty_row_makes_W_V_nan_and_clipping_spread
         torch.nn.utils.clip_grad_norm_(Ws, 1.0)
         make(Ws).step()
         assert all(torch.isnan(w).all() for w in Ws)
-    assert sum(int(torch.isnan(w.grad).sum()) for w in grads(builtin=True)) == 0
+    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        assert sum(int(torch.isnan(w.grad).sum()) for w in grads(True, backend)) == 0
+    # "with 3-D ones only MATH can run": the flash kernel refuses 3-D inputs
+    q = torch.zeros(1, T, d_k, dtype=torch.float64)
+    with pytest.raises(RuntimeError), sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=M)
+    assert g(PAGE, "sdpa_backends_tried") == 2
+    cell = page_cell(PAGE, "sdpa_nan = {}")
+    assert "SDPBackend.MATH, SDPBackend.FLASH_ATTENTION" in cell and "[None, None]" in cell
     assert g(PAGE, "step_nan_WV_min") == g(PAGE, "nan_WV_size") == 128
     assert g(PAGE, "step_nan_WQK_max") == 0
     assert g(PAGE, "clipped_nan_min") == g(PAGE, "weights_size") == 3 * 128
     assert g(PAGE, "sdpa_nan_entries") == 0
+
+
+def _empty_row_head(seed=11, T=6, d_model=16, d_k=8):
+    rng = np.random.default_rng(seed)
+    X = torch.from_numpy(rng.standard_normal((T, d_model)))
+    Ws0 = [torch.from_numpy(rng.standard_normal((d_model, d_k))) for _ in range(3)]
+    M = torch.ones(T, T, dtype=torch.bool).tril()
+    M[2] = False
+    keep = torch.arange(T) != 2
+
+    def loss(Ws, apply_mask):
+        Q, K, V = (X @ w for w in Ws)
+        S = apply_mask(Q @ K.T / math.sqrt(d_k), M)
+        E = torch.exp(S - S.amax(-1, keepdim=True))
+        return ((E / E.sum(-1, keepdim=True)) @ V)[keep].sum()
+
+    return Ws0, loss
+
+
+def test_an_additive_minus_infinity_mask_sends_nan_into_dQ_and_dK_where_replacing_does_not():
+    Ws0, loss = _empty_row_head()
+    ways = {
+        "masked_fill": lambda S, M: S.masked_fill(~M, float("-inf")),
+        "where": lambda S, M: torch.where(M, S, torch.tensor(float("-inf"), dtype=S.dtype)),
+        "add": lambda S, M: S + torch.zeros_like(S).masked_fill(~M, float("-inf")),
+    }
+    nan = {}
+    for name, way in ways.items():
+        Ws = [w.clone().requires_grad_() for w in Ws0]
+        out = loss(Ws, way)
+        assert torch.isfinite(out)  # the same forward: the loss ignores row 2
+        out.backward()
+        nan[name] = [int(torch.isnan(w.grad).sum()) for w in Ws]
+    assert nan["masked_fill"] == nan["where"] == [0, 0, 128]
+    assert nan["add"] == [128, 128, 128]
+    assert g(PAGE, "replace_nan_WQK") == 0
+    assert (g(PAGE, "bias_nan_WQ"), g(PAGE, "bias_nan_WK"), g(PAGE, "bias_nan_WV")) == (128,) * 3
+    # the forward passes agree exactly on the rows with a visible key
+    Q, K, V, M = _mask_example()
+    S = torch.from_numpy(Q @ K.T / math.sqrt(8))
+    Mt = torch.from_numpy(M)
+    a = torch.softmax(ways["add"](S, Mt), -1)
+    assert torch.equal(a, torch.softmax(ways["masked_fill"](S, Mt), -1))
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "not the same backward pass" in text
+    assert "In the forward pass the bias form reproduces" in text
+
+
+def test_grad_scaler_skips_the_poisoned_step_and_lowers_its_scale():
+    Ws0, loss = _empty_row_head()
+    Ws = [w.clone().requires_grad_() for w in Ws0]
+    optimizer = torch.optim.SGD(Ws, lr=0.01)
+    scaler = torch.amp.GradScaler("cpu")
+    before = scaler.get_scale()
+    scaler.scale(loss(Ws, lambda S, M: S.masked_fill(~M, float("-inf")))).backward()
+    scaler.step(optimizer)
+    scaler.update()
+    assert all(torch.equal(w.detach(), w0) for w, w0 in zip(Ws, Ws0))  # skipped
+    assert (g(PAGE, "scaler_moved"), g(PAGE, "scale_before"), g(PAGE, "scale_after")) == \
+        (0, before, scaler.get_scale()) == (0, 65536.0, 32768.0)
+
+
+def _online_attention(Q, K, V, M, block, guard):
+    """Key blocks with an online softmax, written row by row in plain Python floats."""
+    c = 1 / math.sqrt(Q.shape[1])
+    out = []
+    for i in range(len(Q)):
+        m, l, acc = -math.inf, 0.0, np.zeros(V.shape[1])
+        for start in range(0, len(K), block):
+            js = range(start, min(start + block, len(K)))
+            s = [c * float(Q[i] @ K[j]) if M[i, j] else -math.inf for j in js]
+            m_new = max([m] + s)
+            shift = 0.0 if (guard and m_new == -math.inf) else m_new
+            with np.errstate(invalid="ignore"):
+                p = np.exp(np.array(s) - shift)
+                rescale = np.exp(m - shift)
+            l = l * rescale + p.sum()
+            acc = acc * rescale + p @ V[list(js)]
+            m = m_new
+        out.append(acc / l if (l > 0 or not guard) else np.zeros_like(acc))
+    return np.array(out)
+
+
+def test_a_fully_masked_first_key_block_makes_the_unguarded_online_softmax_nan():
+    from attention import causal_mask, tiled_attention
+
+    T, pad, d_k = 8, 3, 8
+    assert (g(PAGE, "lp_T"), g(PAGE, "lp_pad")) == (T, pad)
+    M = causal_mask(T) & (np.arange(T) >= pad)
+    Q, K, V = (np.random.default_rng(5).standard_normal((T, d_k)) for _ in range(3))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bad = _online_attention(Q, K, V, M, 2, guard=False)
+    good = _online_attention(Q, K, V, M, 2, guard=True)
+    O_ref, _ = torch_softmax_attention(Q, K, V, M)
+    O_ref = np.where(M.any(-1, keepdims=True), O_ref, 0.0)
+    assert np.isnan(bad).any(-1).all() and int(M.any(-1).sum()) == 5
+    assert (g(PAGE, "lp_nan_rows"), g(PAGE, "lp_seen_rows"), g(PAGE, "lp_seen_nan_rows")) == (8, 5, 5)
+    assert np.abs(good - O_ref).max() < 1e-12 and 0 <= g(PAGE, "lp_guarded_err") < 1e-12
+    assert np.abs(tiled_attention(Q, K, V, 2, mask=M) - O_ref).max() < 1e-12
+    assert 0 <= g(PAGE, "lp_library_err") < 1e-12
+    # "a sliding window, under which a late query sees none of the first keys": the rows
+    # whose first block is hidden are NaN without the guard, the others are not
+    i, j = np.indices((T, T))
+    W = (j <= i) & (j > i - 3)  # each query sees itself and the two keys before it
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bad = _online_attention(Q, K, V, W, 2, guard=False)
+    first_hidden = ~W[:, :2].any(-1)
+    assert first_hidden.any() and (np.isnan(bad).any(-1) == first_hidden).all()
+    O_ref, _ = torch_softmax_attention(Q, K, V, W)
+    assert np.abs(tiled_attention(Q, K, V, 2, mask=W) - O_ref).max() < 1e-12
 
 
 def test_a_causal_mask_on_a_left_padded_sequence_empties_the_padding_rows():
@@ -292,6 +412,20 @@ def test_minus_1e9_and_added_finfo_min_overflow_float16():
     assert int(torch.isinf(added).sum()) == g(PAGE, "min_added_inf") == 1
     replaced = torch.softmax(torch.full((4,), torch.finfo(torch.float16).min, dtype=torch.float16).float(), 0)
     assert float(replaced[0]) == g(PAGE, "min_replaced_weight") == 0.25
+    # adding finfo.min once leaves this row finite: the -inf entry gets weight 0
+    w = torch.softmax(added.float(), 0)
+    assert not torch.isnan(w).any() and g(PAGE, "min_added_nan") == 0
+    assert float(w[0]) == pytest.approx(1 / 3)
+    assert g(PAGE, "min_added_weight") == float(torch.tensor(1 / 3, dtype=torch.float16))
+    # the real failures: an empty row whose scores are all below -16, and two biases
+    assert (g(PAGE, "fp16_gap_at_min"), g(PAGE, "fp16_half_gap_at_min")) == (32.0, 16.0)
+    fp16_min = torch.finfo(torch.float16).min
+    for x in np.arange(-40.0, 40.0, 0.25):  # "any score below -16 tips the sum over"
+        tipped = bool(torch.isinf(torch.tensor(x, dtype=torch.float16) + fp16_min))
+        assert tipped == (x <= -16.0), x
+    low = torch.tensor([-20.0, -17.0, -30.0, -16.5], dtype=torch.float16) + fp16_min
+    assert torch.isneginf(low).all() and g(PAGE, "low_added_nan") == 4
+    assert torch.isneginf(scores + fp16_min + fp16_min).all() and g(PAGE, "two_biases_nan") == 4
 
 
 # --- the exercises -----------------------------------------------------------------------
@@ -329,6 +463,11 @@ def test_exercises_come_before_their_answers():
 
 def test_page_labels_and_notation():
     text = (CHAPTERS / f"{PAGE}.md").read_text()
+    # issue 21: three ways to NaN, the two red lines, no "breaks twice over"
+    assert "three ways" in text and "the two ways" not in text
+    assert "breaks twice over" not in text
+    alt = text[text.index(":name: fig-mask-models"):text.index("The masks of an encoder")]
+    assert "two red lines" in alt and "a red line" not in alt
     assert text.startswith("---") and "(masks)=" in text and "(masks-failures)=" in text
     assert "stability-masks" not in text
     assert "ex4_" not in text and "ex6_" not in text and "exercise 4" not in text.lower()
