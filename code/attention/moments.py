@@ -7,7 +7,8 @@
   distribution, through their fourth moment ``kurtosis = E[q_m^4]`` (3 for the normal); it is
   the reference of the exercise ``ex-score-moments``;
 * :func:`score_excess_kurtosis`: the scaled score has the same variance at every width, but not
-  the same shape; its excess kurtosis is ``6 / d_k`` for independent normal q and k;
+  the same shape; pooled over queries, its excess kurtosis is ``6 / d_k`` for independent
+  normal q and k (within one row, given q, the scores are normal);
 * :func:`sample_entries` and :func:`sample_score_parts`: sampled vectors with unit-variance
   entries of a named distribution, and the two sums every correlated score is made of;
 * :func:`sample_statistics`: a sample's mean, variance and excess kurtosis, each with its
@@ -68,6 +69,11 @@ def score_excess_kurtosis(d_k: int, rho: float = 0.0) -> float:
     d_k. For correlated standard normals, E[t] = rho, Var(t) = 1 + rho^2 and t's fourth cumulant
     is 6 + 36 rho^2 + 6 rho^4, which gives 6 (1 + 6 rho^2 + rho^4) / (d_k (1 + rho^2)^2):
     ``6 / d_k`` at rho = 0, ``12 / d_k`` at rho = +-1 (then q.k = |q|^2, a chi-square).
+
+    This is the kurtosis of scores pooled over independent queries. Within one softmax row
+    (one q, many independent keys, rho = 0) the scores are exactly normal given q, with
+    variance |q|^2 / d_k: the pooled ``6 / d_k`` is that variance changing from row to row,
+    3 E[(|q|^2 / d_k)^2] = 3 (1 + 2 / d_k).
     """
     d_k, rho = _check_d_k(d_k), _check_rho(rho)
     r2 = rho**2

@@ -96,3 +96,19 @@ def test_sample_statistics_of_a_known_sample():
     st = attention.sample_statistics([-1.0, 1.0, -1.0, 1.0])
     assert st["mean"] == 0 and st["var"] == 1 and st["excess_kurtosis"] == -2
     assert st["var_se"] == 0 and st["excess_kurtosis_se"] == 0
+
+
+@pytest.mark.parametrize("d_k", [1, 4])
+def test_the_pooled_excess_kurtosis_is_the_row_to_row_spread_not_any_rows_shape(d_k):
+    """score_excess_kurtosis is a pooled figure: rows of one query each are normal."""
+    rng = np.random.default_rng(d_k)
+    q = rng.standard_normal((64, 1, d_k))
+    s = (q * rng.standard_normal((64, 4096, d_k))).sum(-1) / math.sqrt(d_k)
+    within = [attention.sample_statistics(row)["excess_kurtosis"] for row in s]
+    assert abs(np.mean(within)) < 0.03
+    # the scale mixture: 3 E[(|q|^2/d_k)^2] - 3 is the library's 6/d_k
+    chi = rng.chisquare(d_k, 1_000_000) / d_k
+    assert 3 * (chi**2).mean() - 3 == pytest.approx(attention.score_excess_kurtosis(d_k), rel=0.03)
+    pooled = attention.sample_statistics(
+        np.sqrt(chi[:400_000]) * rng.standard_normal(400_000))["excess_kurtosis"]
+    assert pooled == pytest.approx(attention.score_excess_kurtosis(d_k), rel=0.15)
