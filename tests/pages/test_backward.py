@@ -222,11 +222,86 @@ def test_memory_of_A_against_O_and_the_log_sum_exp():
     assert g(PAGE, "OL_mib_per_layer") == pytest.approx((heads * T * d_v * 2 + heads * T * 4) / 2**20)
 
 
-def test_recomputing_A_from_the_log_sum_exp_and_the_tiled_backward_are_exact():
-    s = torch.randn(5, 6, dtype=torch.float64) * 30  # large scores: the stable log-sum-exp
-    assert float((torch.exp(s - torch.logsumexp(s, -1, keepdim=True)) - torch.softmax(s, -1)).abs().max()) < 1e-12
+def _page_functions(marker, *names):
+    """The named functions of the page's cell that contains ``marker``, without the rest."""
+    tree = ast.parse(page_cell(PAGE, marker))
+    tree.body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    ns = {"np": np, "math": math, "T_": lambda X: np.swapaxes(X, -1, -2)}
+    exec(compile(tree, PAGE, "exec"), ns)
+    return [ns[n] for n in names]
+
+
+def _recompute_masks(seed=0):
+    """Every mask kind the prose lists, for (B, H, T_q, T_k) = (2, 3, 5, 6), at another seed."""
+    rng = np.random.default_rng(seed)
+    blind = np.tril(np.ones((5, 6), dtype=bool))
+    blind[rng.integers(5)] = False
+    lengths = rng.integers(1, 7, size=2)
+    return {"no mask": None, "causal": np.tril(np.ones((5, 6), dtype=bool)),
+            "bottom-right causal": np.tril(np.ones((5, 6), dtype=bool), 1),
+            "padding": (np.arange(6) < lengths[:, None])[:, None, None, :],
+            "a query with no key": blind}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_pages_tiled_backward_matches_autograd_with_every_mask_kind(seed):
+    tiled, log_sum_exp = _page_functions("def tiled_attention_backward",
+                                         "tiled_attention_backward", "log_sum_exp")
+    Q, K, V, dO = _page_inputs(seed + 30)
+    for name, mask in _recompute_masks(seed).items():
+        want = _autograd(Q, K, V, dO, mask)
+        if mask is not None and not mask.any(-1).all():  # torch's softmax gives NaN there
+            want = attention.attention_backward(Q, K, V, dO, mask)
+        S = Q @ np.swapaxes(K, -1, -2) / 2.0
+        S = S if mask is None else np.where(mask, S, -np.inf)
+        O, _ = attention.scaled_dot_product_attention(Q, K, V, mask)
+        for block in (1, 2, 4):
+            got = tiled(Q, K, V, O, log_sum_exp(S), dO, mask, block=block)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, atol=1e-12, err_msg=name)
     assert 0 <= g(PAGE, "recompute_err") < 1e-12
     assert 0 <= g(PAGE, "tiled_backward_err") < 1e-12
+    assert g(PAGE, "n_mask_kinds") == 5
+
+
+def test_without_the_mask_or_the_guard_the_recompute_backward_fails_as_stated():
+    Q, K, V, dO = _page_inputs()
+    causal = np.tril(np.ones((5, 6), dtype=bool))
+    O, _ = attention.scaled_dot_product_attention(Q, K, V, causal)
+    S = np.where(causal, Q @ np.swapaxes(K, -1, -2) / 2.0, -np.inf)
+    L = np.log(np.exp(S).sum(-1))
+    forgot = attention.backward.tiled_attention_backward(Q, K, V, dO, 2, O=O, L=L)
+    err = max(float(np.abs(a - b).max()) for a, b in zip(forgot, _autograd(Q, K, V, dO, causal)))
+    assert g(PAGE, "forgot_mask_err") == pytest.approx(err, rel=1e-9) and err > 1
+    # no guard: e^(-inf - (-inf)) for the query with no key, every entry of dV NaN
+    blind = causal.copy()
+    blind[2] = False
+    with np.errstate(invalid="ignore", divide="ignore"):
+        S_b = np.where(blind, Q @ np.swapaxes(K, -1, -2) / 2.0, -np.inf)
+        A = np.exp(S_b - np.log(np.exp(S_b).sum(-1, keepdims=True)))
+    assert np.isnan(np.swapaxes(A, -1, -2) @ dO).all()
+    assert g(PAGE, "unguarded_nans") == g(PAGE, "dV_size") == V.size
+    # PyTorch's fused CPU kernel saves a finite log-sum-exp, 0, for a query that sees no key
+    q = torch.tensor(Q[:1, :1], requires_grad=True)
+    k = torch.tensor(K[:1, :1])
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        out = F.scaled_dot_product_attention(q, k, k, attn_mask=torch.from_numpy(blind))
+    lse = out.grad_fn._saved_logsumexp.detach()[0, 0]
+    assert float(lse[2]) == 0.0 == g(PAGE, "torch_blind_lse")
+    assert torch.isfinite(lse).all()
+    out.backward(torch.ones_like(out))
+    assert float(q.grad[..., 2, :].abs().max()) == 0.0
+
+
+def test_the_recompute_count_is_five_products_against_two():
+    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+    for b, h, t_q, t_k, d in ((1, 4, 512, 512, 64), (2, 3, 40, 24, 16)):
+        q, k = (b, h, t_q, d), (b, h, t_k, d)
+        assert sdpa_flop_count(q, k, k) == 2 * (2 * b * h * t_q * t_k * d)
+        assert sdpa_backward_flop_count(q, q, k, k) == 5 * (2 * b * h * t_q * t_k * d)
+    assert g(PAGE, "recompute_flop_ratio") == 2.5
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "five products against two" in text and "five products against the forward" in text
 
 
 def _one_step_ratios(d_k, seed=1, T=8, d_model=32, d_v=4, lr=1e-2, eps=1e-8):
@@ -328,6 +403,25 @@ def test_central_differences_agree_with_autograd_at_the_glued_level(shape, seed)
             assert np.abs(got - numeric).max() / np.abs(numeric).max() < 1e-8
     assert g(PAGE, "numeric_cases") == 12
     assert 0 < g(PAGE, "numeric_rel_err_min") <= g(PAGE, "numeric_rel_err_max") < 1e-8
+    assert 0 < g(PAGE, "numeric_rel_err_max_1e5") < g(PAGE, "numeric_rel_err_max") / 3
+
+
+def test_central_differences_at_1e_minus_5_beat_1e_minus_6_on_the_pages_problems():
+    """The prose: the error shrinks when the step moves from 1e-6 to 1e-5, so it is the
+    check's own, not the derivation's."""
+    worst = {}
+    for eps in (1e-6, 1e-5):
+        for (T_q, T_k, d_k, d_v), seed in [(s, r) for s in ((5, 6, 4, 3), (3, 3, 2, 2), (7, 4, 8, 5))
+                                           for r in (11, 12)]:
+            rng = np.random.default_rng(seed)
+            Q, K, V, G = (rng.standard_normal(s) for s in ((T_q, d_k), (T_k, d_k), (T_k, d_v), (T_q, d_v)))
+            for m in (None, np.tril(np.ones((T_q, T_k), dtype=bool))):
+                dQ, _, _ = _autograd(Q, K, V, G, m)
+                numeric = _central_differences(
+                    lambda X: float(np.sum(torch_softmax_attention(X, K, V, m)[0] * G)), Q, eps)
+                err = np.abs(dQ - numeric).max() / np.abs(numeric).max()
+                worst[eps] = max(worst.get(eps, 0.0), err)
+    assert worst[1e-5] < worst[1e-6] / 3
 
 
 def test_autograd_agreement_is_at_the_precision_of_each_dtype():
@@ -370,6 +464,31 @@ def test_gradcheck_passes_ours_and_rejects_a_backward_without_D():
     rng = np.random.default_rng(1)
     inputs = tuple(torch.tensor(rng.standard_normal(s), requires_grad=True) for s in ((5, 4), (6, 4), (6, 3)))
     assert torch.autograd.gradcheck(NoD.apply, inputs, raise_exception=False) is False
+
+    calls = [0]
+
+    class Counted(torch.autograd.Function):  # the right backward, counted
+        @staticmethod
+        def forward(ctx, q, k, v):
+            ctx.save_for_backward(q, k, v)
+            return torch.softmax(q @ k.T / 2.0, -1) @ v
+
+        @staticmethod
+        def backward(ctx, dO):
+            calls[0] += 1
+            q, k, v = ctx.saved_tensors
+            with torch.enable_grad():
+                q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+                out = torch.softmax(q @ k.T / 2.0, -1) @ v
+                return torch.autograd.grad(out, (q, k, v), dO)
+
+    assert torch.autograd.gradcheck(Counted.apply, inputs, raise_exception=False)
+    n_out = 5 * 3
+    assert g(PAGE, "gradcheck_entries") == n_out
+    assert calls[0] == g(PAGE, "gradcheck_calls") > 2 * n_out  # twice per entry, and more
+    calls[0] = 0
+    assert torch.autograd.gradcheck(NoD.apply, inputs, raise_exception=False) is False
+    assert g(PAGE, "gradcheck_calls_wrong") == 2 * n_out
 
 
 def test_the_fused_kernel_runs_with_equal_widths_and_agrees():
