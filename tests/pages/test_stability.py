@@ -95,6 +95,9 @@ def test_one_underflowing_term_is_harmless_but_many_flushed_terms_and_ties_are_n
         with np.errstate(over="ignore"):
             total = np.ones(n, dtype=np.float16).sum()  # NumPy's float16 sum, as on the page
         assert bool(np.isfinite(total)) is finite
+    # "NumPy's float16 sum accumulates in float32": 2048 + 1 + 1 is 2050, not 2048
+    assert float(np.array([2048, 1, 1], dtype=np.float16).sum()) == 2050.0
+    assert float(torch.tensor(65536.0 - 17).half()) == 65504.0  # just below 65520: finite
     # "in float32 neither happens": e^-18 is kept and the tied sum is exact
     assert float(np.ones(65520, dtype=np.float32).sum()) == 65520.0
 
