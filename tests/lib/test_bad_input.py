@@ -135,6 +135,22 @@ def test_attention_promotes_integer_arrays_to_float64(fn):
     assert first.dtype == np.float64 and np.isfinite(first).all()
 
 
+@pytest.mark.parametrize("fn", ["plain", "blocked", "tiled"])
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["+inf scores", "-inf scores"])
+def test_forward_attention_raises_when_the_scores_overflow_the_dtype(fn, sign):
+    """Finite inputs whose Q K^T overflows float32: an error naming the dtype, never a
+    silently wrong (or all-zero) output; with the overflowing key masked, no error."""
+    big = np.full((4, 3), 1e20, dtype=np.float32)
+    with pytest.raises(ValueError, match="overflowed float32"):
+        QKV_FUNCTIONS[fn](big, sign * big[:3], big[:3])
+    mask = np.array([True, True, False])
+    keys = np.ones((3, 3), dtype=np.float32)
+    keys[2] = sign * 1e20  # only this key overflows, and it is masked
+    out = QKV_FUNCTIONS[fn](big, keys, keys, mask=mask)
+    first = out[0] if isinstance(out, tuple) else out
+    assert np.isfinite(first).all()
+
+
 # Masks ----------------------------------------------------------------------------------
 
 
