@@ -152,10 +152,14 @@ def _check_no_overflow(m: np.ndarray, mask, T_k: int) -> None:
     visible = T_k > 0 if mask is None else mask.any(axis=-1, keepdims=True)
     overflow = np.isnan(m) | np.isposinf(m) | (np.isneginf(m) & visible)
     if overflow.any():
-        raise ValueError(
-            f"the scores Q K^T overflowed {m.dtype.name}: some |q . k| exceeds the "
-            "largest representable number; scale Q or K down, or compute in float64"
-        )
+        raise _overflow_error(m.dtype)
+
+
+def _overflow_error(dtype: np.dtype) -> ValueError:
+    return ValueError(
+        f"the scores Q K^T overflowed {dtype.name}: some |q . k| exceeds the "
+        "largest representable number; scale Q or K down, or compute in float64"
+    )
 
 
 def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0) -> np.ndarray:
@@ -206,9 +210,10 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
             if tile_mask is not None:
                 np.copyto(S, -np.inf, where=~tile_mask)
             S_max = S.max(axis=-1, keepdims=True)  # (..., bq, 1): this tile's row maxima
-            # The plain version's check, per tile: NaN or +-inf here is an overflow, not a
-            # masked row (NaN would otherwise fail l > 0 below and pass as an empty row).
-            _check_no_overflow(S_max, tile_mask, k1 - k0)
+            # The plain version's check, split: NaN or +inf in any tile is an overflow (NaN
+            # would otherwise fail l > 0 below and pass as an empty row) ...
+            if (np.isnan(S_max) | np.isposinf(S_max)).any():
+                raise _overflow_error(S.dtype)
             m_new = np.maximum(m, S_max)
             # Rows with every key so far masked keep m = -inf; shift them by 0 instead.
             shift = np.where(np.isneginf(m_new), 0.0, m_new)
@@ -218,5 +223,7 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
             l = l * rescale + P.sum(axis=-1, keepdims=True)
             acc = acc * rescale + P @ V[..., k0:k1, :].astype(acc_dtype, copy=False)
             m = m_new
+        # ... and a row maximum of -inf over all the keys, in a row with a visible key.
+        _check_no_overflow(m, None if mask is None else mask[..., q0:q1, :], T_k)
         O[..., q0:q1, :] = np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0)
     return O

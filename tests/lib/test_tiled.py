@@ -101,3 +101,15 @@ def test_tiled_raises_like_the_plain_version_when_the_scores_overflow_float32(bl
     np.testing.assert_allclose(tiled_attention(Q, K, K, block_size, mask=mask), O_plain)
     O = tiled_attention(Q.astype(np.float64), K, K, block_size)  # float64 copes
     assert np.isfinite(O).all() and np.abs(O).max() > 0
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3])
+def test_tiled_accepts_what_the_plain_version_accepts_a_visible_key_scoring_minus_inf(block_size):
+    """A key whose score overflows to -inf gets weight 0 in the plain version when the row
+    has finite scores too; a tile made of such keys alone must not raise either."""
+    Q = np.full((2, 3), 1e20, dtype=np.float32)
+    K = np.ones((4, 3), dtype=np.float32)
+    K[0] = -1e20  # the first key (the first tile at block_size 1) scores -inf
+    O_plain, A = scaled_dot_product_attention(Q, K, K)
+    assert np.all(A[:, 0] == 0)
+    np.testing.assert_allclose(tiled_attention(Q, K, K, block_size), O_plain)
