@@ -84,7 +84,13 @@ def test_the_librarys_body_is_the_page_s_ten_lines():
 
     def code_lines(source):
         body = source.split('"""')[-1]
-        return [line.strip() for line in body.splitlines() if line.strip()]
+        lines = []
+        for line in (line.strip() for line in body.splitlines() if line.strip()):
+            if lines and lines[-1].split("#")[0].rstrip().endswith(","):  # a continued call
+                lines[-1] = lines[-1].split("#")[0].rstrip() + " " + line
+            else:
+                lines.append(line)
+        return lines
 
     page = code_lines(page_cell(PAGE, "def sdpa("))
     library = code_lines(inspect.getsource(attention.torch.scaled_dot_product_attention))
@@ -93,7 +99,6 @@ def test_the_librarys_body_is_the_page_s_ten_lines():
     assert library[0].startswith("_check_inputs(")
     differences = {
         "c = 1.0 / math.sqrt(q.shape[-1])": "if scale is None else scale",  # a scale option
-        "attn_mask = torch.ones(T_q, T_k, dtype=torch.bool).tril()": "device=q.device",
         "S = S + attn_mask": "attn_mask.to(work)",
         "A = torch.softmax(S, dim=-1)": "safe_softmax",  # zeros for a row with no key
     }
@@ -617,3 +622,85 @@ def test_a_paged_cache_read_through_any_block_table_gives_the_contiguous_answer(
         pool_k, pool_v = torch.zeros(8 * page, d), torch.zeros(8 * page, d)
         pool_k[rows], pool_v[rows] = k, v
         assert torch.equal(sdpa(q, pool_k[rows], pool_v[rows]), want)
+
+
+# --- issue 21: what the page says about kernels it cannot run -----------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_rounding_the_numerators_to_float16_reproduces_the_unpinned_builtin(seed):
+    """At the page's shape (12 keys): e^(S - m) rounded to float16 before the product with V,
+    the row sums in float32, gives the built-in's float16 output exactly; with 64 keys not."""
+    def emulate(q, k, v, mask):
+        s = (q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1]))
+        p = torch.exp(s.masked_fill(~mask, float("-inf")) - s.masked_fill(~mask, float("-inf"))
+                      .amax(-1, keepdim=True))
+        return ((p.half().float() @ v.float()) / p.sum(-1, keepdim=True)).half()
+
+    for (T_q, T_k, d), exact in (((16, 12, 8), True), ((64, 64, 32), False)):
+        g_ = torch.Generator().manual_seed(seed)
+        q, k, v = (torch.randn(2, 4, T, d, generator=g_).half() for T in (T_q, T_k, T_k))
+        mask = torch.rand(2, 1, T_q, T_k, generator=g_) > 0.3
+        mask[..., 0] = True
+        same = torch.equal(emulate(q, k, v, mask),
+                           F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+        assert same == exact, (T_q, T_k, d)
+    assert g(PAGE, "emulated_same") == g(PAGE, "half_n_outputs") == 1024
+
+
+def test_the_public_can_use_functions_answer_false_on_this_cpu_build():
+    from torch.backends.cuda import (SDPAParams, can_use_cudnn_attention,
+                                     can_use_efficient_attention, can_use_flash_attention)
+    q = torch.randn(1, 2, 32, 16)
+    params = SDPAParams(q, q, q, None, 0.0, False, False)
+    for fn in (can_use_flash_attention, can_use_efficient_attention, can_use_cudnn_attention):
+        assert fn(params, debug=True) is False
+    assert g_bool(PAGE, "public_can_use_any") is False
+
+
+def test_causal_lower_right_calls_the_flash_kernel_itself_when_it_can():
+    import inspect
+    from torch.nn.attention.bias import CausalBias
+    source = inspect.getsource(CausalBias._dispatch)
+    flash, efficient = source.index("can_use_flash_attention("), source.index("can_use_efficient_attention(")
+    assert flash < source.index("_scaled_dot_product_flash_attention(") < efficient
+    assert "is_causal=True" in source[flash:efficient]
+    assert efficient < source.index("_materialize(")
+    # here, on the CPU, it materialises the bottom-right mask: same numbers as the explicit one
+    q, k = torch.randn(1, 1, 3, 8), torch.randn(1, 1, 5, 8)
+    from torch.nn.attention.bias import causal_lower_right
+    explicit = torch.ones(3, 5, dtype=torch.bool).tril(2)
+    assert torch.equal(F.scaled_dot_product_attention(q, k, k, attn_mask=causal_lower_right(3, 5)),
+                       F.scaled_dot_product_attention(q, k, k, attn_mask=explicit))
+
+
+def test_the_flop_counters_table_covers_flex_attention_and_cu_seqlens_is_int32():
+    from torch.utils.flop_counter import flop_registry
+    names = {str(op) for op in flop_registry}
+    assert "flex_attention" in names and "flex_attention_backward" in names
+    from tests.pages._common import CHAPTERS
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "the GPU's fused attention kernels and `flex_attention`" in text
+    assert "torch.int32" in page_cell(PAGE, "cu_seqlens = ")
+
+
+def test_a_fully_masked_row_is_nan_in_the_ten_lines_and_zero_in_the_builtin_and_library():
+    sdpa = page_sdpa()
+    q = torch.randn(1, 2, 4, 8)
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[1] = False
+    assert torch.isnan(sdpa(q, q, q, attn_mask=mask)[..., 1, :]).all()
+    for fn in (F.scaled_dot_product_attention, attention.torch.scaled_dot_product_attention):
+        assert torch.equal(fn(q, q, q, attn_mask=mask)[..., 1, :], torch.zeros(1, 2, 8))
+    assert torch.isfinite(sdpa(q, q, q, attn_mask=mask)[..., 0, :]).all()
+
+
+def test_the_cudnn_row_states_the_source_s_limits_and_is_marked_not_run():
+    from tests.pages._common import CHAPTERS
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| the same on an sm90"))
+    for fact in ("sm103", "9.15.0", "`float16` or `bfloat16` only", "multiples of 8",
+                 "at most 128", "256 with a cuDNN newer than 9.22",
+                 "torch.use_deterministic_algorithms(True)"):
+        assert fact in row, fact
+    assert "| On a CUDA GPU (documented, not run here) |" in text
