@@ -469,10 +469,10 @@ def test_the_batch_hint_appears_only_when_the_two_dimensional_case_passed(capsys
     assert not any("np.swapaxes" in line for line in _failures(always_fails, capsys))
 
 
-def test_every_printed_line_fits_the_book_column(capsys):
+def test_every_printed_line_fits_the_book_column(raw_capsys):
     for fn, _ in WRONG:
         checkers.check_scaled_dot_product_attention(fn)
-    out = capsys.readouterr().out
+    out = raw_capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 76
 
 

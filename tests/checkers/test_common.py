@@ -132,3 +132,13 @@ def test_a_nan_result_is_said_to_be_the_attempts_and_given_a_cause_that_fits_the
             assert "wrong axis" not in out, out
         if name in ("check_scaled_score_moments", "check_softmax_jacobian"):  # no scores there
             assert "exp()" not in out and "0/0" in out, (name, out)
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE))
+def test_every_checker_prints_lines_that_fit_the_book_column(name, raw_capsys):
+    # a wrong attempt of every kind of result, so that long messages are printed
+    fn = getattr(checkers, name)
+    fn(*[_raises] * len(REFERENCE[name]))
+    fn(*REFERENCE[name][:-1], lambda *a, **k: "not a result")
+    out = raw_capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) <= 76, out

@@ -1,7 +1,10 @@
-"""What every checker shares: running a case safely, comparing arrays, printing the report."""
+"""The checkers' engine: run each case on copies of the inputs (an attempt that changes
+one is told so), catch what the attempt raises, compare with tolerance, and print one
+report. Each checker module is its exercise's cases and its named mistakes."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -38,10 +41,24 @@ def _on_copies(fn: Callable, args: dict, kwargs: dict | None = None):
     return result
 
 
+WIDTH = 76  # printed lines fit the book's code column
+
+
 def _report(results: list[tuple[str, bool, str]], verbose: bool) -> bool:
-    if verbose:
+    """Print a tick or a cross per case, with what went wrong beside a cross, wrapped to
+    WIDTH columns; when every case failed for the same reason (an unfinished skeleton),
+    one line says so. Return whether every case passed."""
+    details = {detail for _, ok, detail in results if not ok}
+    if verbose and len(results) > 1 and len(details) == 1 and \
+            not any(ok for _, ok, _ in results):
+        print(textwrap.fill(f"✗ every case: {details.pop()}", WIDTH,
+                            subsequent_indent="    "))
+        print(f"0 of {len(results)} checks passed.")
+    elif verbose:
         for name, ok, detail in results:
-            print(f"{'✓' if ok else '✗'} {name}" + ("" if ok else f": {detail}"))
+            line = f"{'✓' if ok else '✗'} {name}" + ("" if ok else f": {detail}")
+            print(textwrap.fill(line, WIDTH, subsequent_indent="    ",
+                                break_long_words=True, break_on_hyphens=False))
         n_ok = sum(ok for _, ok, _ in results)
         print(f"{n_ok} of {len(results)} checks passed.")
     return all(ok for _, ok, _ in results)

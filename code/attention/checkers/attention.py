@@ -21,7 +21,6 @@ tests. Messages are wrapped to 76 columns.
 from __future__ import annotations
 
 import math
-import textwrap
 import warnings
 from collections.abc import Callable
 
@@ -29,9 +28,8 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._common import _RNG_SEED, ChangedInPlace, _on_copies, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _on_copies, _report, _run
 
-WIDTH = 76  # printed lines fit the book's code column
 
 
 # --- the usual mistakes, as implementations -------------------------------------------
@@ -409,23 +407,6 @@ def _dtype_case(fn, Q, K, V, mask=None):
                            f"dtype {A.dtype}; the contract keeps the input's dtype{cause}")
         return True, ""
     return case
-
-
-def _report(results, verbose: bool) -> bool:
-    details = {detail for _, ok, detail in results if not ok}
-    if verbose and len(details) == 1 and not any(ok for _, ok, _ in results):
-        # every case failed the same way (an unfinished skeleton): say it once
-        print(textwrap.fill(f"✗ every case: {details.pop()}", WIDTH,
-                            subsequent_indent="    "))
-        print(f"0 of {len(results)} checks passed.")
-    elif verbose:
-        for name, ok, detail in results:
-            line = f"{'✓' if ok else '✗'} {name}" + ("" if ok else f": {detail}")
-            print(textwrap.fill(line, WIDTH, subsequent_indent="    ",
-                                break_long_words=True, break_on_hyphens=False))
-        n_ok = sum(ok for _, ok, _ in results)
-        print(f"{n_ok} of {len(results)} checks passed.")
-    return all(ok for _, ok, _ in results)
 
 
 def _inputs(rng, batch=(), T_q=3, T_k=5, d_k=4, d_v=2):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import textwrap
 import warnings
 from collections.abc import Callable
 
@@ -39,9 +38,8 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._common import _RNG_SEED, ChangedInPlace, _on_copies, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _on_copies, _report, _run
 
-WIDTH = 76  # printed lines fit the book's code column
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
 RTOL_NUMERIC = 1e-6  # against central differences, whose own error is about 1e-9
@@ -415,17 +413,6 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
                            "keeps float32)")
         return True, ""
     return case
-
-
-def _report(results, verbose: bool) -> bool:
-    if verbose:
-        for name, ok, detail in results:
-            line = f"{'✓' if ok else '✗'} {name}" + ("" if ok else f": {detail}")
-            print(textwrap.fill(line, WIDTH, subsequent_indent="    ",
-                                break_long_words=True, break_on_hyphens=False))
-        n_ok = sum(ok for _, ok, _ in results)
-        print(f"{n_ok} of {len(results)} checks passed.")
-    return all(ok for _, ok, _ in results)
 
 
 def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):

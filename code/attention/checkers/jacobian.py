@@ -4,30 +4,39 @@
 The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq-jacobian);
 ``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
 both give zero for a one-hot row; both return float64 NumPy arrays (not lists, not float32)
-and leave their arguments unchanged; and ``vjp`` never builds J: on a row of ``LONG`` keys its
-peak memory must stay far below that of a T_k x T_k matrix, and it must not compute J g row by
-row (O(T_k^2) work in small pieces). Memory is measured twice: with ``tracemalloc``, which sees
-NumPy's allocations on every system, and, on Linux, as the growth of the process's resident
-memory (its high-water mark, reset through ``/proc/self/clear_refs``), which also sees the
-allocations of PyTorch and of any other library. The work is counted, not timed: the row is
-passed as an ndarray subclass that adds up the entries each NumPy operation on it touches.
+and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
+cost grows, at rows of 64, 512 and 4096 keys (``SIZES``), each against a budget that grows
+like T_k, far above what a * (g - a.g) needs and far below what J needs, so that an attempt
+that builds J only on short rows, or only on long ones, shows. What the checker sees: the
+peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
+of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
+not); the traced memory allocated line by line, summed (a loop that builds one row of J per
+key, whatever it converted its arguments to); the entries every PyTorch operation touches,
+summed (a dispatch mode: J built whole or in blocks of rows); at the longest row, on Linux,
+the growth of the resident memory (any library's memory); and the entries NumPy operations
+on the arguments touch (an ndarray subclass: ``a @ g`` recomputed on every row). What it
+cannot see: work inside one call of compiled code that neither allocates what it traces nor
+runs Python lines (a C extension, Numba, or such a loop after ``np.asarray``), and memory
+outside NumPy and PyTorch on rows shorter than the longest. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import re
+import sys
 import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
 
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
-from ._common import _close as _close_any
-from ._common import _report, _run
+from ._engine import _close as _close_any
+from ._engine import _report, _run
 
 _NAN_CAUSE = ("your function produced NaN, and J and the VJP need only products and differences "
               "of the finite numbers in a and g: NaN comes from an operation with no answer, "
@@ -225,39 +234,197 @@ def _traced_peak(func: Callable):
     return peak - before, result
 
 
+#: Row lengths at which the VJP's cost is measured, far apart: a cost that grows like T_k
+#: grows 64-fold from the first to the last, one that grows like T_k^2 4096-fold. A VJP
+#: that builds J only on short rows shows at the short ones.
+SIZES = (64, 512, LONG)
+#: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors,
+#: a dozen lines) and far below what J, or J g computed row by row, needs at n = 512:
+#: the traced memory's peak (J alone is 8 n^2 bytes) ...
+def _peak_budget(n): return 16 * 8 * n + 32 * 2**10
+#: ... the lines of Python run (a loop over the keys runs a few per key; a loop in a loop,
+#: n^2) ...
+def _line_budget(n): return 16 * n + 2000
+#: ... the traced memory allocated line by line, summed (a row of J per key is 8 n^2) ...
+def _volume_budget(n): return 256 * 8 * n + 64 * 2**10
+#: ... and the entries PyTorch's operations touch, summed (J in blocks of rows: n^2).
+def _torch_budget(n): return 64 * n + 4096
+
+
+def _untraced() -> tuple:
+    """Python files whose lines are not counted (their memory still is): this checker's
+    own, and PyTorch's (its dispatch runs Python code on every operation)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return (__file__, "<frozen importlib")
+    import os
+    return (__file__, "<frozen importlib", os.path.dirname(torch.__file__))
+
+
+class _OverBudget(Exception):
+    """Raised inside the attempt (by the tracer) once one of its costs passes its budget."""
+
+
+def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) -> dict:
+    """The costs of one call vjp(a, g) that this checker can see, each stopped (by an
+    _OverBudget raised inside the attempt) as soon as it passes its budget:
+
+    * ``peak``: the peak of the memory tracemalloc traces (NumPy's arrays, Python's
+      objects), above what was in use before the call;
+    * ``lines``: the lines of Python run, in the attempt and in any Python code it calls
+      (sys.settrace);
+    * ``volume``: the traced memory allocated, summed line by line (the growth to each
+      line's peak): a loop that builds a row of J per key allocates n^2 entries in all
+      though little at once;
+    * ``torch``: the entries PyTorch's operations touch, summed (a dispatch mode that sees
+      every PyTorch operation), when PyTorch is loaded.
+
+    It cannot see work inside one call of compiled code that allocates nothing it
+    traces (a C extension, or NumPy's ``a @ g`` recomputed on every row of a loop whose
+    lines do not otherwise grow), nor memory outside NumPy and PyTorch: resident memory
+    is measured for those, at the longest row only. Without ``limits`` (a warm-up call,
+    in which a library may import and set up what it needs) nothing is traced or stopped.
+    """
+    n = len(a)
+    cost = dict(peak=0, lines=0, volume=0, torch=0)
+    budgets = dict(peak=_peak_budget(n), lines=_line_budget(n), volume=_volume_budget(n),
+                   torch=_torch_budget(n))
+    state = {"base": 0}
+    untraced = _untraced()
+
+    def over(name):
+        cost["over"] = name
+        raise _OverBudget(name)
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.startswith(untraced):
+            return None  # PyTorch's own Python code, and this checker's: not the attempt's
+        current, peak = tracemalloc.get_traced_memory()
+        cost["volume"] += max(peak - state["base"], 0)
+        cost["peak"] = max(cost["peak"], peak - state["start"])
+        tracemalloc.reset_peak()
+        state["base"] = current
+        if event == "line":
+            cost["lines"] += 1
+        for name in ("peak", "lines", "volume"):
+            if cost[name] > budgets[name]:
+                over(name)
+        return tracer
+
+    modes = []
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._pytree import tree_flatten
+
+        class Counting(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                sizes = [t.numel() for t in tree_flatten((args, kwargs, out))[0]
+                         if isinstance(t, torch.Tensor)]
+                cost["torch"] += max(sizes, default=1)
+                if limits and cost["torch"] > budgets["torch"]:
+                    over("torch")
+                return out
+        modes.append(Counting())
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    outer = sys.gettrace()
+    a, g = a.copy(), g.copy()
+    try:
+        tracemalloc.reset_peak()
+        state["start"] = state["base"] = tracemalloc.get_traced_memory()[0]
+        with contextlib.ExitStack() as stack:
+            for mode in modes:
+                stack.enter_context(mode)
+            if limits:
+                sys.settrace(tracer)
+            try:
+                cost["result"] = vjp(a, g)
+            finally:
+                sys.settrace(outer)
+        current, peak = tracemalloc.get_traced_memory()
+        cost["peak"] = max(cost["peak"], peak - state["start"])
+        cost["volume"] += max(peak - state["base"], 0)
+        for name in ("peak", "volume"):
+            if cost[name] > budgets[name]:
+                cost["over"] = name
+    except _OverBudget:
+        pass
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+    return cost
+
+
+def _over_message(cost: dict, n: int) -> str:
+    """What a cost over its budget at a row of n keys says about the attempt."""
+    J_KiB = n * n * 8 / 2**10
+    name = cost["over"]
+    if name == "volume" and cost["lines"] > 8 * n:  # many lines per key: a nested loop
+        name = "lines"
+    if name == "peak":
+        return (f"on a row of {n} keys your vjp's memory passed {cost['peak'] / 2**10:.0f} "
+                f"KiB at its peak; a {n} x {n} matrix takes {J_KiB:.0f} KiB: it builds J, "
+                "the full T_k x T_k Jacobian (or another T_k x T_k array), at least at "
+                "this length. Use a * (g - a.g), which needs O(T_k) memory at every length")
+    if name == "lines":
+        return (f"on a row of {n} keys your vjp ran {cost['lines']:,} lines of Python "
+                f"and was stopped, more than {8 * n:,} (8 per key): the number grows like "
+                "T_k^2, a loop inside a loop over the keys "
+                "(over a.tolist() or range(len(a))) computes J g entry by entry of J, "
+                "O(T_k^2) work. Use a * (g - a.g), one dot product a.g and one pass")
+    if name == "volume":
+        return (f"on a row of {n} keys your vjp allocated more than "
+                f"{_volume_budget(n) / 2**10:.0f} KiB piece by piece, though little at "
+                f"once (J is {J_KiB:.0f} KiB): it computes J g one row of J at a time (or a "
+                "block of rows), O(T_k^2) work, the full Jacobian built piece by piece. "
+                "Use a * (g - a.g), which needs one dot product a.g and one pass")
+    return (f"on a row of {n} keys your vjp's PyTorch operations touched more than "
+            f"{_torch_budget(n):,} entries, about T_k^2 where a * (g - a.g) touches a few "
+            "T_k: it builds J, the full T_k x T_k Jacobian, whole or one row (or block "
+            "of rows) at a time, O(T_k^2) work. Use a * (g - a.g), one dot product a.g "
+            "and one pass")
+
+
 def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
-    """Memory and work of vjp on a row of LONG keys, against limits that building J, or
-    computing J g one row of J at a time, would break."""
+    """The VJP's costs at row lengths far apart (SIZES), against budgets that building J,
+    or computing J g one row of J at a time, would break; then, at the longest row, the
+    resident memory (which sees every library) and the NumPy work on its arguments."""
     rng = np.random.default_rng(5)
-    a = softmax(rng.standard_normal(LONG))
-    g = rng.standard_normal(LONG)
-    want = softmax_vjp(a, g)  # before the calls, in case vjp changes g in place
-    # The counted call comes first: it also warms up what a library sets up on its first call
-    # at this size, which is not the attempt's memory.
+    seen = []
+    for n in SIZES:
+        a = softmax(rng.standard_normal(n))
+        g = rng.standard_normal(n)
+        want = softmax_vjp(a, g)
+        _measured(vjp, a, g, limits=False)  # what a library sets up on a first call
+        cost = _measured(vjp, a, g)
+        if "over" in cost:
+            return False, _over_message(cost, n)
+        ok, detail = _close(cost["result"], want, f"VJP on a row of {n} keys")
+        if not ok:
+            return ok, detail
+        seen.append(f"{n}: {cost['peak'] / 2**10:.0f} KiB, {cost['lines']} lines")
+    a, g = softmax(rng.standard_normal(LONG)), rng.standard_normal(LONG)
     work = _vjp_work(vjp, a, g)
-    resident, (peak, got) = _resident_growth(lambda: _traced_peak(lambda: vjp(a.copy(), g.copy())))
+    resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
-    if peak > VJP_MEMORY_LIMIT or (resident is not None and resident > VJP_RESIDENT_LIMIT):
-        used = max(peak, resident or 0)
-        library = ("" if peak > VJP_MEMORY_LIMIT else
-                   " (outside NumPy's arrays: in PyTorch or another library, which builds it all the same)")
-        return False, (f"on a row of {LONG} keys your vjp used {used / 2**20:.0f} MiB at its peak"
-                       f"{library}; a {LONG} x {LONG} matrix takes {J_MiB:.0f} MiB (half that in "
-                       "float32): it builds J, the full T_k x T_k Jacobian (or another T_k x T_k "
-                       "array). Use a * (g - a.g), which needs O(T_k) memory")
+    if resident is not None and resident > VJP_RESIDENT_LIMIT:
+        return False, (f"on a row of {LONG} keys your vjp used {resident / 2**20:.0f} MiB at "
+                       "its peak (outside NumPy's arrays: in PyTorch or another library, which "
+                       f"builds it all the same); a {LONG} x {LONG} matrix takes {J_MiB:.0f} "
+                       "MiB (half that in float32): it builds J, the full T_k x T_k Jacobian "
+                       "(or another T_k x T_k array). Use a * (g - a.g), which needs O(T_k) "
+                       "memory")
     if work > VJP_WORK_LIMIT:
         return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
                        f"{work / LONG:.0f} x {LONG} entries, where a * (g - a.g) touches "
                        f"3 x {LONG}: it computes J g one row of J at a time, O(T_k^2) work "
                        "though little memory (the full Jacobian, built piece by piece). Use "
                        "a * (g - a.g), which needs one dot product a.g and one pass")
-    ok, detail = _close(got, want, f"VJP on a row of {LONG} keys")
-    if not ok:
-        return ok, detail
-    seen = f"peak memory {peak / 2**10:.0f} KiB"
-    if resident is not None:
-        seen += f", resident growth {resident / 2**10:.0f} KiB"
-    return True, f"{seen}, {work / LONG:.0f} passes over the row"
+    return True, ("peak memory and lines at T_k = " + "; ".join(seen)
+                  + f"; {work / LONG:.0f} passes over the row")
 
 
 def _untouched_then(func: Callable, args: tuple, want: np.ndarray, mistakes, what: str):
@@ -292,6 +459,7 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
         _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
              lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
                             "J of a = (0.8, 0.2)")),
-        _run(f"the VJP never builds J (memory and work on a row of {LONG} keys)", lambda: _vjp_cost(vjp)),
+        _run("the VJP never builds J (its cost at T_k = "
+             + ", ".join(map(str, SIZES)) + ")", lambda: _vjp_cost(vjp)),
     ]
     return _report(results, verbose)

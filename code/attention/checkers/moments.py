@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..moments import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
-from ._common import _RNG_SEED, Rejected, _report, _run
+from ._engine import _RNG_SEED, Rejected, _report, _run
 
 D_KS = (1, 3, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._common import _RNG_SEED, ChangedInPlace, _close, _on_copies, _qkv, _report, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _close, _on_copies, _qkv, _report, _run
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
