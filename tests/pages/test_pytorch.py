@@ -400,6 +400,8 @@ def test_flop_counts_follow_the_two_and_five_product_formulas():
     op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
     tensors = [a.name for a in op._schema.arguments if str(a.type) == "Tensor"]
     assert tensors == ["grad_out", "query", "key", "value", "out", "logsumexp"]
+    others = {a.name: str(a.type) for a in op._schema.arguments if a.name not in tensors}
+    assert others["attn_mask"] == "Optional[Tensor]" and others["is_causal"] == "bool"
     assert g_text(PAGE, "flash_backward_inputs") == ", ".join(tensors)
     # the GPU formulas the page registers count 2 products forward, 5 backward, at any shape
     from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
