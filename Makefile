@@ -25,7 +25,7 @@ CHECK := _build/check
 JOBS ?= $(shell nproc 2> /dev/null || echo 2)
 BUILD := $(PY) _ext/book_build.py --jobs $(JOBS) build
 
-.PHONY: help book html pdf check test lab serve clean bench assets figures venv test-deps chromium
+.PHONY: help book html pdf check test lab serve clean bench assets figures venv test-deps chromium sweep
 
 help:  ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -126,6 +126,9 @@ test: test-deps assets figures  ## Build the book fresh (and Run All every page 
 
 bench: test-deps assets figures  ## Build the book into a temp folder and print every benchmark (benchmarks/results.json).
 	$(PY) benchmarks/run.py
+
+sweep: $(VENV)/.installed  ## Recompute the training page's sweep over seeds (about 12 minutes, one thread).
+	$(PY) -m attention.sweep code/attention/data/training_sweep.json
 
 clean:  ## Remove every build output (keeps .venv and node_modules).
 	rm -rf _build chapters/.ipynb_checkpoints .pytest_cache

@@ -1,0 +1,167 @@
+"""The training page's sweep over seeds, scored on held-out data.
+
+Page "Does the scale matter for training?" (``chapters/training.md``, section "The sweep
+over seeds") reads the file this module writes and explains it. The page's own in-page
+sweep is one seed, scored on its training batches; this one repeats it for several seeds
+and scores every run on one large fixed held-out batch, in two designs of width:
+
+* ``"fixed"``: d_model = 32 and d_k from 16 to 4096, the page's design extended. Beyond
+  d_k = d_model a wider head does not add capacity (W_Q W_K^T is a d_model x d_model
+  matrix of rank at most d_model); it changes only the initial scale of the scores and the
+  parametrisation.
+* ``"grown"``: d_model = d_k from 16 to 256, as in a transformer, where a head is never
+  wider than its input.
+
+Every run is trained with :func:`attention.training.train_retrieval_heads` (the runs of
+one width, optimizer and seed at once) and then scored on ``N_HELD_OUT`` fresh examples
+(the same ones for every run of a d_model): its mean squared error there and the share of
+rows whose largest weight is on a wrong key.
+
+Run ``python -m attention.sweep OUT.json`` (``make sweep``) to recompute the file; it
+took 690 s (about 12 minutes) on one thread here. :func:`sweep_point` recomputes one entry,
+which is how the tests check a sample of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._validate import check_choice, check_integer
+from .training import RetrievalTask, train_retrieval_heads
+
+__all__ = ["DATA_PATH", "DESIGNS", "HEADS", "LR_GRID", "N_HELD_OUT", "SEEDS",
+           "held_out_scores", "load_sweep", "scale", "sweep_point"]
+
+SEEDS = tuple(range(8))
+HEADS = ("scaled", "unscaled", "1/d_k")
+LR_GRID = {
+    "sgd": [float(10.0 ** e) for e in np.arange(-3.0, 5.1, 0.5)],
+    "adam": [float(10.0 ** e) for e in np.arange(-4.0, -0.4, 0.5)],
+}
+DESIGNS = {
+    "fixed": [(32, d_k) for d_k in (16, 64, 256, 1024, 4096)],
+    "grown": [(d, d) for d in (16, 32, 64, 128, 256)],
+}
+N_HELD_OUT = 8192
+HELD_OUT_SEED = 10_000
+LAST = 20  # training steps averaged into a run's training loss, as on the page
+DATA_PATH = Path(__file__).parent / "data" / "training_sweep.json"  # what the page reads
+
+
+def scale(head: str, d_k: int) -> float:
+    """The score scale c of a head: 1/sqrt(d_k), 1 or 1/d_k."""
+    check_choice(head, "head", HEADS)
+    return {"scaled": 1 / math.sqrt(d_k), "unscaled": 1.0, "1/d_k": 1 / d_k}[head]
+
+
+def _held_out(task: RetrievalTask, n: int = N_HELD_OUT):
+    import torch
+
+    gen = torch.Generator().manual_seed(HELD_OUT_SEED)
+    X = torch.randn(n, task.T_k, task.d_model, generator=gen)  # (N, T_k, d_model)
+    V = torch.randn(n, task.T_k, task.d_v, generator=gen)  # (N, T_k, d_v)
+    j = torch.randint(task.T_k, (n,), generator=gen)  # (N,)
+    return X, V, j
+
+
+def held_out_scores(params: dict, cs, task: RetrievalTask, n: int = N_HELD_OUT):
+    """Held-out loss and wrong-key rate of R stacked dot-product heads.
+
+    ``params``: ``W_Q``, ``W_K`` of shape (R, d_model, d_k); ``cs``: R scales. Returns two
+    float64 arrays (R,): the mean squared error on the held-out batch and the share of its
+    rows whose largest weight is not on the query's own key.
+    """
+    import torch
+
+    X, V, j = _held_out(task, check_integer(n, "n"))
+    rows = torch.arange(n)
+    c = torch.tensor([float(x) for x in cs], dtype=X.dtype)
+    if params["W_Q"].shape[0] != c.shape[0]:
+        raise ValueError("cs must hold one scale per stacked run")
+    loss, wrong = [], []
+    with torch.no_grad():
+        for r in range(c.shape[0]):
+            M = c[r] * params["W_Q"][r] @ params["W_K"][r].T  # (d_model, d_model)
+            S = torch.einsum("bd,de,bte->bt", X[rows, j], M, X)  # (N, T_k)
+            A = torch.softmax(S, dim=-1)
+            O = torch.einsum("bt,btv->bv", A, V)
+            loss.append(((O - V[rows, j]) ** 2).mean().item())
+            wrong.append((A.argmax(dim=-1) != j).double().mean().item())
+    return np.array(loss), np.array(wrong)
+
+
+def sweep_point(d_model: int, d_k: int, optimizer: str, seed: int) -> dict:
+    """Train every head at every rate of ``LR_GRID[optimizer]`` once; score them.
+
+    Returns float64 arrays (heads, rates): ``train`` (mean training loss over the last
+    ``LAST`` steps), ``loss`` and ``wrong`` (held out).
+    """
+    import torch
+
+    d_model, d_k = check_integer(d_model, "d_model"), check_integer(d_k, "d_k")
+    check_choice(optimizer, "optimizer", tuple(LR_GRID))
+    task = RetrievalTask(d_model=d_model)
+    lrs = LR_GRID[optimizer]
+    runs = [(h, lr) for h in HEADS for lr in lrs]
+    cs = [scale(h, d_k) for h, _ in runs]
+    torch.set_num_threads(1)
+    out = train_retrieval_heads(d_k, lrs=[lr for _, lr in runs], cs=cs,
+                                optimizer=optimizer, task=task, seed=seed)
+    train = out.losses[:, -LAST:].mean(axis=1)
+    loss, wrong = held_out_scores(out.params, cs, task)
+    shape = (len(HEADS), len(lrs))
+    return {"train": train.reshape(shape), "loss": loss.reshape(shape),
+            "wrong": wrong.reshape(shape)}
+
+
+def load_sweep(path=DATA_PATH) -> dict:
+    """The file :func:`main` writes, with its arrays as NumPy arrays.
+
+    ``data[design][optimizer][stat]`` has shape (widths, seeds, heads, rates), stat one of
+    ``train``, ``loss``, ``wrong``; ``data["widths"][design]`` lists (d_model, d_k).
+    """
+    with open(path) as f:
+        raw = json.load(f)
+    for design in DESIGNS:
+        for opt in LR_GRID:
+            raw[design][opt] = {k: np.array(v, dtype=float)
+                                for k, v in raw[design][opt].items()}
+    return raw
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m attention.sweep OUT.json", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    data = {"seeds": list(SEEDS), "heads": list(HEADS), "lr_grid": LR_GRID,
+            "n_held_out": N_HELD_OUT, "held_out_seed": HELD_OUT_SEED, "last": LAST,
+            "widths": {k: [list(p) for p in v] for k, v in DESIGNS.items()}}
+    for design, points in DESIGNS.items():
+        data[design] = {}
+        for opt in LR_GRID:
+            stats = {"train": [], "loss": [], "wrong": []}
+            for d_model, d_k in points:
+                per_seed = [sweep_point(d_model, d_k, opt, s) for s in SEEDS]
+                for k in stats:
+                    stats[k].append([[[float(f"{x:.7g}") for x in row]
+                                      for row in p[k]] for p in per_seed])
+                print(f"{design} {opt} d_model {d_model} d_k {d_k}: "
+                      f"{time.perf_counter() - start:.0f} s", flush=True)
+            data[design][opt] = stats
+    data["seconds"] = round(time.perf_counter() - start)
+    with open(argv[0], "w") as f:
+        json.dump(data, f, separators=(",", ":"))
+    print(f"wrote {argv[0]} in {data['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
