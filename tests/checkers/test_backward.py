@@ -340,8 +340,33 @@ def dV_without_the_transpose(Q, K, V, dO, mask=None):
     return dQ, dK, A @ dO
 
 
+def nan_to_num_on_the_gradients(Q, K, V, dO, mask=None):
+    """An unguarded forward pass, its NaN gradients replaced by 0 afterwards."""
+    with np.errstate(all="ignore"):
+        c, A, O = _forward(Q, K, V, mask, guard=False)
+        return tuple(np.nan_to_num(x) for x in _backward_from(c, A, O, Q, K, V, dO))
+
+
+def scale_one_over_d_k(Q, K, V, dO, mask=None):
+    return _backward_from(*_forward(Q, K, V, mask, scale=1 / Q.shape[-1]), Q, K, V, dO)
+
+
+def scale_from_d_v(Q, K, V, dO, mask=None):
+    c = 1 / math.sqrt(V.shape[-1])
+    return _backward_from(*_forward(Q, K, V, mask, scale=c), Q, K, V, dO)
+
+
+def right_only_at_the_checkers_d_k(Q, K, V, dO, mask=None):
+    c = 1 / math.sqrt(5)  # the checker's usual d_k
+    return _backward_from(*_forward(Q, K, V, mask, scale=c), Q, K, V, dO)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (nan_to_num_on_the_gradients, "np.nan_to_num"),
+    (scale_one_over_d_k, "the scale is 1/d_k instead of 1/sqrt(d_k)"),
+    (scale_from_d_v, "the scale uses d_v"),
+    (right_only_at_the_checkers_d_k, "the scale is 1/sqrt(5), but d_k = 9"),
     (scales_Q_in_place, "changed its argument Q in place"),
     (sqrt_of_d_k_plus_one, "1/sqrt(d_k + 1)"),
     (sqrt_of_d_k_plus_one, "or d_k + 1"),
@@ -413,6 +438,10 @@ EXCLUSIVE = {
     "divides by c": {divides_by_c},
     "keepdims": {D_without_keepdims},
     "argument Q in place": {scales_Q_in_place},
+    "np.nan_to_num": {nan_to_num_on_the_gradients},
+    "store each one at its own index": {last_head_only, loop_without_the_batch_index},
+    "1/d_k instead": {scale_one_over_d_k},
+    "uses d_v": {scale_from_d_v},
     "d_k + 1": {sqrt_of_d_k_plus_one},
     "A where it needs A^T": {dV_without_the_transpose},
 }
@@ -430,7 +459,7 @@ def _failures(fn, capsys) -> list[str]:
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_attention_backward(fn) is True
     out = capsys.readouterr().out
-    assert "✗" not in out and "8 of 8 checks passed." in out
+    assert "✗" not in out and "9 of 9 checks passed." in out
 
 
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(WRONG)])
@@ -451,7 +480,7 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(fn, capsys):
 
 def test_dot_T_passes_on_one_head_and_fails_only_with_batch_and_heads(capsys):
     failures = _failures(uses_dot_T, capsys)
-    assert len(failures) == 5 and not any(f.startswith("✗ one head") for f in failures)
+    assert len(failures) == 6 and not any(f.startswith("✗ one head") for f in failures)
 
 
 def test_a_product_whose_shapes_do_not_fit_on_one_head_is_pointed_to_the_equations(capsys):
@@ -522,4 +551,4 @@ def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(
     """A causal mask leaves a key column all -inf: the softmax over queries is NaN there,
     and the message still names the axis, not an overflow."""
     failures = _failures(softmax_over_queries, capsys)
-    assert len(failures) == 8 and all("wrong axis" in f for f in failures), failures
+    assert len(failures) == 9 and all("wrong axis" in f for f in failures), failures

@@ -14,12 +14,12 @@ The contract the exercise states, and this checker tests:
 * the gradients have the inputs' dtype (float32 in, float32 out);
 * the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array).
 
-Eight cases: one head without and with a causal mask, compared with central differences
+Nine cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
 missing transpose does not change a shape, only the values); three with batch and head
 dimensions (B, H): no mask, one causal mask for every head, a (B, 1, 1, T_k) padding
-mask; a full (B, H, T_q, T_k) mask in which some queries see no key; and float32
-inputs. Every size differs from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6,
+mask; other sizes, (1, 3, 2, 9) queries against 8 keys with d_v = 4; a full (B, H, T_q,
+T_k) mask in which some queries see no key; and float32 inputs. Every size differs from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6,
 d_v = 7), so that a size read from the wrong axis shows. When an attempt fails a case,
 the checker compares it with the usual mistakes on the same inputs and names the one it
 matches. Messages are wrapped to 76 columns.
@@ -53,7 +53,7 @@ def _swap(X):
 def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from="d_k",
                D_mode="dO.O", D_sign=-1.0, dS_sign=1.0, dA_mode="V^T", scale_dQ=1.0,
                scale_dK=1.0, scale_dV=1.0, dK_from="dS^T", dQ_from="dS", dV_from="A^T",
-               guard=True):
+               guard=True, zero_nan=False):
     """(dQ, dK, dV) in float64, with the deviations from the page's formulas named.
 
     ``mask_mode``: "-inf" (right), "ignored", "inverted", "zero" (masked scores set to
@@ -68,11 +68,13 @@ def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from=
     ``scale_X`` multiplies the right gradient X by this factor; ``dK_from="dS"``
     forgets the transpose of dS in dK, ``dQ_from="dS^T"`` puts one in dQ, ``dV_from="A"``
     forgets the transpose of A in dV (these three need T_q = T_k); ``guard=False`` lets
-    a query with no visible key have NaN weights (0/0) instead of zeros.
+    a query with no visible key have NaN weights (0/0) instead of zeros, and
+    ``zero_nan`` then replaces every NaN of the gradients by 0 (np.nan_to_num).
     """
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
-    d = {"d_k": Q.shape[-1], "T_q": Q.shape[-2], "T_k": K.shape[-2],
-         "axis 1": Q.shape[1], "d_k+1": Q.shape[-1] + 1}[scale_from]
+    d = scale_from if isinstance(scale_from, int) else {
+        "d_k": Q.shape[-1], "T_q": Q.shape[-2], "T_k": K.shape[-2], "axis 1": Q.shape[1],
+        "d_k+1": Q.shape[-1] + 1, "d_k^2": Q.shape[-1] ** 2, "d_v": V.shape[-1]}[scale_from]
     c = 1.0 / math.sqrt(d)
     S = c * (Q @ _swap(K))
     S_free = S
@@ -105,14 +107,15 @@ def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from=
     dV = (_swap(A) if dV_from == "A^T" else A) @ dO
     dQ = c * ((dS if dQ_from == "dS" else _swap(dS)) @ K)
     dK = c * ((_swap(dS) if dK_from == "dS^T" else dS) @ Q)
-    return scale_dQ * dQ, scale_dK * dK, scale_dV * dV
+    grads = scale_dQ * dQ, scale_dK * dK, scale_dV * dV
+    return tuple(np.nan_to_num(x) for x in grads) if zero_nan else grads
 
 
 PINV = ("dA is dO V^T (the product rule for O = A V), not dO times an inverse of V: "
         "the backward pass never inverts a matrix")
 
 
-def _mistakes(Q, K, mask) -> list[tuple[str, str, dict]]:
+def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict]]:
     """(key, message, deviation) for each usual mistake these inputs can show.
 
     A message may name the gradients it concerns with ``{names}`` (and agree with them
@@ -156,7 +159,21 @@ def _mistakes(Q, K, mask) -> list[tuple[str, str, dict]]:
          dict(scale_from="T_k")),
         ("axis", "the softmax runs over the wrong axis: each query's weights (a row "
                  "of A, the last axis) sum to 1", dict(axis=-2)),
+        ("scale-d_k", "the scale is 1/d_k instead of 1/sqrt(d_k): c = 1/sqrt(d_k)",
+         dict(scale_from="d_k^2")),
     ]
+    named = {d_k, d_k + 1, d_k**2, Q.shape[-2], K.shape[-2]} | set(Q.shape[:-2])
+    if V is not None:
+        named.add(V.shape[-1])
+    for m in sorted(set(range(2, 10)) - named):  # the other cases' widths, as a constant
+        mistakes.append((f"scale-{m}", f"the scale is 1/sqrt({m}), but d_k = {d_k} here: "
+                                      "a constant, or a width from another problem? Read "
+                                      "d_k from the inputs, Q.shape[-1]",
+                         dict(scale_from=m)))
+    if V is not None and V.shape[-1] not in (d_k, Q.shape[-2], K.shape[-2]):
+        mistakes.append(("scale-d_v", "the scale uses d_v, the width of V, instead of "
+                                      "d_k, the width of Q and K: c = 1/sqrt(d_k)",
+                         dict(scale_from="d_v")))
     if d_k + 1 not in (Q.shape[-2], K.shape[-2]):
         mistakes.append(("scale-d_k+1", "the scale is 1/sqrt(d_k + 1) instead of "
                                         "1/sqrt(d_k)", dict(scale_from="d_k+1")))
@@ -188,6 +205,15 @@ def _mistakes(Q, K, mask) -> list[tuple[str, str, dict]]:
                            "so nothing flows back through it",
              dict(mask_mode="large")),
         ]
+    if _empty_rows(Q, K, mask):
+        mistakes.append((
+            "nan-to-num", "{names} {is_are} zero where they should not be: a query whose "
+            "every key is masked gave NaN (its softmax is 0/0), and np.nan_to_num (or "
+            "a NaN-to-0 replacement) zeroed the gradients afterwards, but the NaN had "
+            "already spread through dV = A^T dO and dK to every key of that head, "
+            "whose true gradients are wiped out; guard the forward pass instead (such "
+            "a query gets zero weights and a zero output) and its gradients are 0",
+            dict(guard=False, zero_nan=True)))
     if square:
         mistakes += [
             ("dK-no-transpose", "dK uses dS where it needs dS^T: dK = c dS^T Q has one "
@@ -288,7 +314,7 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                             f"{ref[i].shape} (the shape of {name[1:]}){hint}")
             continue
         if np.isnan(got[i]).any():
-            for key, message, deviation in _mistakes(Q, K, mask):
+            for key, message, deviation in _mistakes(Q, K, mask, V):
                 # a mistake whose own -inf rows give NaN, e.g. the softmax over queries
                 v = variant(key + " unguarded", dict(deviation, guard=False))
                 # (a mistake whose gradient is NaN everywhere explains nothing: any NaN
@@ -301,7 +327,7 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             else:
                 nan.append(name)
             continue
-        for key, message, deviation in _mistakes(Q, K, mask):
+        for key, message, deviation in _mistakes(Q, K, mask, V):
             v = variant(key, deviation)
             if not _same(v[i], ref[i], rtol) and _same(got[i], v[i], max(rtol, 1e-7)):
                 matched.setdefault(key, (message, []))[1].append(name)
@@ -423,7 +449,7 @@ def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
 
 def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)`` against the contract in this
-    module's docstring: eight cases, one line each; returns True when all pass."""
+    module's docstring: nine cases; returns True when all pass."""
     rng = np.random.default_rng(_RNG_SEED + 2)
     Q, K, V, dO = _inputs(rng)
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
@@ -432,6 +458,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     pad = padding_mask([4, 3], T_k)[:, None]  # (B, 1, 1, T_k): keys beyond a length hidden
     empty = rng.random((2, 3, T_q, T_k)) < 0.6  # (B, H, T_q, T_k)
     empty[0, 1, 2] = empty[1, 2, 0] = empty[1, 0, 3] = False  # these queries see no key
+    # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows.
+    Qo, Ko, Vo, dOo = _inputs(rng, batch=(1, 3), T_q=2, T_k=8, d_k=9, d_v=4)
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
@@ -452,6 +480,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint)),
         _run("a (B, 1, 1, T_k) padding mask",
              _case(fn, Qb, Kb, Vb, dOb, pad, on_error=batch_hint)),
+        _run("a causal mask at other sizes, (1, 3, T_q = 2, d_k = 9), T_k = 8, d_v = 4",
+             _case(fn, Qo, Ko, Vo, dOo, causal_mask(2, 8), on_error=batch_hint)),
         _run("a (B, H, T_q, T_k) mask where some queries see no key",
              _case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint)),
         _run("float32 inputs, causal mask (float32 gradients)",
