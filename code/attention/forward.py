@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from .masks import ALIGNMENTS
 from ._validate import (
     as_float_array,
     check_mask,
@@ -155,6 +156,17 @@ def _check_no_overflow(m: np.ndarray, mask, T_k: int) -> None:
         raise _overflow_error(m.dtype)
 
 
+def _causal_rows_visible(mask, q0: int, q1: int, offset: int, batch: tuple):
+    """(..., q1 - q0, 1) bool: does query i (q0 <= i < q1) see any key under the causal
+    mask (keys 0 .. i + offset) and ``mask``? Read one row block of ``mask`` at a time."""
+    last = np.arange(q0, q1) + offset  # the last key each query may see
+    if mask is None:
+        return np.broadcast_to((last >= 0)[:, None], batch + (q1 - q0, 1))
+    rows = mask[..., q0:q1, :]
+    # a visible key j <= last_i exists iff the first True of the row is at or before last_i
+    return (rows.any(axis=-1) & (rows.argmax(axis=-1) <= last))[..., None]  # (..., bq, 1)
+
+
 def _overflow_error(dtype: np.dtype) -> ValueError:
     return ValueError(
         f"the scores Q K^T overflowed {dtype.name}: some |q . k| exceeds the "
@@ -162,7 +174,8 @@ def _overflow_error(dtype: np.dtype) -> ValueError:
     )
 
 
-def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0) -> np.ndarray:
+def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0, *,
+                    causal: str | None = None) -> np.ndarray:
     """Attention computed block by block with an online softmax; returns O only.
 
     Queries are processed ``block_size`` at a time, and for each query block the keys are
@@ -176,7 +189,10 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
 
     ``mask`` is a dense boolean array that broadcasts to (..., T_q, T_k), read one tile at
     a time; a mask of that full shape, built by the caller, is itself T_q x T_k bytes and
-    brings O(T_q T_k) memory back (fused kernels derive a causal mask from the indices).
+    brings O(T_q T_k) memory back. ``causal="top-left"`` or ``"bottom-right"`` (the
+    alignments of :func:`attention.causal_mask`) applies the causal mask without storing
+    it, as fused kernels do: each tile's part is derived from the query and key indices,
+    and tiles entirely above the diagonal are skipped. It combines with ``mask`` by AND.
     Equals :func:`scaled_dot_product_attention` to float rounding, including the
     fully-masked-row policy (zero output), a row whose first key blocks are all masked
     (its running maximum stays -inf: shifted by 0, rescaled by 0) and its error for scores
@@ -190,6 +206,10 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     if mask is not None:
         mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
+    if causal is not None and causal not in ALIGNMENTS:
+        raise ValueError(f"causal must be None, 'top-left' or 'bottom-right', got {causal!r}")
+    # key j is visible to query i when j <= i + offset (the diagonal of causal_mask)
+    offset = 0 if causal in (None, "top-left") else T_k - T_q
     c = score_scale(d_k, temperature)
     dtype = Q.dtype
     acc_dtype = np.promote_types(dtype, np.float32)
@@ -197,16 +217,22 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
     K_t = np.swapaxes(K, -1, -2)
     for q0 in range(0, T_q, block_size):
         q1 = min(q0 + block_size, T_q)
+        # with causal, no key after q1 - 1 + offset is visible to this block of queries
+        k_end = T_k if causal is None else max(0, min(T_k, q1 + offset))
         Qb = Q[..., q0:q1, :].astype(acc_dtype, copy=False)
         m = np.full(batch + (q1 - q0, 1), -np.inf, dtype=acc_dtype)  # running max
         l = np.zeros(batch + (q1 - q0, 1), dtype=acc_dtype)  # running normalizer
         acc = np.zeros(batch + (q1 - q0, d_v), dtype=acc_dtype)  # running sum of e^(s-m) v
-        for k0 in range(0, T_k, block_size):
+        for k0 in range(0, k_end, block_size):
             k1 = min(k0 + block_size, T_k)
             with np.errstate(over="ignore"):  # an overflow is reported below
                 S = Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)  # (..., bq, bk)
             S *= c  # in place: one tile of scores, the exponentials overwrite it
             tile_mask = None if mask is None else mask[..., q0:q1, k0:k1]
+            if causal is not None and k1 - 1 > q0 + offset:  # the tile meets the diagonal
+                below = (np.arange(k0, k1)[None, :]
+                         <= np.arange(q0, q1)[:, None] + offset)  # (bq, bk)
+                tile_mask = below if tile_mask is None else tile_mask & below
             if tile_mask is not None:
                 np.copyto(S, -np.inf, where=~tile_mask)
             S_max = S.max(axis=-1, keepdims=True)  # (..., bq, 1): this tile's row maxima
@@ -224,6 +250,10 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
             acc = acc * rescale + P @ V[..., k0:k1, :].astype(acc_dtype, copy=False)
             m = m_new
         # ... and a row maximum of -inf over all the keys, in a row with a visible key.
-        _check_no_overflow(m, None if mask is None else mask[..., q0:q1, :], T_k)
+        if causal is None or T_k == 0:
+            visible = None if mask is None else mask[..., q0:q1, :]
+        else:  # the rows' visible keys, causal and mask together, without a T_k-wide copy
+            visible = _causal_rows_visible(mask, q0, q1, offset, batch)
+        _check_no_overflow(m, visible, T_k)
         O[..., q0:q1, :] = np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0)
     return O

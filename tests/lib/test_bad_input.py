@@ -151,6 +151,13 @@ def test_forward_attention_raises_when_the_scores_overflow_the_dtype(fn, sign):
     assert np.isfinite(first).all()
 
 
+@pytest.mark.parametrize("causal, error", [("causal", ValueError), ("lower-right", ValueError),
+                                           (True, ValueError), (1, ValueError)])
+def test_tiled_attention_refuses_unknown_causal_alignments(causal, error):
+    with pytest.raises(error, match="causal must be None, 'top-left' or 'bottom-right'"):
+        attention.tiled_attention(Q, K, V, 2, causal=causal)
+
+
 # Masks ----------------------------------------------------------------------------------
 
 

@@ -113,3 +113,66 @@ def test_tiled_accepts_what_the_plain_version_accepts_a_visible_key_scoring_minu
     O_plain, A = scaled_dot_product_attention(Q, K, K)
     assert np.all(A[:, 0] == 0)
     np.testing.assert_allclose(tiled_attention(Q, K, K, block_size), O_plain)
+
+
+@pytest.mark.parametrize("align", ["top-left", "bottom-right"])
+@pytest.mark.parametrize("T_q, T_k", [(7, 7), (3, 8), (8, 3), (1, 5)])
+@pytest.mark.parametrize("block_size", [1, 2, 3, 16])
+def test_tiled_causal_equals_plain_attention_with_the_causal_mask(align, T_q, T_k, block_size):
+    Q, K, V = random_qkv(8, T_q=T_q, T_k=T_k, d_k=4, d_v=3)
+    M = causal_mask(T_q, T_k, align=align)
+    O_plain, _ = scaled_dot_product_attention(Q, K, V, mask=M)
+    O = tiled_attention(Q, K, V, block_size, causal=align)
+    np.testing.assert_allclose(O, O_plain, rtol=0, atol=1e-13)
+    # combined with a dense mask by AND (here a padding mask with an empty sequence)
+    pad = padding_mask([max(T_k - 2, 0), 0], T_k)[:, None]  # (B, 1, 1, T_k)
+    Qb, Kb, Vb = (np.stack([x, x]) for x in (Q, K, V))
+    O_plain, _ = scaled_dot_product_attention(Qb, Kb, Vb, mask=M & pad[:, 0])
+    O = tiled_attention(Qb, Kb, Vb, block_size, mask=pad[:, 0], causal=align)
+    np.testing.assert_allclose(O, O_plain, rtol=0, atol=1e-13)
+
+
+def test_tiled_causal_stores_no_T_by_T_mask_and_a_dense_mask_does():
+    import tracemalloc
+
+    T, block = 1024, 64
+    Q, K, V = random_qkv(9, T_q=T, T_k=T, d_k=8, d_v=8, dtype=np.float32)
+
+    def peak(fn):
+        tracemalloc.start()
+        try:
+            fn()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    derived = peak(lambda: tiled_attention(Q, K, V, block, causal="top-left"))
+    dense = peak(lambda: tiled_attention(Q, K, V, block, mask=causal_mask(T)))
+    assert derived < T * T / 4 < T * T <= dense  # the bool mask alone is T * T bytes
+
+
+def test_tiled_causal_refuses_unknown_alignments_and_checks_overflow_on_visible_keys():
+    Q, K, V = random_qkv(10, T_q=4, T_k=4)
+    for bad in ("causal", True, "lower-right"):
+        with pytest.raises(ValueError, match="causal must be"):
+            tiled_attention(Q, K, V, 2, causal=bad)
+    big = np.full((3, 3), 1e20, dtype=np.float32)
+    keys = np.ones((3, 3), dtype=np.float32)
+    keys[2] = 1e20  # overflows, but only query 2 sees key 2 under the causal mask
+    with pytest.raises(ValueError, match="overflowed float32"):
+        tiled_attention(big, keys, keys, 1, causal="top-left")
+    O = tiled_attention(big[:2], keys, keys, 1, causal="top-left")  # key 2 hidden
+    O_plain, _ = scaled_dot_product_attention(big[:2], keys, keys, mask=causal_mask(2, 3))
+    np.testing.assert_allclose(O, O_plain)
+    # every visible key scoring -inf is an overflow; an empty causal row is not
+    with pytest.raises(ValueError, match="overflowed float32"):
+        tiled_attention(big, -big, big, 2, causal="bottom-right")
+    O = tiled_attention(Q[:3], K[:1], V[:1], 2, causal="bottom-right")  # rows 0, 1 empty
+    assert np.array_equal(O[:2], np.zeros((2, V.shape[-1])))
+
+
+def test_tiled_causal_with_no_keys_or_no_queries_follows_the_plain_policy():
+    Q, K, V = random_qkv(11)
+    for align in ("top-left", "bottom-right"):
+        assert np.array_equal(tiled_attention(Q, K[:0], V[:0], 2, causal=align), np.zeros((4, 2)))
+        assert tiled_attention(Q[:0], K, V, 2, causal=align).shape == (0, 2)

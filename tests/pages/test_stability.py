@@ -291,6 +291,10 @@ def test_library_row_blocked_path_and_a_dense_mask_in_the_tiled_version():
     assert g(PAGE, "mask_over_tiled") == pytest.approx(
         g(PAGE, "causal_mask_mib") / g(PAGE, "tiled_peak_mib_big"))
     assert g(PAGE, "mask_over_tiled") > 5
+    derived = measure.peak_memory(
+        lambda: attention.tiled_attention(Q, K, V, block, causal="top-left"))
+    assert g(PAGE, "causal_peak_mib") == pytest.approx(derived / MiB, rel=0.2)
+    assert derived < T * T / 4 and g(PAGE, "causal_peak_mib") < g(PAGE, "causal_mask_mib") / 4
     # masked tiled output is the plain masked output
     O_plain, _ = attention.scaled_dot_product_attention(Q[..., :300, :], K[..., :300, :],
                                                         V[..., :300, :], mask=M[:300, :300])
