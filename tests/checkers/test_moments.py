@@ -87,7 +87,19 @@ WRONG = [
      "negative rho"),
     # right for normal entries only, and ignoring the argument it was given
     (lambda d_k, rho, kurtosis: right(d_k, rho), "normal entries only"),
-    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * max(kurtosis - 2, 0)), "kurtosis 3) only"),
+    # (right for kurtosis >= 2: the variance clipped at 1 below)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * max(kurtosis - 2, 0)),
+     "goes below 1, and there it is that bound: clipped"),
+    # clipped variances and a clipped mean
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), min(var(d_k, rho, kurtosis), 2.0)),
+     "goes above 2, and there it is that bound: clipped"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), float(np.clip(var(d_k, rho, kurtosis), 0.5, 3))),
+     "goes below 0.5 or above 3"),
+    (lambda d_k, rho, kurtosis: (max(mean(d_k, rho), -1.0), var(d_k, rho, kurtosis)),
+     "your mean equals the formula except where the formula goes below -1"),
+    # tuned to the checker's former widths: right at d_k = 1, 3, 16, 64, 256 only
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho) if d_k in (1, 3, 16, 64, 256) else 0.0,
+                                 var(d_k, rho, kurtosis)), "mean at d_k = 2"),
     # estimates instead of the formula
     (lambda d_k, rho, kurtosis: sampled(d_k, rho, kurtosis), "sampled estimate"),
     (lambda d_k, rho, kurtosis: sampled(d_k, rho, kurtosis, seed=0), "estimate of it"),
@@ -106,7 +118,7 @@ WRONG = [
     # the default kurtosis taken as the excess kurtosis (0 for normal entries)
     (lambda d_k, rho, kurtosis=0.0: right(d_k, rho, kurtosis), "default must be kurtosis=3.0"),
     # math.isqrt for the square root: right at d_k = 1, 16, 64, 256 only
-    (lambda d_k, rho, kurtosis: (rho * math.isqrt(d_k), var(d_k, rho, kurtosis)), "d_k = 3"),
+    (lambda d_k, rho, kurtosis: (rho * math.isqrt(d_k), var(d_k, rho, kurtosis)), "mean at d_k = 2"),
     # the variance divided by d_k once more: right at d_k = 1 only
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 2) / d_k),
      "right at d_k = 1 only"),

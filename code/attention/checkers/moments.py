@@ -23,7 +23,7 @@ import numpy as np
 from ..moments import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
 from ._engine import _RNG_SEED, Rejected, _report, _run
 
-D_KS = (1, 3, 16, 64, 256)
+D_KS = (1, 2, 3, 5, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
 KURTOSES = (1.0, 1.8, 3.0, 6.0)
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
@@ -202,6 +202,30 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
     return ""
 
 
+def _clipped(values: dict, which: int, wrong: list) -> str:
+    """A message when the attempt equals the formula except where the formula passes a
+    bound, and there returns the bound itself (np.clip, min or max)."""
+    if not wrong:
+        return ""
+    got = {p: values[p][which] for p in wrong}
+    want = {p: _reference(*p)[which] for p in wrong}
+    low = [p for p in wrong if want[p] < got[p]]
+    high = [p for p in wrong if want[p] > got[p]]
+    bounds = []
+    for side, word in ((low, "below"), (high, "above")):
+        if side:
+            b = got[side[0]]
+            if not all(_equal(got[p], b) for p in side):
+                return ""
+            bounds.append(f"{word} {b:.6g}")
+    name = "mean" if which == 0 else "variance"
+    every = (", 0 included (rho = +-1 with kurtosis 1)" if which == 1 else "")
+    return (f"your {name} equals the formula except where the formula goes "
+            f"{' or '.join(bounds)}, and there it is that bound: clipped (np.clip, min "
+            f"or max)? The exact {name} takes every value the formula gives{every}; "
+            "return the formula itself")
+
+
 def _within_one_percent(values: dict, which: int, probes) -> bool:
     return all(abs(values[p][which] - _reference(*p)[which])
                <= 0.01 * max(1.0, abs(_reference(*p)[which])) for p in probes)
@@ -245,6 +269,9 @@ def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
             if _near(values, formula, which, probes):
                 return False, f"close to a wrong formula (an estimate of it?): {message}; {detail}"
     all_wrong = [p for p in PROBES if not _equal(values[p][which], _reference(*p)[which])]
+    clipped = _clipped(values, which, all_wrong)
+    if clipped:
+        return False, f"{clipped}; {detail}"
     hint = _where_right(values, which, all_wrong)
     return False, (f"{hint}; {detail}" if hint else detail)
 
