@@ -5,7 +5,7 @@ on demand, so NumPy-only pages do not pay for torch). Each function's docstring 
 page that derives it.
 """
 
-from .backward import attention_backward
+from .backward import attention_backward, tiled_attention_backward
 from .blocked import blocked_attention, blocked_attention_backward
 from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
@@ -70,4 +70,5 @@ __all__ = [
     "softmax_jacobian",
     "softmax_vjp",
     "tiled_attention",
+    "tiled_attention_backward",
 ]

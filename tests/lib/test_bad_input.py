@@ -804,7 +804,7 @@ def test_checkers_report_failure_instead_of_raising_for_unusable_attempts(name, 
     assert CHECKER_CALLS[name](attempt) is False
 
 
-# attention.backward.tiled_attention_backward and at.peak_allocated ---------------------------
+# attention.tiled_attention_backward (attention.backward) and at.peak_allocated ---------------------------
 
 from attention.backward import tiled_attention_backward  # noqa: E402
 
