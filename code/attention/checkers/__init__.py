@@ -1,11 +1,13 @@
 """Checkers for the chapter's coding exercises: call one on your own attempt.
 
-Each ``check_*`` function runs your function on small cases, compares it with the
-library's reference, prints one line per case (a tick or a cross with what differed)
-and returns True when every case passes. It never raises because your code is wrong;
-an exception inside your function is reported as a failed case.
+Each ``check_*`` function runs your function on cases that span what its exercise
+allows, compares it with the library's reference, prints a tick or a cross per case (with
+what went wrong, naming the mistake when it recognises one; a single line when every case
+fails the same way) and returns True when every case passes. It never raises because your
+code is wrong; an exception inside your function is reported as a failed case.
 
-One module per exercise; each module's docstring names its exercise.
+``_engine`` runs the cases and prints the report; each other module is one exercise (its
+docstring names it): its cases and its table of named mistakes.
 """
 
 from .attention import check_scaled_dot_product_attention

@@ -51,9 +51,6 @@ def _close(got, want, what, atol=1e-8):
 #: Keys of the row on which the VJP's memory and work are measured (the page's example): J
 #: would take LONG^2 * 8 bytes = 128 MiB, 64 MiB in float32, 32 MiB in float16.
 LONG = 4096
-#: Peak NumPy memory (tracemalloc) allowed for the VJP on that row: 64 vectors of LONG float64
-#: entries (2 MiB), a sixty-fourth of J.
-VJP_MEMORY_LIMIT = 64 * LONG * 8
 #: Growth of the resident memory allowed (Linux): 16 MiB, half of J even in float16, with room
 #: for what a library sets up on its own (thread stacks, caches) beside the attempt's arrays.
 VJP_RESIDENT_LIMIT = 16 * 2**20
@@ -216,22 +213,6 @@ def _resident_growth(func: Callable):
         return None, func()
     result = func()
     return (_status_kib("VmHWM") - before) * 1024, result
-
-
-def _traced_peak(func: Callable):
-    """(peak of the memory tracemalloc sees during func(), in bytes, func's result)."""
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        before, _ = tracemalloc.get_traced_memory()
-        result = func()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-    return peak - before, result
 
 
 #: Row lengths at which the VJP's cost is measured, far apart: a cost that grows like T_k
