@@ -230,6 +230,31 @@ def test_sweep_numbers_are_the_replayed_rows_statistics(sweep):
     assert "## The mirror image" not in SOURCE and ": the mirror image" not in SOURCE
 
 
+def test_the_peaks_on_the_finer_grid():
+    """Both peaks, from the page's rows (seed 64), the gauge and the gradient from the row's
+    weights alone: c^2 (|J t|^2 + (d_k - 1) tr(J^2)), written out here."""
+    n_rows, T_k, d_k = 4000, 32, 64
+    rng = np.random.default_rng(64)
+    q = rng.standard_normal((n_rows, d_k))
+    K = rng.standard_normal((n_rows, T_k, d_k))
+    qk = np.einsum("rd,rjd->rj", q, K)
+    t = qk / np.linalg.norm(q, axis=1, keepdims=True)
+    fine = 2.0 ** np.arange(0, 4.01, 0.25)
+    gauge, dq = [], []
+    for sd in fine:
+        c = sd / math.sqrt(d_k)
+        a = softmax_rows(c * qk)
+        sq = np.sum(a**2, axis=1)
+        gj = np.maximum(sq - 2 * np.sum(a**3, axis=1) + sq**2, 0.0)
+        Jt = a * (t - np.sum(a * t, axis=1, keepdims=True))
+        gauge.append(gj.mean())
+        dq.append(np.median(c * np.sqrt(np.sum(Jt**2, axis=1) + (d_k - 1) * gj)))
+    assert g(PAGE, "sw_gauge_peak_fine") == fine[int(np.argmax(gauge))]
+    assert g(PAGE, "sw_dq_peak_fine") == fine[int(np.argmax(dq))]
+    # the two peaks are at different scales, both between the table's grid points 2 and 8
+    assert 2 < g(PAGE, "sw_gauge_peak_fine") < g(PAGE, "sw_dq_peak_fine") < 8
+
+
 def test_saturation_makes_the_gradient_sparse_and_spiky_rather_than_uniformly_small(sweep):
     sds = sorted(sweep)
     med = np.array([np.median(sweep[s]["dq"]) for s in sds])
@@ -497,7 +522,7 @@ def test_the_raw_vs_scaled_exercise_is_not_answered_above_it():
 
 def test_executed_page_shows_the_checker_passing():
     text = str(executed_notebook(PAGE))
-    assert "6 of 6 checks passed." in text and "✗" not in text
+    assert "7 of 7 checks passed." in text and "✗" not in text
 
 
 # --- the page's rules ------------------------------------------------------------------------
