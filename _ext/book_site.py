@@ -12,6 +12,9 @@ Each concern is a module of its own in ``_ext/``, readable alone:
 * ``book_weight``: light pages: the theme's icons without its icon script, and no file in
   the published site that no page uses.
 
+This module also adds ``site/static/book-nav.js``, a workaround for pydata-sphinx-theme
+issue 2451: the visible sidebar buttons of sphinx-book-theme did nothing (the file says why).
+
 ``_ext/book_pdf.py`` is not part of the build: `make pdf` runs it on the built site.
 """
 
@@ -31,4 +34,6 @@ import book_weight  # noqa: E402
 def setup(app):
     for part in (book_markup, book_math, book_downloads, book_weight):
         part.setup(app)
+    # pydata-sphinx-theme issue 2451: the drawer buttons (site/static/book-nav.js).
+    app.add_js_file("book-nav.js", loading_method="defer")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
