@@ -55,7 +55,7 @@ RIGHT = [
 def test_right_answers_pass(jac, prod, capsys):
     assert checkers.check_softmax_jacobian(jac, prod) is True
     out = capsys.readouterr().out
-    assert "✗" not in out and "6 of 6 checks passed." in out
+    assert "✗" not in out and "7 of 7 checks passed." in out
 
 
 # --- plausible wrong attempts, each with a word its message must contain ------------------
@@ -171,7 +171,18 @@ def jacobian_diagonal_only(a):
     return np.diag(a * (1 - a))  # J's diagonal, without the off-diagonal - a_i a_j
 
 
+def jacobian_for_four_keys_only(a):
+    return np.diag(a) - np.outer(a, a) * np.eye(4)[0].sum() if len(a) == 4 else np.eye(len(a))
+
+
+def jacobian_dividing_by_a(a):
+    with np.errstate(all="ignore"):
+        return np.outer(a, a) * (np.diag(1 / a) - 1)  # a_i a_j (delta_ij / a_i - 1)
+
+
 WRONG_JACOBIANS = [
+    (jacobian_for_four_keys_only, "J of 7 keys differs from the reference"),
+    (jacobian_dividing_by_a, "NaN comes from an operation with no answer"),
     (jacobian_diagonal_only, "entry by entry"),
     (jacobian_as_list, "not a NumPy array"),
     (jacobian_float32, "float32"),
@@ -382,7 +393,7 @@ def test_a_vjp_that_builds_j_is_caught_by_its_memory_even_though_its_numbers_are
     assert checkers.check_softmax_jacobian(jacobian, vjp_builds_j) is False
     out = capsys.readouterr().out
     assert "KiB at its peak" in out and "builds J" in out
-    assert "5 of 6 checks passed." in out  # only the memory check fails
+    assert "6 of 7 checks passed." in out  # only the memory check fails
 
 
 def test_an_exception_inside_the_attempt_is_reported_not_raised(capsys):
@@ -410,7 +421,7 @@ def test_a_vjp_that_builds_j_in_torch_is_caught_by_its_pytorch_operations(capsys
     out = capsys.readouterr().out
     assert "PyTorch operations touched" in out, out
     assert "builds J, the full T_k x T_k Jacobian" in out, out
-    assert "5 of 6 checks passed." in out  # its numbers are right: only the cost fails
+    assert "6 of 7 checks passed." in out  # its numbers are right: only the cost fails
 
 
 def test_the_cost_check_reports_small_numbers_for_the_right_vjp():

@@ -65,7 +65,7 @@ def test_executed_pages_show_every_checker_passing():
     # (the masks and backward pages also run an unfinished skeleton on purpose: their own tests
     # check its "0 of N" beside the reference solution's "N of N")
     for page, expected in (("soft-retrieval", "16 of 16 checks passed."), ("variance", "7 of 7 checks passed."),
-                           ("saturation", "6 of 6 checks passed.")):
+                           ("saturation", "7 of 7 checks passed.")):
         nb_text = str(executed_notebook(page))
         assert expected in nb_text and "✗" not in nb_text
 

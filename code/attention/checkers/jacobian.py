@@ -428,6 +428,9 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
     a = softmax(np.array([2.0, 1.0, 0.1, -1.0]))
     g = np.array([0.3, -1.0, 2.0, 0.5])
     one_hot = np.array([0.0, 1.0, 0.0, 0.0])
+    # another length, with a weight that is exactly 0 (a masked key): an attempt right
+    # only at 4 keys, or one that divides by an entry of a, shows
+    a7 = softmax(np.array([0.5, -1.0, -np.inf, 2.0, 0.0, 1.5, -0.3]))
     results = [
         _run("Jacobian matches diag(a) - a a^T",
              lambda: _untouched_then(jacobian, (a,), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
@@ -437,6 +440,9 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
              lambda: _untouched_then(vjp, (a, g), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
         _run("a one-hot row passes no gradient",
              lambda: _close(vjp(one_hot.copy(), g.copy()), np.zeros(4), "VJP at one-hot")),
+        _run("Jacobian of a row of 7 keys, one weight 0",
+             lambda: _untouched_then(jacobian, (a7,), softmax_jacobian(a7),
+                                     _jacobian_mistakes(a7), "J of 7 keys")),
         _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
              lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
                             "J of a = (0.8, 0.2)")),
