@@ -568,6 +568,8 @@ def test_the_held_out_file_has_the_design_the_page_describes(held):
     assert g(PAGE, "ho_dk_max_fixed") == 4096 and g(PAGE, "ho_dk_max_grown") == 256
     np.testing.assert_allclose(held["lr_grid"]["adam"], GRID["adam"])
     assert held["lr_grid"]["sgd"][0] == pytest.approx(1e-3) and held["lr_grid"]["sgd"][-1] == pytest.approx(1e5)
+    assert g(PAGE, "ho_lr_sgd_min") == pytest.approx(held["lr_grid"]["sgd"][0])
+    assert g(PAGE, "ho_lr_sgd_max") == pytest.approx(held["lr_grid"]["sgd"][-1])
     W = _held_windows(held)
     # "so that every window is bracketed": no working rate at either end of the grid
     for key, x in W.items():
