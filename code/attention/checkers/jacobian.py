@@ -423,7 +423,8 @@ def _untouched_then(func: Callable, args: tuple, want: np.ndarray, mistakes, wha
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
     """Check ``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for softmax weights ``a``.
 
-    Prints one line per check and returns True when all pass (see the module docstring).
+    Prints a tick or a cross per check and returns True when all pass (see the module
+    docstring).
     """
     a = softmax(np.array([2.0, 1.0, 0.1, -1.0]))
     g = np.array([0.3, -1.0, 2.0, 0.5])
