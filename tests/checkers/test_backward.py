@@ -361,8 +361,21 @@ def right_only_at_the_checkers_d_k(Q, K, V, dO, mask=None):
     return _backward_from(*_forward(Q, K, V, mask, scale=c), Q, K, V, dO)
 
 
+def adds_not_mask_times_minus_inf(Q, K, V, dO, mask=None):
+    """S + (~mask) * -inf: 0 * -inf is NaN on every allowed score."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = S + (~np.asarray(mask)) * -np.inf
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+        return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (adds_not_mask_times_minus_inf, "(~mask) * -inf"),
     (nan_to_num_on_the_gradients, "np.nan_to_num"),
     (scale_one_over_d_k, "the scale is 1/d_k instead of 1/sqrt(d_k)"),
     (scale_from_d_v, "the scale uses d_v"),
@@ -439,6 +452,7 @@ EXCLUSIVE = {
     "keepdims": {D_without_keepdims},
     "argument Q in place": {scales_Q_in_place},
     "np.nan_to_num": {nan_to_num_on_the_gradients},
+    "(~mask) * -inf": {adds_not_mask_times_minus_inf},
     "store each one at its own index": {last_head_only, loop_without_the_batch_index},
     "1/d_k instead": {scale_one_over_d_k},
     "uses d_v": {scale_from_d_v},

@@ -345,6 +345,13 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                 "spread to every key; the contract gives such a query zero weights and a "
                 "zero output (guard the row maximum and the sum, as in "
                 "ex-numpy-attention), and then its gradients are 0")
+        elif mask is not None and not matched and \
+                all(np.isnan(got[i]).all() for i in map(NAMES.index, nan)):
+            messages.append(
+                f"{', '.join(nan)} {verb} NaN in every entry once there is a mask: was it "
+                "applied by arithmetic, as S + (~mask) * -inf? 0 * -inf is NaN, so every "
+                "allowed score turns NaN; replace the masked scores instead, "
+                "np.where(mask, S, -np.inf)")
         else:
             messages.append(
                 f"{', '.join(nan)} {verb} NaN: usually exp() of a score that overflowed "
