@@ -699,6 +699,8 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
         x = gr("sgd", name, 256)["wrong"]
         assert (g(PAGE, f"ho_grown_{key}_wrong_lo"), g(PAGE, f"ho_grown_{key}_wrong_hi")) == pytest.approx((x.min(), x.max()))
     assert g(PAGE, "ho_sgd_un_wrong_1024_lo") > 10 * g(PAGE, "ho_sgd_sc_wrong_1024_hi")
+    rows = np.round(gr("sgd", "scaled", 256)["wrong"] * held["n_held_out"]).max()
+    assert g(PAGE, "ho_grown_sc_wrong_rows") == rows
 
 
 def test_the_statements_the_held_out_sweep_refutes_are_gone():
