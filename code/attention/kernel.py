@@ -38,12 +38,18 @@ def gaussian_kernel_weights(Q, K, bandwidth: float = 1.0) -> np.ndarray:
     Computed from the squared distances themselves (not from their expansion into dot
     products), so that the page can compare it with dot-product attention. Shapes: Q
     (..., T_q, d_k), K (..., T_k, d_k) -> (..., T_q, T_k). ``bandwidth`` must be positive
-    and finite. A row is a softmax, shifted by its maximum, so it never overflows.
+    and finite. A row is a softmax, shifted by its maximum, so the exponentials never
+    overflow; a squared distance that overflows to inf (inputs near 1e154 or beyond)
+    raises a ValueError rather than returning NaN.
     """
     Q, K = _pair(Q, K)
     sigma = check_positive(bandwidth, "bandwidth")
     diff = Q[..., :, None, :] - K[..., None, :, :]  # (..., T_q, T_k, d_k)
-    S = -np.sum(diff * diff, axis=-1) / (2.0 * sigma**2)  # (..., T_q, T_k)
+    with np.errstate(over="ignore"):
+        S = -np.sum(diff * diff, axis=-1) / (2.0 * sigma**2)  # (..., T_q, T_k)
+    if not np.isfinite(S).all():
+        raise ValueError("a squared distance |q_i - k_j|^2 / (2 bandwidth^2) overflowed "
+                         "to inf: rescale Q and K (or widen the bandwidth)")
     if S.shape[-1] == 0:
         return S
     S = S - S.max(axis=-1, keepdims=True)
@@ -57,7 +63,8 @@ def additive_scores(Q, K, W_q, W_k, w) -> np.ndarray:
     Shapes: Q (..., T_q, d_q), K (..., T_k, d_k), W_q (d_q, d_a), W_k (d_k, d_a), w (d_a,)
     -> (..., T_q, T_k), where d_a is the width of the hidden layer. Queries and keys may
     have different widths. Every score lies in [-sum |w|, sum |w|], however large q and k
-    are. Forms the (..., T_q, T_k, d_a) array of pre-activations: unlike a dot product, no
+    are, as long as q W_q + k W_k is finite: a pre-activation that overflows raises a
+    ValueError rather than returning NaN. Forms the (..., T_q, T_k, d_a) array of pre-activations: unlike a dot product, no
     single matrix product gives the scores.
     """
     Q, K = _pair(Q, K, same_width=False)
@@ -71,5 +78,9 @@ def additive_scores(Q, K, W_q, W_k, w) -> np.ndarray:
         if W.shape != (x.shape[-1], d_a):
             raise ValueError(f"{name} must have shape {(x.shape[-1], d_a)} for inputs of shape "
                              f"{x.shape} and w of shape {w.shape}, got shape {W.shape}")
-    pre = (Q @ W_q)[..., :, None, :] + (K @ W_k)[..., None, :, :]  # (..., T_q, T_k, d_a)
+    with np.errstate(over="ignore", invalid="ignore"):
+        pre = (Q @ W_q)[..., :, None, :] + (K @ W_k)[..., None, :, :]  # (..., T_q, T_k, d_a)
+    if not np.isfinite(pre).all():
+        raise ValueError("a pre-activation q_i W_q + k_j W_k overflowed to inf or NaN: "
+                         "rescale Q, K, W_q or W_k")
     return np.tanh(pre) @ w  # (..., T_q, T_k)

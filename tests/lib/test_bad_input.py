@@ -877,3 +877,14 @@ def test_the_meta_test_would_notice_a_new_public_name(monkeypatch):
     monkeypatch.setattr(attention, "__all__", [*attention.__all__, "brand_new_helper"])
     with pytest.raises(AssertionError, match="brand_new_helper"):
         test_every_public_helper_has_a_bad_input_test_in_this_file()
+
+
+def test_kernel_functions_raise_when_an_intermediate_overflows_instead_of_nan():
+    # finite inputs whose squared distance, or q W_q + k W_k, overflows: these
+    # returned NaN silently before
+    with pytest.raises(ValueError, match="squared distance"):
+        attention.gaussian_kernel_weights([[1e160, 0.0]], [[0.0, 0.0], [1.0, 0.0]])
+    with pytest.raises(ValueError, match="pre-activation"):
+        attention.additive_scores([[1e308]], [[-1e308]], [[2.0]], [[2.0]], [1.0])
+    with pytest.raises(ValueError, match="pre-activation"):
+        attention.additive_scores([[1e308]], [[1.0]], [[2.0]], [[2.0]], [1.0])
