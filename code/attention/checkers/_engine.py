@@ -1,6 +1,8 @@
 """The checkers' engine: run each case on copies of the inputs (an attempt that changes
-one is told so), catch what the attempt raises, compare with tolerance, and print one
-report. Each checker module is its exercise's cases and its named mistakes."""
+one is told so), catch what the attempt raises, compare with tolerance, name the mistake
+a failing answer matches (``_named``: the first entry of the exercise's table of
+mistakes whose wrong answer it equals) and print one report. Each checker module is its
+exercise's cases and its table of named mistakes."""
 
 from __future__ import annotations
 
@@ -97,3 +99,20 @@ def _close(got: Any, want: np.ndarray, what: str, atol: float = 1e-8,
 def _qkv(rng, T_q=4, T_k=5, d_k=3, d_v=2, batch=()):
     return (rng.standard_normal(batch + (T_q, d_k)), rng.standard_normal(batch + (T_k, d_k)),
             rng.standard_normal(batch + (T_k, d_v)))
+
+
+def _named(got: Any, table, same: Callable, want: Any = None) -> str:
+    """The sentence of the first mistake in ``table`` whose wrong answer ``same`` finds
+    equal to ``got`` (and, given ``want``, different from the right answer: a mistake
+    that changes nothing on a case names nothing there), or "". ``table`` holds pairs
+    (sentence, wrong answer), a wrong answer that is a callable computed only when
+    reached; one that raises (a mistake these inputs cannot make) is skipped."""
+    for sentence, wrong in table:
+        try:
+            with np.errstate(all="ignore"):
+                w = wrong() if callable(wrong) else wrong
+        except (ValueError, IndexError):
+            continue
+        if same(got, w) and (want is None or not same(want, w)):
+            return sentence
+    return ""

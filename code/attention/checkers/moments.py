@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..moments import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
-from ._engine import _RNG_SEED, Rejected, _report, _run
+from ._engine import _RNG_SEED, Rejected, _named, _report, _run
 
 D_KS = (1, 2, 3, 5, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
@@ -30,8 +30,9 @@ PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
 REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
 
-# Each usual mistake: (mean or variance as a function of d_k, rho, kurtosis; what it gets wrong).
-MEAN_MISTAKES = [
+# The table of mistakes: (0 for the mean or 1 for the variance, the wrong formula as a
+# function of d_k, rho and kurtosis, the sentence that names it).
+MISTAKES = [(0, *m) for m in [
     (lambda d, r, k: abs(r) * np.sqrt(d),
      "the mean has the sign of rho: a key that points away from its query (rho < 0) gives a "
      "negative mean, E[q.k] = rho d_k; drop the abs()"),
@@ -47,8 +48,7 @@ MEAN_MISTAKES = [
      "the mean is zero only when rho = 0: the term rho |q|^2 has mean rho d_k"),
     (lambda d, r, k: np.sqrt(d) + 0.0 * r,
      "the mean does not depend on rho: E[q.k] = rho E|q|^2 + sqrt(1 - rho^2) E[q.z] = rho d_k"),
-]
-VAR_MISTAKES = [
+]] + [(1, *m) for m in [
     (lambda d, r, k: 1.0 + 0.0 * r,
      "the variance is 1 only for independent q and k: you forgot the rho^2 term that "
      "rho |q|^2 contributes, rho^2 Var(|q|^2) / d_k"),
@@ -99,35 +99,36 @@ VAR_MISTAKES = [
      "the noise term is missing: sqrt(1 - rho^2) q.z adds (1 - rho^2) to the scaled variance"),
     (lambda d, r, k: np.sqrt(1.0 + r**2 * (k - 2.0)),
      "that is the standard deviation; return the variance, its square"),
-]
+]]
 #: How far a sampled estimate may stray and still count as "close": 15% of the score's standard
 #: deviation for a mean, 15% for a variance (five standard errors of a thousand-odd samples).
 ESTIMATE_TOL = 0.15
 
 
-def _reference(d, r, k) -> tuple[float, float]:
-    return score_moments(d, r, k)
+def _ref(which: int):
+    return lambda *p: score_moments(*p)[which]
 
 
-def _equal(got: float, want: float) -> bool:
+def _eq(got, want):
     """Equal up to rounding, float32 rounding included (a formula computed in float32 is right)."""
-    return bool(np.isclose(got, want, rtol=1e-6, atol=1e-9))
+    return np.isclose(got, want, rtol=1e-6, atol=1e-9)
 
 
-def _matches(values: dict, formula, which: int, probes) -> bool:
-    """Whether the attempt's mean (which = 0) or variance (1) equals ``formula`` at every probe."""
-    return all(_equal(values[p][which], formula(*p)) for p in probes)
+def _same(got, want) -> bool:
+    return bool(np.all(_eq(got, want)))
 
 
-def _near(values: dict, formula, which: int, probes) -> bool:
-    """Whether the attempt is within sampling error of ``formula`` at every probe (an estimate)."""
-    for p in probes:
-        got, want = values[p][which], formula(*p)
-        sd = np.sqrt(max(_reference(*p)[1], values[p][1], 0.0))  # the larger of the two
-        tol = ESTIMATE_TOL * (sd if which == 0 else abs(want)) + 0.01
-        if not abs(got - want) <= tol:
-            return False
-    return True
+def _col(values, which: int, probes, formula=None) -> np.ndarray:
+    """The attempt's mean (which = 0) or variance (1) at each probe, or ``formula``'s."""
+    return np.array([formula(*p) if formula else values[p][which] for p in probes], float)
+
+
+def _near(values: dict, which: int, probes, want) -> bool:
+    """Whether the attempt is within sampling error of ``want`` at every probe (an estimate)."""
+    sd = np.sqrt(np.maximum(np.maximum(_col(values, 1, probes, _ref(1)),
+                                       _col(values, 1, probes)), 0.0))  # the larger of the two
+    tol = ESTIMATE_TOL * (sd if which == 0 else np.abs(want)) + 0.01
+    return bool(np.all(np.abs(_col(values, which, probes) - want) <= tol))
 
 
 def _number(x, what: str) -> float:
@@ -205,19 +206,15 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
 def _clipped(values: dict, which: int, wrong: list) -> str:
     """A message when the attempt equals the formula except where the formula passes a
     bound, and there returns the bound itself (np.clip, min or max)."""
-    if not wrong:
-        return ""
-    got = {p: values[p][which] for p in wrong}
-    want = {p: _reference(*p)[which] for p in wrong}
-    low = [p for p in wrong if want[p] < got[p]]
-    high = [p for p in wrong if want[p] > got[p]]
+    got, want = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
     bounds = []
-    for side, word in ((low, "below"), (high, "above")):
-        if side:
-            b = got[side[0]]
-            if not all(_equal(got[p], b) for p in side):
+    for side, word in ((want < got, "below"), (want > got, "above")):
+        if side.any():
+            if not _same(got[side], got[side][0]):
                 return ""
-            bounds.append(f"{word} {b:.6g}")
+            bounds.append(f"{word} {got[side][0]:.6g}")
+    if not bounds:
+        return ""
     name = "mean" if which == 0 else "variance"
     every = (", 0 included (rho = +-1 with kurtosis 1)" if which == 1 else "")
     return (f"your {name} equals the formula except where the formula goes "
@@ -226,53 +223,47 @@ def _clipped(values: dict, which: int, wrong: list) -> str:
             "return the formula itself")
 
 
-def _within_one_percent(values: dict, which: int, probes) -> bool:
-    return all(abs(values[p][which] - _reference(*p)[which])
-               <= 0.01 * max(1.0, abs(_reference(*p)[which])) for p in probes)
-
-
 def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     """Compare the attempt's mean (which = 0) or variance (1) with the formula on ``probes``.
 
-    A mistake is recognised on every probe at once (a formula can agree with a wrong one on
-    part of them: at kurtosis 3, 1 + rho^2 (kurtosis - 3) is 1), then on ``probes`` alone; then
-    an answer near the formula (rounded, or estimated from samples); then the pattern of the
-    settings it gets right. The message always ends with one setting where it is wrong.
+    The table's mistake is named that the attempt equals on every probe at once (a
+    formula can agree with a wrong one on part of them: at kurtosis 3, 1 + rho^2
+    (kurtosis - 3) is 1), then on ``probes`` alone; then an answer near the formula
+    (rounded, or estimated from samples); then the pattern of the settings it gets right.
+    The message always ends with one setting where it is wrong.
     """
-    wrong = [p for p in probes if not _equal(values[p][which], _reference(*p)[which])]
+    got, want = _col(values, which, probes), _col(values, which, probes, _ref(which))
+    wrong = [p for p, ok in zip(probes, _eq(got, want)) if not ok]
     if not wrong:
         return True, ""
-    swapped = (_matches(values, lambda *p: _reference(*p)[1], 0, PROBES)
-               and _matches(values, lambda *p: _reference(*p)[0], 1, PROBES))
-    if swapped:
+    if all(_same(_col(values, w, PROBES), _col(values, w, PROBES, _ref(1 - w))) for w in (0, 1)):
         return False, "mean and variance are swapped: return (mean, variance), the mean first"
-    mistakes = MEAN_MISTAKES if which == 0 else VAR_MISTAKES
-    for formula, message in mistakes:
-        if _matches(values, formula, which, PROBES):
-            return False, message
-    d, r, k = wrong[0]
-    got, want = values[wrong[0]][which], _reference(d, r, k)[which]
-    detail = (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got:.6g}, expected "
-              f"{want:.6g} (wrong at {len(wrong)} of {len(probes)} settings)")
-    for formula, message in mistakes:  # a mistake that shows on these settings only
-        if _matches(values, formula, which, probes):
-            return False, f"on these settings, {message}; {detail}"
-    if _within_one_percent(values, which, wrong):
+    formulas = [(m, f) for w, f, m in MISTAKES if w == which]
+    named = _named(_col(values, which, PROBES),
+                   [(m, lambda f=f: _col(values, which, PROBES, f)) for m, f in formulas], _same)
+    if named:
+        return False, named
+    (d, r, k), i = wrong[0], probes.index(wrong[0])
+    detail = (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got[i]:.6g}, expected "
+              f"{want[i]:.6g} (wrong at {len(wrong)} of {len(probes)} settings)")
+    named = _named(got, [(m, lambda f=f: _col(values, which, probes, f)) for m, f in formulas],
+                   _same)  # a mistake that shows on these settings only
+    if named:
+        return False, f"on these settings, {named}; {detail}"
+    g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
+    if np.all(np.abs(g_w - r_w) <= 0.01 * np.maximum(1.0, np.abs(r_w))):
         return False, ("within 1% of the formula wherever it differs: a rounded value, or an "
                        f"estimate from samples? The exercise asks for the exact formula; {detail}")
     # An estimate is near the formula (or near a wrong one) everywhere and on it almost nowhere.
     if len(wrong) >= 0.9 * len(probes):
-        if _near(values, lambda *p: _reference(*p)[which], which, probes):
+        if _near(values, which, probes, want):
             return False, ("close to the formula but not equal to it: an estimate from samples? "
                            f"The exercise asks for the exact formula; {detail}")
-        for formula, message in mistakes:
-            if _near(values, formula, which, probes):
+        for message, f in formulas:
+            if _near(values, which, probes, _col(values, which, probes, f)):
                 return False, f"close to a wrong formula (an estimate of it?): {message}; {detail}"
-    all_wrong = [p for p in PROBES if not _equal(values[p][which], _reference(*p)[which])]
-    clipped = _clipped(values, which, all_wrong)
-    if clipped:
-        return False, f"{clipped}; {detail}"
-    hint = _where_right(values, which, all_wrong)
+    all_wrong = [p for p in PROBES if not _same(values[p][which], _ref(which)(*p))]
+    hint = _clipped(values, which, all_wrong) or _where_right(values, which, all_wrong)
     return False, (f"{hint}; {detail}" if hint else detail)
 
 
@@ -304,7 +295,7 @@ def _and_default_is_normal(fn: Callable, outcome: tuple[bool, str], values: dict
         return outcome
     got = _pair(result)
     want = values[(d, r, 3.0)]
-    if not (_equal(got[0], want[0]) and _equal(got[1], want[1])):
+    if not (_same(got[0], want[0]) and _same(got[1], want[1])):
         return False, (f"called without kurtosis, your function returns ({got[0]:.6g}, "
                        f"{got[1]:.6g}), but with kurtosis=3 ({want[0]:.6g}, {want[1]:.6g}): the "
                        "default must be kurtosis=3.0, normal entries (kurtosis is the fourth "
