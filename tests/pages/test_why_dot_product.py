@@ -405,3 +405,29 @@ def test_the_page_cites_its_sources():
     for key in ("nadaraya1964estimating", "watson1964smooth", "henry2020query", "bahdanau2014neural",
                 "britz2017massive", "vaswani2017attention", "press2022train", "dehghani2023scaling"):
         assert f"`{key}`" in SOURCE, key
+
+
+def test_review_round_1_sentences_are_as_corrected():
+    import attention
+    # the dot score "in translation" (memory networks and the NTM are older)
+    assert "came a year later, one of the scores" not in SOURCE
+    assert "in translation, the dot-product\nscore" in SOURCE
+    # the caption: minus the squared distances, over the temperature 2 sigma^2
+    assert "squared distances divided by $2\\sigma^2$" not in SOURCE
+    assert "minus the squared distances, divided by a temperature of" in SOURCE
+    # the bound is for finite inputs; the library raises when q W_q + k W_k
+    # overflows instead of returning NaN
+    assert "for finite inputs every score lies between" in SOURCE
+    with pytest.raises(ValueError, match="pre-activation"):
+        attention.additive_scores([[1e308]], [[-1e308]], [[2.0]], [[2.0]], [1.0])
+    # what is unavoidable is T_q T_k d_a tanh evaluations, not the array
+    assert "$T_q T_k d_a$ evaluations of $\\tanh$" in SOURCE
+    calls = []
+    real_tanh = np.tanh
+    try:
+        np.tanh = lambda x: calls.append(np.size(x)) or real_tanh(x)
+        attention.additive_scores(np.ones((3, 2)), np.ones((5, 4)),
+                                  np.ones((2, 7)), np.ones((4, 7)), np.ones(7))
+    finally:
+        np.tanh = real_tanh
+    assert sum(calls) == 3 * 5 * 7
