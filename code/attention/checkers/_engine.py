@@ -116,3 +116,48 @@ def _named(got: Any, table, same: Callable, want: Any = None) -> str:
         if same(got, w) and (want is None or not same(want, w)):
             return sentence
     return ""
+
+
+def _softmax(S, axis=-1):
+    """The softmax shifted by each row's maximum (a row of -inf gives NaN, as unguarded)."""
+    E = np.exp(S - S.max(axis=axis, keepdims=True))
+    return E / E.sum(axis=axis, keepdims=True)
+
+
+def _fitted_scale(A, R, allowed=None, tol: float = 1e-7) -> float | None:
+    """The factor c with A = softmax(c R) on the ``allowed`` keys (every key by default),
+    if the weights are a softmax of scaled raw scores R: the least-squares slope of the
+    row-centred log-weights on the row-centred scores, kept if it reproduces A."""
+    allowed = np.ones(A.shape, bool) if allowed is None else np.broadcast_to(allowed, A.shape)
+    if not np.all(A[allowed] > 0) or np.any(A[~allowed]) or not allowed.any(-1).all():
+        return None
+    n = allowed.sum(axis=-1, keepdims=True)
+    L = np.where(allowed, np.log(np.where(allowed, A, 1.0)), 0.0)
+    L = np.where(allowed, L - L.sum(-1, keepdims=True) / n, 0.0)
+    X = np.where(allowed, R, 0.0)
+    X = np.where(allowed, X - X.sum(-1, keepdims=True) / n, 0.0)
+    if not (X * X).sum() > 0:
+        return None
+    c = float((L * X).sum() / (X * X).sum())
+    return c if np.allclose(_softmax(np.where(allowed, c * R, -np.inf)), A, atol=tol) else None
+
+
+def _dtype_rejection(want, dtypes: dict) -> str:
+    """What results whose dtypes (name -> dtype) are not the inputs' ``want`` are told, or ""."""
+    want = np.dtype(want)
+    wrong = [n for n, d in dtypes.items() if d != want]
+    if not wrong:
+        return ""
+    kinds = " and ".join(sorted({str(dtypes[n]) for n in wrong}))
+    listed = " and ".join(f"{n} of dtype {d}" for n, d in dtypes.items())
+    if len(wrong) < len(dtypes):  # the others were cast back
+        cause = f": {', '.join(wrong)} was not cast back; cast it with .astype(Q.dtype)"
+    elif want == np.float32 and kinds == "float64":
+        cause = (": np.sqrt(d_k) is a NumPy float64 scalar, which turns float32 arrays "
+                 "into float64 (np.eye and np.ones default to float64 too): use "
+                 "math.sqrt(d_k) or d_k ** 0.5 (a Python float), or cast with .astype(Q.dtype)")
+    else:
+        cause = "; cast the results with .astype(Q.dtype)"
+    return (f"{want.name} inputs gave {listed}: {', '.join(wrong)} "
+            f"{'is' if len(wrong) == 1 else 'are'} {kinds} for {want.name} inputs, and "
+            f"the results keep the inputs' dtype{cause}")

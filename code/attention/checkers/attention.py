@@ -28,7 +28,7 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._engine import _RNG_SEED, ChangedInPlace, _on_copies, _report, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _on_copies, _report, _run
 
 
 
@@ -391,21 +391,8 @@ def _dtype_case(fn, Q, K, V, mask=None):
                 return False, str(exc)
             hint = _keepdims_hint(exc, Q.shape[:-1] + K.shape[-2:-1])
             return False, f"raised {type(exc).__name__}: {exc}{hint}"
-        want = np.dtype(Q.dtype)
-        if O.dtype != want or A.dtype != want:
-            if O.dtype == want or A.dtype == want:  # one of the two was cast back
-                wrong = "A" if O.dtype == want else "O"
-                cause = (f": {wrong} was not cast back; return both with "
-                         f".astype(Q.dtype)")
-            elif want == np.float32 and O.dtype == A.dtype == np.float64:
-                cause = (": often because the scale is np.sqrt(d_k), a NumPy float64 "
-                         "scalar, which turns a float32 array into float64; use "
-                         "math.sqrt(d_k), or cast the results with .astype(Q.dtype)")
-            else:
-                cause = "; cast the results with .astype(Q.dtype)"
-            return False, (f"{want.name} inputs gave O of dtype {O.dtype} and A of "
-                           f"dtype {A.dtype}; the contract keeps the input's dtype{cause}")
-        return True, ""
+        wrong = _dtype_rejection(Q.dtype, dict(O=O.dtype, A=A.dtype))
+        return not wrong, wrong
     return case
 
 

@@ -38,7 +38,7 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._engine import _RNG_SEED, ChangedInPlace, _on_copies, _report, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _on_copies, _report, _run
 
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
@@ -435,15 +435,9 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
                                  for g, r in zip(got, ref))
                 detail += f" (relative errors dQ, dK, dV against central differences: {errs})"
             return False, detail
-        wrong = [(n, t) for n, t in zip(NAMES, dtypes) if t != Q.dtype]
-        if float32 and wrong:
-            kinds = sorted({str(t) for _, t in wrong})
-            return False, (f"{', '.join(n for n, _ in wrong)} {'is' if len(wrong) == 1 else 'are'} "
-                           f"{' and '.join(kinds)} for float32 inputs: the gradients keep "
-                           "the inputs' dtype; something in the computation is float64 "
-                           "(np.sqrt(d_k) gives a float64 scalar, np.eye and np.ones "
-                           "default to float64; math.sqrt gives a Python float, which "
-                           "keeps float32)")
+        wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes))) if float32 else ""
+        if wrong:
+            return False, wrong
         return True, ""
     return case
 

@@ -24,7 +24,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._engine import _RNG_SEED, ChangedInPlace, _close, _on_copies, _qkv, _report, _run
+from ._engine import (_RNG_SEED, ChangedInPlace, _close, _dtype_rejection, _fitted_scale, _named, _on_copies, _qkv,
+                      _report, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
@@ -42,10 +43,8 @@ _KEEPDIMS_HINT = ("when you subtract each row's maximum or divide by the row sum
                   "reduced axis so that it broadcasts: keepdims=True")
 
 
-def _softmax(S, axis=-1):
-    S = S - S.max(axis=axis, keepdims=True)
-    E = np.exp(S)
-    return E / E.sum(axis=axis, keepdims=True)
+def _allclose(got, want) -> bool:
+    return got.shape == want.shape and np.allclose(got, want, atol=1e-7)
 
 
 def _raw_scores(Q, K):
@@ -146,17 +145,6 @@ def _shortcut(A, want, tau) -> str:
     return ""
 
 
-def _fitted_scale(A, R) -> float | None:
-    """The factor c with A = softmax(c R), if the weights are a softmax of scaled raw scores."""
-    if not np.all(A > 0):
-        return None
-    L = np.log(A)
-    L = L - L.mean(axis=-1, keepdims=True)
-    X = R - R.mean(axis=-1, keepdims=True)
-    c = float((L * X).sum() / (X * X).sum())
-    return c if np.allclose(_softmax(c * R), A, atol=1e-7) else None
-
-
 def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
                    shortcuts: bool = False) -> tuple[bool, str]:
     """Compare an attempt's weights with ``want`` and name the mistake if there is one;
@@ -177,9 +165,9 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, f"{detail}: {shortcut}"
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
         return False, detail + ": " + _why_rows_do_not_sum_to_one(A, want, tau)
-    for message, wrong in _weight_mistakes(Q, K, V, tau):
-        if wrong.shape == A.shape and np.allclose(A, wrong, atol=1e-7):
-            return False, f"{detail}: {message}"
+    named = _named(A, _weight_mistakes(Q, K, V, tau), _allclose)
+    if named:
+        return False, f"{detail}: {named}"
     c = _fitted_scale(A, _raw_scores(Q, K))
     d_k = Q.shape[-1]
     if c is not None and not np.isclose(c, 1 / (tau * np.sqrt(d_k)), rtol=1e-6):
@@ -229,13 +217,11 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> 
         return False, f"{detail}: the output is all zeros; return O = A V, the weighted values"
     A = np.asarray(pair[1], dtype=np.float64)
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1]:
-        AV = A @ V
-        for factor, name in ((1 / tau, "divided by tau"), (tau, "multiplied by tau")):
-            if np.allclose(O, factor * AV, atol=1e-7):
-                return False, (f"{detail}: the output is A V {name}; tau belongs only in the "
-                               "scores, O = A V")
-        if not np.allclose(O, AV, atol=1e-7):
-            return False, f"{detail}: the output is not A V of your own weights A"
+        named = _named(O, [(f"the output is A V {name}; tau belongs only in the scores, "
+                            "O = A V", f * (A @ V)) for f, name in
+                           ((1 / tau, "divided by tau"), (tau, "multiplied by tau"))], _allclose)
+        if named or not _allclose(O, A @ V):
+            return False, f"{detail}: {named or 'the output is not A V of your own weights A'}"
     return False, detail
 
 
@@ -268,14 +254,8 @@ def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
         ok, detail = _close(got, want, f"{name} for float32 inputs", atol=1e-5)
         if not ok:
             return ok, detail
-    dtypes = {name: getattr(x, "dtype", None) for name, x in zip("OA", pair)}
-    if all(d == np.float32 for d in dtypes.values()):
-        return True, ""
-    return False, (f"float32 inputs gave O of dtype {dtypes['O']} and A of dtype "
-                   f"{dtypes['A']}: keep the inputs' dtype; np.sqrt(d_k) is a NumPy "
-                   "float64 scalar, which turns float32 scores into float64: use "
-                   "math.sqrt(d_k) or d_k ** 0.5 (a Python float), or cast with "
-                   ".astype(Q.dtype)")
+    wrong = _dtype_rejection(np.float32, {n: getattr(x, "dtype", None) for n, x in zip("OA", pair)})
+    return not wrong, wrong
 
 
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
