@@ -28,7 +28,7 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _on_copies, _report, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _fitted_scale, _on_copies, _report, _run
 
 
 
@@ -313,34 +313,14 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         err = float(np.abs(Of - O_ref).max())
         return "", f"the weights are right but the output differs by up to {err:.3g}; O = A V"
     err = float(np.abs(Af - A_ref).max())
-    c = _fitted_scale(Af, Q, K, mask)
+    c = _fitted_scale(Af, Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2),
+                      mask, tol=5e-3 if Q.dtype == np.float16 else 1e-6)
     if c is not None and not np.isclose(c, 1 / math.sqrt(d_k), rtol=1e-3):
         return "fitted-scale", (
             f"your weights are softmax(c Q K^T) with c = {c:.4g}, but at d_k = "
             f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
             "d_k from the inputs, Q.shape[-1], not a constant or another size")
     return "", f"the weights differ from the reference by up to {err:.3g}"
-
-
-def _fitted_scale(A, Q, K, mask) -> float | None:
-    """The factor c with A = softmax(c Q K^T) on the allowed keys, if one fits."""
-    R = (Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2))
-    allowed = np.ones(A.shape, bool) if mask is None else np.broadcast_to(mask, A.shape)
-    if not np.all(A[allowed] > 0) or np.any(A[~allowed]) or not allowed.any(-1).all():
-        return None
-    n = allowed.sum(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore"):
-        L = np.where(allowed, np.log(np.where(allowed, A, 1.0)), 0.0)
-    X = np.where(allowed, R, 0.0)
-    L = np.where(allowed, L - L.sum(-1, keepdims=True) / n, 0.0)
-    X = np.where(allowed, X - X.sum(-1, keepdims=True) / n, 0.0)
-    if not (X * X).sum() > 0:
-        return None
-    c = float((L * X).sum() / (X * X).sum())
-    S = np.where(allowed, c * R, -np.inf)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
-    tol = 5e-3 if Q.dtype == np.float16 else 1e-6
-    return c if np.allclose(E / E.sum(-1, keepdims=True), A, atol=tol) else None
 
 
 def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:

@@ -36,7 +36,7 @@ import numpy as np
 
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
 from ._engine import _close as _close_any
-from ._engine import _report, _run
+from ._engine import _named, _on_copies, _report, _run
 
 _NAN_CAUSE = ("your function produced NaN, and J and the VJP need only products and differences "
               "of the finite numbers in a and g: NaN comes from an operation with no answer, "
@@ -141,10 +141,8 @@ def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) ->
             detail += (f": it holds the right number of entries; return shape {want.shape} "
                        "(np.reshape, or avoid the extra axis)")
         return False, detail
-    for message, wrong in mistakes:
-        if np.allclose(arr, wrong, atol=1e-9, rtol=1e-7):
-            return False, f"{detail}: {message}"
-    return False, detail
+    named = _named(arr, mistakes, lambda x, y: np.allclose(x, y, atol=1e-9, rtol=1e-7))
+    return False, f"{detail}: {named}" if named else detail
 
 
 class _Counting(np.ndarray):
@@ -219,17 +217,14 @@ def _resident_growth(func: Callable):
 #: grows 64-fold from the first to the last, one that grows like T_k^2 4096-fold. A VJP
 #: that builds J only on short rows shows at the short ones.
 SIZES = (64, 512, LONG)
-#: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors,
-#: a dozen lines) and far below what J, or J g computed row by row, needs at n = 512:
-#: the traced memory's peak (J alone is 8 n^2 bytes) ...
-def _peak_budget(n): return 16 * 8 * n + 32 * 2**10
-#: ... the lines of Python run (a loop over the keys runs a few per key; a loop in a loop,
-#: n^2) ...
-def _line_budget(n): return 16 * n + 2000
-#: ... the traced memory allocated line by line, summed (a row of J per key is 8 n^2) ...
-def _volume_budget(n): return 256 * 8 * n + 64 * 2**10
-#: ... and the entries PyTorch's operations touch, summed (J in blocks of rows: n^2).
-def _torch_budget(n): return 64 * n + 4096
+#: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors, a
+#: dozen lines) and far below what J, or J g computed row by row, needs at n = 512: the
+#: traced memory's peak (J alone is 8 n^2 bytes), the lines of Python run (a loop over the
+#: keys runs a few per key; a loop in a loop, n^2), the traced memory allocated line by
+#: line, summed (a row of J per key is 8 n^2), and the entries PyTorch's operations touch,
+#: summed (J in blocks of rows: n^2).
+BUDGETS = dict(peak=lambda n: 16 * 8 * n + 32 * 2**10, lines=lambda n: 16 * n + 2000,
+               volume=lambda n: 256 * 8 * n + 64 * 2**10, torch=lambda n: 64 * n + 4096)
 
 
 def _untraced() -> tuple:
@@ -247,29 +242,14 @@ class _OverBudget(Exception):
 
 
 def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) -> dict:
-    """The costs of one call vjp(a, g) that this checker can see, each stopped (by an
-    _OverBudget raised inside the attempt) as soon as it passes its budget:
-
-    * ``peak``: the peak of the memory tracemalloc traces (NumPy's arrays, Python's
-      objects), above what was in use before the call;
-    * ``lines``: the lines of Python run, in the attempt and in any Python code it calls
-      (sys.settrace);
-    * ``volume``: the traced memory allocated, summed line by line (the growth to each
-      line's peak): a loop that builds a row of J per key allocates n^2 entries in all
-      though little at once;
-    * ``torch``: the entries PyTorch's operations touch, summed (a dispatch mode that sees
-      every PyTorch operation), when PyTorch is loaded.
-
-    It cannot see work inside one call of compiled code that allocates nothing it
-    traces (a C extension, or NumPy's ``a @ g`` recomputed on every row of a loop whose
-    lines do not otherwise grow), nor memory outside NumPy and PyTorch: resident memory
-    is measured for those, at the longest row only. Without ``limits`` (a warm-up call,
-    in which a library may import and set up what it needs) nothing is traced or stopped.
-    """
+    """The costs of one call vjp(a, g) that this checker can see (the module docstring
+    lists them: ``peak``, ``lines``, ``volume``, ``torch``), each stopped by an _OverBudget
+    raised inside the attempt as soon as it passes its budget; ``cost["over"]`` names the
+    one that did. Without ``limits`` (a warm-up call, in which a library may import and
+    set up what it needs) nothing is traced or stopped."""
     n = len(a)
     cost = dict(peak=0, lines=0, volume=0, torch=0)
-    budgets = dict(peak=_peak_budget(n), lines=_line_budget(n), volume=_volume_budget(n),
-                   torch=_torch_budget(n))
+    budgets = {name: budget(n) for name, budget in BUDGETS.items()}
     state = {"base": 0}
     untraced = _untraced()
 
@@ -358,12 +338,12 @@ def _over_message(cost: dict, n: int) -> str:
                 "O(T_k^2) work. Use a * (g - a.g), one dot product a.g and one pass")
     if name == "volume":
         return (f"on a row of {n} keys your vjp allocated more than "
-                f"{_volume_budget(n) / 2**10:.0f} KiB piece by piece, though little at "
+                f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
                 f"once (J is {J_KiB:.0f} KiB): it computes J g one row of J at a time (or a "
                 "block of rows), O(T_k^2) work, the full Jacobian built piece by piece. "
                 "Use a * (g - a.g), which needs one dot product a.g and one pass")
     return (f"on a row of {n} keys your vjp's PyTorch operations touched more than "
-            f"{_torch_budget(n):,} entries, about T_k^2 where a * (g - a.g) touches a few "
+            f"{BUDGETS['torch'](n):,} entries, about T_k^2 where a * (g - a.g) touches a few "
             "T_k: it builds J, the full T_k x T_k Jacobian, whole or one row (or block "
             "of rows) at a time, O(T_k^2) work. Use a * (g - a.g), one dot product a.g "
             "and one pass")
@@ -408,16 +388,9 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
                   + f"; {work / LONG:.0f} passes over the row")
 
 
-def _untouched_then(func: Callable, args: tuple, want: np.ndarray, mistakes, what: str):
-    """Call func on copies of args: fail if it changed one in place, else diagnose its result."""
-    copies = [x.copy() for x in args]
-    got = func(*copies)
-    for name, x, y in zip(("a", "g"), args, copies):
-        if not np.array_equal(x, y):
-            return False, (f"your function changed its argument {name} in place (an "
-                           f"augmented assignment such as {name} -= ... or {name} *= ...): "
-                           "the caller's array is corrupted; compute into a new array")
-    return _diagnose(got, want, mistakes, what)
+def _untouched_then(func: Callable, args: dict, want: np.ndarray, mistakes, what: str):
+    """Call func on copies of args (failing if it changed one in place), diagnose its result."""
+    return _diagnose(_on_copies(func, args), want, mistakes, what)
 
 
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
@@ -434,15 +407,15 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
     a7 = softmax(np.array([0.5, -1.0, -np.inf, 2.0, 0.0, 1.5, -0.3]))
     results = [
         _run("Jacobian matches diag(a) - a a^T",
-             lambda: _untouched_then(jacobian, (a,), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
+             lambda: _untouched_then(jacobian, dict(a=a), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
         _run("a one-hot row has the zero Jacobian",
              lambda: _close(jacobian(one_hot.copy()), np.zeros((4, 4)), "J at one-hot")),
         _run("VJP matches J g = a * (g - a.g)",
-             lambda: _untouched_then(vjp, (a, g), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
+             lambda: _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
         _run("a one-hot row passes no gradient",
              lambda: _close(vjp(one_hot.copy(), g.copy()), np.zeros(4), "VJP at one-hot")),
         _run("Jacobian of a row of 7 keys, one weight 0",
-             lambda: _untouched_then(jacobian, (a7,), softmax_jacobian(a7),
+             lambda: _untouched_then(jacobian, dict(a=a7), softmax_jacobian(a7),
                                      _jacobian_mistakes(a7), "J of 7 keys")),
         _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
              lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
