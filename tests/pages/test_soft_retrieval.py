@@ -224,6 +224,11 @@ def test_notation_lives_on_the_index_page_only():
         assert row in index, row
     assert "(B, H, T, d)" not in index and "(B, H, T, d)" not in SOURCE
     assert "$L$ for $T_q$, $S$ for $T_k$, $E$ for $d_k$" in index
+    # the additive score's weights are told apart from the projections
+    assert "| $W_q$, $W_k$, $w$ | $d_q \\times d_a$, $d_k \\times d_a$, $d_a$ |" in index
+    # not "one line of mathematics": T5, muP, QK-norm compute it otherwise
+    assert "one line of mathematics" not in index
+    assert "built around one operation, usually written as" in index
 
 
 def test_the_temperature_exercise_comes_before_the_explorer_and_the_tie_demonstration():
