@@ -405,3 +405,15 @@ def test_with_the_same_learning_rate_the_weight_moves_the_square_less():
     assert (np.sqrt(np.int64(4)) * x).dtype == np.float64
     assert (0.5 * x).dtype == np.float32
     assert "(NumPy 2's promotion\nrules)" in SOURCE
+
+
+def test_with_q_k_v_all_x_wide_tokens_mostly_get_back_their_own_vectors():
+    # "wide tokens attend mostly to themselves and get back roughly their own
+    # vectors": width 64, scaled scores, 16 to 512 tokens
+    assert "So wide tokens attend mostly to\nthemselves" in SOURCE
+    for T in (16, 128, 512):
+        X = np.random.default_rng(T).standard_normal((T, 64))
+        A = softmax_rows(X @ X.T / 8.0)
+        O = A @ X
+        cos = (O * X).sum(1) / np.linalg.norm(O, axis=1) / np.linalg.norm(X, axis=1)
+        assert np.median(np.diag(A)) > 0.5 and np.median(cos) > 0.9, T
