@@ -101,12 +101,13 @@ def _qkv(rng, T_q=4, T_k=5, d_k=3, d_v=2, batch=()):
             rng.standard_normal(batch + (T_k, d_v)))
 
 
-def _named(got: Any, table, same: Callable, want: Any = None) -> str:
-    """The sentence of the first mistake in ``table`` whose wrong answer ``same`` finds
-    equal to ``got`` (and, given ``want``, different from the right answer: a mistake
-    that changes nothing on a case names nothing there), or "". ``table`` holds pairs
+def _matching(got: Any, table, same: Callable, want: Any = None):
+    """The sentences of the mistakes in ``table`` whose wrong answer ``same`` finds equal to
+    ``got`` (and, given ``want``, different from the right answer: a mistake that changes
+    nothing on a case names nothing there), in the table's order. ``table`` holds pairs
     (sentence, wrong answer), a wrong answer that is a callable computed only when
-    reached; one that raises (a mistake these inputs cannot make) is skipped."""
+    reached; one that raises ValueError or IndexError (a mistake these inputs cannot
+    make, such as a broadcast that needs T_q = T_k) is skipped."""
     for sentence, wrong in table:
         try:
             with np.errstate(all="ignore"):
@@ -114,8 +115,13 @@ def _named(got: Any, table, same: Callable, want: Any = None) -> str:
         except (ValueError, IndexError):
             continue
         if same(got, w) and (want is None or not same(want, w)):
-            return sentence
-    return ""
+            yield sentence
+
+
+def _named(got: Any, table, same: Callable, want: Any = None) -> str:
+    """The sentence of the first mistake in ``table`` that ``got`` matches (see
+    ``_matching``), or ""."""
+    return next(_matching(got, table, same, want), "")
 
 
 def _softmax(S, axis=-1):

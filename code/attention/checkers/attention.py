@@ -28,184 +28,168 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _fitted_scale, _on_copies, _report, _run
+from ._engine import (_RNG_SEED, ChangedInPlace, _dtype_rejection, _fitted_scale, _matching,
+                      _on_copies, _report, _run)
 
 
 
-# --- the usual mistakes, as implementations -------------------------------------------
+# --- the usual mistakes, each a few lines that compute the wrong answer it gives ----
 
-def _variant(Q, K, V, mask=None, *, scale=None, axis=-1, max_axis=None, sum_axis=None,
-             fill=-np.inf, additive=False, invert=False, after=None, guard=True, shift=True,
-             out_scale=1.0, max_unmasked=False):
-    """Attention in float64 with one deliberate deviation from the contract.
-
-    ``scale`` replaces 1/sqrt(d_k); ``axis`` is the softmax axis, ``max_axis`` and
-    ``sum_axis`` override it for the shift and the normalising sum alone ("all": over
-    the whole array; "nokeep": along the keys without keepdims, so that the result
-    broadcasts along the wrong axis, which only square scores allow); ``fill`` is the value masked scores get (None: the mask is
-    ignored), added to them instead of replacing them when ``additive``; ``invert`` flips
-    the mask; ``after`` applies the mask to the weights instead ("zero": just zero them,
-    "renormalise": zero them and divide by the new row sums); ``guard=False`` lets a row
-    whose exponentials are all 0 become NaN; ``shift=False`` skips the subtraction of
-    the row maximum; ``out_scale`` multiplies the output; ``max_unmasked`` takes the row
-    maximum of the scores before the mask is applied.
-    """
-    Q, K, V = (np.asarray(x, dtype=np.float64) for x in (Q, K, V))
-    c = 1.0 / math.sqrt(Q.shape[-1]) if scale is None else scale
-    max_axis = axis if max_axis is None else max_axis
-    sum_axis = axis if sum_axis is None else sum_axis
-    S = c * (Q @ np.swapaxes(K, -1, -2))
-    S_free = S
-    if mask is not None and invert:
-        mask = ~np.asarray(mask)
-    with np.errstate(all="ignore"):
-        if mask is not None and after is None and fill is not None:
-            S = S + np.where(mask, 0.0, fill) if additive else np.where(mask, S, fill)
-        if not shift:
-            m = np.zeros(1)
-        elif max_axis == "all":
-            m = S.max()
-        elif max_axis == "nokeep":  # S.max(axis=-1) without keepdims: a row vector
-            m = S.max(axis=-1)[..., None, :]
-        else:
-            m = (S_free if max_unmasked else S).max(axis=max_axis, keepdims=True)
-        if guard:
-            m = np.where(np.isneginf(m), 0.0, m)
-        E = np.exp(S - m)
-        if sum_axis == "all":
-            total = E.sum()
-        elif sum_axis == "nokeep":
-            total = E.sum(axis=-1)[..., None, :]
-        else:
-            total = E.sum(axis=sum_axis, keepdims=True)
-        if guard and fill is not None and np.isinf(fill):
-            total = np.where(total == 0, 1.0, total)
-        A = E / total
-        if mask is not None and after is not None:
-            A = np.where(mask, A, 0.0)
-            if after == "renormalise":
-                A = A / A.sum(axis=-1, keepdims=True)
-            elif after == "renormalise-guarded":  # a zero sum divided by 1
-                total = A.sum(axis=-1, keepdims=True)
-                A = A / np.where(total == 0, 1.0, total)
-        return out_scale * (A @ V), A
+def _S(Q, K, c=None):
+    """The scores c Q K^T in float64, c = 1/sqrt(d_k) unless given."""
+    Q, K = (np.asarray(x, dtype=np.float64) for x in (Q, K))
+    return (1.0 / math.sqrt(Q.shape[-1]) if c is None else c) * (Q @ np.swapaxes(K, -1, -2))
 
 
-def _mistakes(Q, K, V) -> list[tuple[str, str, dict]]:
-    """(key, message, deviation) for every mistake the checker can name."""
-    d_k, d_v, T_k = Q.shape[-1], V.shape[-1], K.shape[-2]
+def _fill(S, mask, value=-np.inf):
+    return S if mask is None else np.where(mask, S, value)
+
+
+def _soft(S, axis=-1, m=None, total=None, guard=True):
+    """exp(S - m) / total, m the maximum and total the sum along ``axis`` unless given
+    (``total`` a function of the exponentials); ``guard`` shifts a row whose maximum is
+    -inf by 0 and divides a zero sum by 1, so that a fully masked row is all zeros."""
+    m = S.max(axis=axis, keepdims=True) if m is None else m
+    E = np.exp(S - (np.where(np.isneginf(m), 0.0, m) if guard else m))
+    t = E.sum(axis=axis, keepdims=True) if total is None else total(E)
+    return E / (np.where(t == 0, 1.0, t) if guard else t)
+
+
+def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
+    """(key, sentence, the wrong (O, A) as a thunk) for every mistake the checker can
+    name on these inputs. A key ending in "!" marks a mistake paired with a missing guard
+    (its fully masked rows NaN): when the missing guard alone explains an answer, that
+    is what is named."""
+    d_k, d_v, T_q, T_k = Q.shape[-1], V.shape[-1], Q.shape[-2], K.shape[-2]
+    V = np.asarray(V, dtype=np.float64)
+    S, M = _S(Q, K), mask is not None
+
+    def out(A, scale=1.0):
+        return lambda: (scale * (A() @ V), A())
+
+    def soft(S_=S, **how):  # the scores masked, then a softmax done some wrong way
+        return out(lambda: _soft(_fill(S_, mask), **how))
+
+    def scaled(c):
+        return soft(_S(Q, K, c))
+
+    def filled(value, add=False):
+        return out(lambda: _soft(S + np.where(mask, 0.0, value) if add
+                                 else _fill(S, mask, value)))
+
+    def after(renormalise):  # the mask applied to the weights, after the softmax
+        def A():
+            W = np.where(mask, _soft(S), 0.0)
+            t = W.sum(axis=-1, keepdims=True)
+            return W / {"": 1.0, "plain": t, "guarded": np.where(t == 0, 1.0, t)}[renormalise]
+        return out(A)
+
+    def row_sum_T(E):  # a row's sum without keepdims: it broadcasts as a row vector
+        return E.sum(axis=-1)[..., None, :]
+
     axis_msg = ("the softmax runs along the wrong axis: the columns of A sum to 1; each "
                 "row (one query over all keys) must sum to 1, axis=-1")
     global_max_msg = (
         "the shift is the maximum of the whole array, not of each row: a row whose "
         "scores all lie far below it underflows to 0 / 0; subtract each row's own "
         "maximum, S.max(axis=-1, keepdims=True)")
-    max_axis_msg = (
-        "the maximum is taken along the wrong axis (one per key, over the queries): "
-        "the shift must be the same number for every key of a row, or it changes the "
-        "weights; use S.max(axis=-1, keepdims=True)")
     nokeep_msg = (
         "a row's maximum or sum lost its last axis (no keepdims=True): with T_q = T_k "
         "it broadcasts without an error, but along the wrong axis; use "
         "S.max(axis=-1, keepdims=True) and E.sum(axis=-1, keepdims=True)")
-    sum_msg = ("the exponentials are divided by a sum along the wrong axis: each row "
-               "(one query over all keys) must sum to 1, E.sum(axis=-1, keepdims=True)")
+    nokeep_max = _fill(S, mask).max(axis=-1)[..., None, :]
+    after_msg = ("the mask is applied after the softmax and the weights renormalised: when "
+                 "a masked key's score is far above the allowed ones, their exponentials "
+                 "underflow to 0")
     mistakes = [
         ("no-shift",
          "the softmax does not subtract each row's maximum before exp(): large scores "
          "overflow to inf and inf / inf is NaN; compute exp(S - S.max(-1)) instead",
-         dict(shift=False)),
+         soft(m=np.zeros(1))),
         ("unguarded",
          "a fully masked row gives NaN: with every score -inf, the row maximum is -inf "
          "and -inf - (-inf) is NaN (masking after the softmax gives 0 / 0 instead); "
          "such a row must get zero weights and a zero output: shift it by 0 and divide "
-         "its zero sum by 1", dict(guard=False)),
-        ("after-renormalise",
-         "the mask is applied after the softmax and the weights renormalised: when a "
-         "masked key's score is far above the allowed ones, their exponentials underflow "
-         "to 0 and the renormalisation divides 0 by 0; set masked scores to -inf before "
-         "the softmax", dict(after="renormalise")),
-        ("after-renormalise",
-         "the mask is applied after the softmax and the weights renormalised: "
-         "when a masked key's score is far above the allowed ones, their "
-         "exponentials underflow to 0 before the mask removes that key, and the "
-         "renormalised row is all zeros; set masked scores to -inf before the "
-         "softmax", dict(after="renormalise-guarded")),
-        ("after-zero",
-         "the mask is applied after the softmax without renormalising, so the rows no "
-         "longer sum to 1; set masked scores to -inf before the softmax",
-         dict(after="zero")),
-        ("max-unmasked",
-         "the row maximum is taken before the mask is applied, so a masked key's score "
-         "can set it: when that score is far above the allowed ones, their exponentials "
-         "underflow to 0; set masked scores to -inf first, then subtract the maximum of "
-         "what is left", dict(max_unmasked=True)),
-        ("inverted",
-         "the mask is inverted: True means 'may attend', but your weights are zero where "
-         "the mask is True", dict(invert=True)),
-        ("ignored", "the mask is ignored: masked keys get weight", dict(fill=None)),
-        ("zero-fill",
-         "masked scores are set to 0 instead of -inf; a score of 0 is an ordinary score "
-         "and still gets weight", dict(fill=0.0)),
-        ("large-negative",
-         "masked scores are set to a large negative number (such as -1e9) instead of "
-         "-inf: a fully masked row then gets uniform weights and averages keys it must "
-         "not see; the contract asks for zero weights and a zero output",
-         dict(fill=-1e9)),
-        ("additive-negative",
-         "a finite negative bias (such as -1e9) is added to the masked scores instead "
-         "of -inf: a fully masked row is shifted as a whole and keeps the weights it "
-         "would have without the mask; the contract asks for zero weights and a zero "
-         "output", dict(fill=-1e9, additive=True)),
-        ("axis", axis_msg, dict(axis=-2)),
-        ("axis", axis_msg, dict(axis=-2, guard=False)),
-        ("global-max", global_max_msg, dict(max_axis="all")),
-        ("global-max", global_max_msg, dict(max_axis="all", guard=False)),
-        ("max-axis", max_axis_msg, dict(max_axis=-2)),
-        ("sum-axis", sum_msg, dict(sum_axis=-2)),
+         "its zero sum by 1", soft(guard=False)),
+        *([("after-renormalise", f"{after_msg} and the renormalisation divides 0 by 0; set "
+            "masked scores to -inf before the softmax", after("plain")),
+           ("after-renormalise", f"{after_msg} before the mask removes that key, and the "
+            "renormalised row is all zeros; set masked scores to -inf before the softmax",
+            after("guarded")),
+           ("after-zero",
+            "the mask is applied after the softmax without renormalising, so the rows no "
+            "longer sum to 1; set masked scores to -inf before the softmax", after("")),
+           ("max-unmasked",
+            "the row maximum is taken before the mask is applied, so a masked key's score "
+            "can set it: when that score is far above the allowed ones, their exponentials "
+            "underflow to 0; set masked scores to -inf first, then subtract the maximum of "
+            "what is left", soft(m=S.max(axis=-1, keepdims=True))),
+           ("inverted",
+            "the mask is inverted: True means 'may attend', but your weights are zero where "
+            "the mask is True", out(lambda: _soft(_fill(S, ~np.asarray(mask))))),
+           ("ignored", "the mask is ignored: masked keys get weight", out(lambda: _soft(S))),
+           ("zero-fill",
+            "masked scores are set to 0 instead of -inf; a score of 0 is an ordinary score "
+            "and still gets weight", filled(0.0)),
+           ("large-negative",
+            "masked scores are set to a large negative number (such as -1e9) instead of "
+            "-inf: a fully masked row then gets uniform weights and averages keys it must "
+            "not see; the contract asks for zero weights and a zero output", filled(-1e9)),
+           ("additive-negative",
+            "a finite negative bias (such as -1e9) is added to the masked scores instead "
+            "of -inf: a fully masked row is shifted as a whole and keeps the weights it "
+            "would have without the mask; the contract asks for zero weights and a zero "
+            "output", filled(-1e9, add=True))] if M else []),
+        ("axis", axis_msg, soft(axis=-2)),
+        ("axis!", axis_msg, soft(axis=-2, guard=False)),
+        ("global-max", global_max_msg, soft(m=_fill(S, mask).max())),
+        ("global-max!", global_max_msg, soft(m=_fill(S, mask).max(), guard=False)),
+        ("max-axis",
+         "the maximum is taken along the wrong axis (one per key, over the queries): "
+         "the shift must be the same number for every key of a row, or it changes the "
+         "weights; use S.max(axis=-1, keepdims=True)",
+         soft(m=_fill(S, mask).max(axis=-2, keepdims=True))),
+        ("sum-axis", "the exponentials are divided by a sum along the wrong axis: each row "
+                     "(one query over all keys) must sum to 1, E.sum(axis=-1, keepdims=True)",
+         soft(total=lambda E: E.sum(axis=-2, keepdims=True))),
         ("sum-all",
          "the exponentials are divided by the sum of the whole array (E.sum() without "
          "an axis): each row (one query over all keys) must sum to 1, "
-         "E.sum(axis=-1, keepdims=True)", dict(sum_axis="all")),
-        ("no-keepdims", nokeep_msg, dict(max_axis="nokeep", sum_axis="nokeep")),
-        ("no-keepdims", nokeep_msg, dict(max_axis="nokeep")),
-        ("no-keepdims", nokeep_msg, dict(sum_axis="nokeep")),
-        ("no-scale", "the scores are not scaled: divide Q K^T by sqrt(d_k)",
-         dict(scale=1.0)),
+         "E.sum(axis=-1, keepdims=True)", soft(total=lambda E: E.sum())),
+        ("no-keepdims", nokeep_msg, soft(m=nokeep_max, total=row_sum_T)),
+        ("no-keepdims", nokeep_msg, soft(m=nokeep_max)),
+        ("no-keepdims", nokeep_msg, soft(total=row_sum_T)),
+        ("no-scale", "the scores are not scaled: divide Q K^T by sqrt(d_k)", scaled(1.0)),
         ("scale-on-output",
          "the scale divides the output instead of the scores: the weights are "
          "softmax(Q K^T), unscaled; divide Q K^T by sqrt(d_k) before the softmax, and "
-         "O = A V", dict(scale=1.0, out_scale=1.0 / math.sqrt(d_k))),
-        ("d_k", "the scores are divided by d_k instead of sqrt(d_k)",
-         dict(scale=1.0 / d_k)),
+         "O = A V", out(lambda: _soft(_fill(_S(Q, K, 1.0), mask)), 1.0 / math.sqrt(d_k))),
+        ("d_k", "the scores are divided by d_k instead of sqrt(d_k)", scaled(1.0 / d_k)),
         ("times-sqrt", "the scores are multiplied by sqrt(d_k) instead of divided by it",
-         dict(scale=math.sqrt(d_k))),
+         scaled(math.sqrt(d_k))),
         ("d_v", "the scale uses d_v (the width of V) instead of d_k, the width of Q and K",
-         dict(scale=1.0 / math.sqrt(d_v))),
+         scaled(1.0 / math.sqrt(d_v))),
         ("T_k",
          ("the scale uses T_k (the number of keys) instead of d_k, the width of Q and K"
-          if Q.shape[-2] != T_k else
+          if T_q != T_k else
           "the scale uses the sequence length (T_q = T_k here) instead of d_k, the "
           "width of Q and K")
          + (" (or d_k + 1, which equals T_k here: divide by sqrt(d_k) itself)"
-            if T_k == d_k + 1 else ""), dict(scale=1.0 / math.sqrt(T_k))),
+            if T_k == d_k + 1 else ""), scaled(1.0 / math.sqrt(T_k))),
     ]
-    if d_k + 1 not in (T_k, Q.shape[-2]):
-        mistakes.append((
-            "d_k+1", "the scores are divided by sqrt(d_k + 1) instead of sqrt(d_k)",
-            dict(scale=1.0 / math.sqrt(d_k + 1))))
-    if Q.shape[-2] != T_k:
-        mistakes.append((
-            "T_q",
-            "the scale uses T_q (the number of queries) instead of d_k, the width of Q "
-            "and K", dict(scale=1.0 / math.sqrt(Q.shape[-2]))))
+    if d_k + 1 not in (T_k, T_q):
+        mistakes.append(("d_k+1", "the scores are divided by sqrt(d_k + 1) instead of "
+                                  "sqrt(d_k)", scaled(1.0 / math.sqrt(d_k + 1))))
+    if T_q != T_k:
+        mistakes.append(("T_q", "the scale uses T_q (the number of queries) instead of d_k, "
+                                "the width of Q and K", scaled(1.0 / math.sqrt(T_q))))
     for ax in range(Q.ndim - 2):  # a fixed axis that is d_k only for 2-D inputs
-        if Q.shape[ax] not in (d_k, d_v, T_k, Q.shape[-2]):
+        if Q.shape[ax] not in (d_k, d_v, T_k, T_q):
             mistakes.append((
                 f"axis-{ax}",
                 f"the scale uses Q.shape[{ax}] = {Q.shape[ax]} (a batch or head "
                 f"dimension here) instead of d_k = Q.shape[-1], the last axis",
-                dict(scale=1.0 / math.sqrt(Q.shape[ax]))))
+                scaled(1.0 / math.sqrt(Q.shape[ax]))))
     return mistakes
 
 
@@ -261,26 +245,18 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         # square weights (T_q = T_k): the shape alone cannot show a transpose
         return "transposed", ("the weights are transposed: row i of A must hold query "
                               "i's weights over the keys, A[i, j] = weight of key j")
+    table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)]
+    pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     matches = []
-    for key, message, deviation in _mistakes(Q, K, V):
-        if mask is None and {"invert", "fill", "after", "additive"} & set(deviation):
-            continue
-        try:
-            O_w, A_w = _variant(Q, K, V, mask, **deviation)
-        except ValueError:  # a deviation these shapes do not allow (no broadcast)
-            continue
-        if _same(A_w, A_ref, atol):
-            continue  # this mistake makes no difference here
-        if _same(Af, A_w, atol) and _same(Of, O_w, atol) and \
-                key not in {k for k, _, _ in matches}:
-            matches.append((key, message, deviation))
-    if "unguarded" in {key for key, _, _ in matches}:
+    for key, message in _matching((Of, Af), table, pair, want=(O_ref, A_ref)):
+        if key.rstrip("!") not in {k.rstrip("!") for k, _ in matches}:
+            matches.append((key, message))
+    if "unguarded" in {key for key, _ in matches}:
         # Its message names both ways a fully masked row turns NaN; and a mistake
         # paired with a missing guard adds nothing when the guard alone explains it.
-        matches = [(k, m, d) for k, m, d in matches
-                   if k == "unguarded" or (k != "after-renormalise"
-                                           and d.get("guard", True))]
-    matches = [(k, m) for k, m, _ in matches]
+        matches = [(k, m) for k, m in matches
+                   if k == "unguarded" or (k != "after-renormalise" and not k.endswith("!"))]
+    matches = [(k.rstrip("!"), m) for k, m in matches]
     if len(matches) == 1:
         return matches[0]
     if matches:  # this case cannot tell them apart: say so, and name each

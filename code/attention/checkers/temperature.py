@@ -24,8 +24,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, ChangedInPlace, _close, _dtype_rejection, _fitted_scale, _named, _on_copies, _qkv,
-                      _report, _run, _softmax)
+from ._engine import (_RNG_SEED, ChangedInPlace, _close, _dtype_rejection, _fitted_scale,
+                      _named, _on_copies, _qkv, _report, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
@@ -254,7 +254,8 @@ def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
         ok, detail = _close(got, want, f"{name} for float32 inputs", atol=1e-5)
         if not ok:
             return ok, detail
-    wrong = _dtype_rejection(np.float32, {n: getattr(x, "dtype", None) for n, x in zip("OA", pair)})
+    wrong = _dtype_rejection(np.float32, {n: getattr(x, "dtype", None)
+                                          for n, x in zip("OA", pair)})
     return not wrong, wrong
 
 
