@@ -44,7 +44,9 @@ def causal_mask(T_q: int, T_k: int | None = None, *,
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be 'top-left' or 'bottom-right', got {align!r}")
     offset = 0 if align == "top-left" else T_k - T_q
-    return np.tril(np.ones((T_q, T_k), dtype=bool), k=offset)
+    # np.tri compares the row and column indices straight into the boolean output:
+    # no (T_q, T_k) temporary besides the mask itself (np.tril of np.ones made two)
+    return np.tri(T_q, T_k, k=offset, dtype=bool)
 
 
 def prefix_mask(T: int, prefix: int) -> np.ndarray:

@@ -46,6 +46,22 @@ def test_the_two_alignments_agree_on_square_masks():
         assert np.array_equal(causal_mask(T, align="bottom-right"), causal_mask(T))
 
 
+def test_causal_mask_allocates_only_the_mask_itself():
+    # stability.md: a causal mask built inside the call adds the mask's T^2 bytes to
+    # the peak, nothing more (np.tril(np.ones(...)) made two more T^2 temporaries)
+    import tracemalloc
+    T = 1024
+    for align, T_k in (("top-left", T), ("bottom-right", T + 100)):
+        tracemalloc.start()
+        try:
+            M = causal_mask(T, T_k, align=align)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert M.dtype == bool and M.shape == (T, T_k)
+        assert peak < 1.1 * T * T_k, peak
+
+
 def test_prefix_mask_is_bidirectional_over_the_prefix_and_causal_after():
     m = prefix_mask(6, 3)
     assert m.dtype == np.bool_ and m.shape == (6, 6)

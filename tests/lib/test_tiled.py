@@ -176,3 +176,25 @@ def test_tiled_causal_with_no_keys_or_no_queries_follows_the_plain_policy():
     for align in ("top-left", "bottom-right"):
         assert np.array_equal(tiled_attention(Q, K[:0], V[:0], 2, causal=align), np.zeros((4, 2)))
         assert tiled_attention(Q[:0], K, V, 2, causal=align).shape == (0, 2)
+
+
+def test_tiled_causal_skips_the_tiles_above_the_diagonal(monkeypatch):
+    # stability.md: "tiling saves memory, not work (except the tiles above the diagonal,
+    # which causal= lets it skip)". Each visited tile takes one matrix product of V.
+    import attention.forward as fwd
+    calls = {"tiles": 0}
+    real_exp = np.exp
+
+    def counting_exp(x, *args, **kwargs):
+        if kwargs.get("out") is not None:  # the tile's exponentials, in place
+            calls["tiles"] += 1
+        return real_exp(x, *args, **kwargs)
+
+    monkeypatch.setattr(fwd.np, "exp", counting_exp)
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((8, 3)) for _ in range(3))
+    tiled_attention(Q, K, V, 2)
+    full = calls["tiles"]
+    calls["tiles"] = 0
+    tiled_attention(Q, K, V, 2, causal="top-left")
+    assert (full, calls["tiles"]) == (16, 1 + 2 + 3 + 4)

@@ -288,6 +288,9 @@ def test_library_row_blocked_path_and_a_dense_mask_in_the_tiled_version():
     assert g(PAGE, "masked_peak_mib") == pytest.approx(before / MiB, rel=0.2)
     assert g(PAGE, "masked_built_peak_mib") == pytest.approx(built / MiB, rel=0.2)
     assert built >= T * T > 5 * before  # the mask brings T^2 back
+    # "the mask itself on top of the tiled version's working set": nothing else
+    assert g(PAGE, "masked_built_peak_mib") == pytest.approx(
+        g(PAGE, "causal_mask_mib") + g(PAGE, "masked_peak_mib"), rel=0.1)
     assert g(PAGE, "mask_over_tiled") == pytest.approx(
         g(PAGE, "causal_mask_mib") / g(PAGE, "tiled_peak_mib_big"))
     assert g(PAGE, "mask_over_tiled") > 5
