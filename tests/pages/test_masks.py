@@ -403,7 +403,13 @@ def test_minus_1e9_and_added_finfo_min_overflow_float16():
     none = torch.zeros(4, dtype=torch.bool)
     with pytest.raises(RuntimeError, match="overflow"):
         S.masked_fill(~none, -1e9)
-    assert torch.isneginf(torch.where(none, S, -1e9)).all()
+    import warnings
+    with warnings.catch_warnings():  # "torch.where rounds it silently"
+        warnings.simplefilter("error")
+        assert torch.isneginf(torch.where(none, S, -1e9)).all()
+    # "NumPy warns of an overflow and rounds it"
+    with np.errstate(over="warn"), pytest.warns(RuntimeWarning, match="overflow"):
+        assert np.isneginf(np.float16(-1e9))
     assert float(torch.tensor(-1e9).to(torch.float16)) == -math.inf == g(PAGE, "big_neg_fp16")
     assert float(torch.tensor(-1e9).to(torch.bfloat16)) == g(PAGE, "big_neg_bf16")
     assert math.isfinite(g(PAGE, "big_neg_bf16"))
@@ -478,3 +484,26 @@ def test_page_labels_and_notation():
 
 def test_code_and_printed_lines_fit_and_glue_only_in_removed_cells():
     assert_executed_cells_fit(PAGE, no_stderr=True)
+
+
+def test_an_added_minus_inf_on_an_empty_row_is_harmless_in_the_builtin():
+    # the rules: "with an unguarded softmax (your own code) ... an added -inf sends that
+    # row's NaN into dQ and dK (torch's built-in attention, guarded, does not)"
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    T, d = 8, 16
+    M = torch.ones(T, T, dtype=torch.bool).tril()
+    M[2] = False  # an empty row
+    gen = torch.Generator().manual_seed(0)
+    for dtype in (torch.float32, torch.float64):
+        bias = torch.zeros(T, T, dtype=dtype).masked_fill(~M, float("-inf"))
+        qkv = [torch.randn(1, 1, T, d, dtype=dtype, generator=gen) for _ in range(4)]
+        dO = qkv.pop()
+        for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+            q, k, v = (x.clone().requires_grad_() for x in qkv)
+            with sdpa_kernel(backend):
+                F.scaled_dot_product_attention(q, k, v, attn_mask=bias).backward(dO)
+            assert not any(torch.isnan(x.grad).any() for x in (q, k, v))
+        q, k, v = (x.clone().requires_grad_() for x in qkv)  # the unguarded softmax
+        A = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + bias, dim=-1)
+        (A @ v).backward(dO)
+        assert torch.isnan(q.grad[0, 0, 2]).all() and torch.isnan(k.grad).any()
