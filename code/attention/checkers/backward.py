@@ -31,6 +31,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -50,38 +51,19 @@ def _swap(X):
     return np.swapaxes(X, -1, -2)
 
 
-def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from="d_k",
-               D_mode="dO.O", D_sign=-1.0, dS_sign=1.0, dA_mode="V^T", scale_dQ=1.0,
-               scale_dK=1.0, scale_dV=1.0, dK_from="dS^T", dQ_from="dS", dV_from="A^T",
-               guard=True, zero_nan=False):
-    """(dQ, dK, dV) in float64, with the deviations from the page's formulas named.
-
-    ``mask_mode``: "-inf" (right), "ignored", "inverted", "zero" (masked scores set to
-    0), "large" (-1e9 instead of -inf: a query with no visible key gets uniform weights)
-    or "after" (the softmax of the unmasked scores times the mask, not renormalised);
-    ``axis``: the softmax's axis; ``scale_from``: where d_k is read ("d_k" right, "T_q",
-    "T_k", "axis 1" = Q.shape[1], "d_k+1" = Q.shape[-1] + 1); ``D_mode``: "dO.O"
-    (right), "none" (no D term), "row sum" (sum_j dA_ij, without the weights),
-    "definition" (sum_j A_ij dA_ij, equal to the right one unless dA is wrong),
-    "unmasked" (from the unmasked forward pass) or "no keepdims" (D_j subtracted from column j, which needs T_q = T_k); ``D_sign``:
-    -1 is right; ``dS_sign`` multiplies dS; ``dA_mode="pinv"`` uses dO pinv(V) for dA;
-    ``scale_X`` multiplies the right gradient X by this factor; ``dK_from="dS"``
-    forgets the transpose of dS in dK, ``dQ_from="dS^T"`` puts one in dQ, ``dV_from="A"``
-    forgets the transpose of A in dV (these three need T_q = T_k); ``guard=False`` lets
-    a query with no visible key have NaN weights (0/0) instead of zeros, and
-    ``zero_nan`` then replaces every NaN of the gradients by 0 (np.nan_to_num).
-    """
+def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=True):
+    """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
+    forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
+    ``mask_mode`` "ignored", "inverted", "zero" (masked scores 0), "large" (-1e9 for
+    -inf: a query with no visible key gets uniform weights) or "after" (the unmasked
+    softmax times the mask, not renormalised); ``axis`` is the softmax's; ``guard=False``
+    lets a query with no visible key have NaN weights (0/0) instead of zeros."""
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
-    d = scale_from if isinstance(scale_from, int) else {
-        "d_k": Q.shape[-1], "T_q": Q.shape[-2], "T_k": K.shape[-2], "axis 1": Q.shape[1],
-        "d_k+1": Q.shape[-1] + 1, "d_k^2": Q.shape[-1] ** 2, "d_v": V.shape[-1]}[scale_from]
-    c = 1.0 / math.sqrt(d)
-    S = c * (Q @ _swap(K))
-    S_free = S
+    c = 1.0 / math.sqrt(Q.shape[-1] if d is None else d)
+    S_free = S = c * (Q @ _swap(K))
     if mask is not None and mask_mode not in ("ignored", "after"):
         keep = ~np.asarray(mask) if mask_mode == "inverted" else np.asarray(mask)
-        fill = {"zero": 0.0, "large": -1e9}.get(mask_mode, -np.inf)
-        S = np.where(keep, S, fill)
+        S = np.where(keep, S, {"zero": 0.0, "large": -1e9}.get(mask_mode, -np.inf))
     if guard:
         A = softmax(S, axis=axis)
     else:
@@ -89,36 +71,50 @@ def _gradients(Q, K, V, dO, mask=None, *, mask_mode="-inf", axis=-1, scale_from=
         A = E / E.sum(axis=axis, keepdims=True)
     if mask is not None and mask_mode == "after":
         A = A * np.asarray(mask)
-    O = A @ V
-    dA = dO @ (np.linalg.pinv(V) if dA_mode == "pinv" else _swap(V))
-    if D_mode == "none":
-        D = 0.0
-    elif D_mode == "row sum":
-        D = dA.sum(axis=-1, keepdims=True)
-    elif D_mode == "unmasked":
-        D = np.sum(dO * (softmax(S_free) @ V), axis=-1, keepdims=True)
-    elif D_mode == "definition":
-        D = np.sum(A * dA, axis=-1, keepdims=True)
-    elif D_mode == "no keepdims":
-        D = np.sum(dO * O, axis=-1)[..., None, :]
-    else:
-        D = np.sum(dO * O, axis=-1, keepdims=True)
-    dS = dS_sign * A * (dA + D_sign * D)
-    dV = (_swap(A) if dV_from == "A^T" else A) @ dO
-    dQ = c * ((dS if dQ_from == "dS" else _swap(dS)) @ K)
-    dK = c * ((_swap(dS) if dK_from == "dS^T" else dS) @ Q)
-    grads = scale_dQ * dQ, scale_dK * dK, scale_dV * dV
-    return tuple(np.nan_to_num(x) for x in grads) if zero_nan else grads
+    O, dA = A @ V, dO @ _swap(V)
+    D = np.sum(dO * O, axis=-1, keepdims=True)
+    return SimpleNamespace(Q=Q, K=K, V=V, dO=dO, c=c, S_free=S_free, A=A, O=O, dA=dA, D=D,
+                           dS=A * (dA - D))
+
+
+def _grads(p, dS=None, dQ=None, dK=None, dV=None):
+    """(dQ, dK, dV) from the quantities ``p`` (``_parts``), each the page's formula
+    unless given: dQ = c dS K, dK = c dS^T Q, dV = A^T dO."""
+    dS = p.dS if dS is None else dS
+    return (p.c * (dS @ p.K) if dQ is None else dQ, p.c * (_swap(dS) @ p.Q) if dK is None
+            else dK, _swap(p.A) @ p.dO if dV is None else dV)
+
+
+def _gradients(Q, K, V, dO, mask=None):
+    """The reference (dQ, dK, dV) in float64, by the page's formulas."""
+    return _grads(_parts(Q, K, V, dO, mask))
+
+
+def _times(p, dQ=1.0, dK=1.0, dV=1.0):
+    """The right gradients, each multiplied by a factor."""
+    return tuple(f * g for f, g in zip((dQ, dK, dV), _grads(p)))
+
+
+def _with_D(p, D):
+    return _grads(p, dS=p.A * (p.dA - D))
+
+
+def _pinv_dS(p, D=None):
+    """dS from dA = dO pinv(V), D from that dA (sum_j A_ij dA_ij) unless given."""
+    dA = p.dO @ np.linalg.pinv(p.V)
+    return p.A * (dA - (np.sum(p.A * dA, axis=-1, keepdims=True) if D is None else D))
 
 
 PINV = ("dA is dO V^T (the product rule for O = A V), not dO times an inverse of V: "
         "the backward pass never inverts a matrix")
+RIGHT = _grads  # the backward step of a mistake made in the forward pass alone
 
 
-def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict]]:
-    """(key, message, deviation) for each usual mistake these inputs can show.
+def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
+    """(key, sentence, forward, backward) for each usual mistake these inputs can show:
+    its gradients are ``backward(_parts(..., **forward))``.
 
-    A message may name the gradients it concerns with ``{names}`` (and agree with them
+    A sentence may name the gradients it concerns with ``{names}`` (and agree with them
     through ``{is_are}``, ``{s}``); the others concern one gradient only.
     """
     d_k = Q.shape[-1]
@@ -127,40 +123,40 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict]]:
     mistakes = [
         ("no-D", "dS lacks the '- D' term: the softmax ties each row together, so "
                  "dS = A * (dA - D) with D_i = dO_i . O_i (one number per query)",
-         dict(D_mode="none")),
+         {}, lambda p: _with_D(p, 0.0)),
         ("D-sign", "D has the wrong sign: dS = A * (dA - D), not A * (dA + D)",
-         dict(D_sign=+1.0)),
+         {}, lambda p: _with_D(p, -p.D)),
         ("D-row-sum", "D_i is the weighted sum sum_j A_ij dA_ij (which equals "
                       "dO_i . O_i), not the plain row sum of dA",
-         dict(D_mode="row sum")),
+         {}, lambda p: _with_D(p, p.dA.sum(axis=-1, keepdims=True))),
         ("dS-sign", "{names} {is_are} negated: dS = A * (dA - D), not A * (D - dA)",
-         dict(dS_sign=-1.0)),
-        ("dA-pinv", PINV, dict(dA_mode="pinv", D_mode="definition")),
-        ("dA-pinv-D", PINV, dict(dA_mode="pinv")),
+         {}, lambda p: _grads(p, dS=-p.dS)),
+        ("dA-pinv", PINV, {}, lambda p: _grads(p, dS=_pinv_dS(p))),
+        ("dA-pinv-D", PINV, {}, lambda p: _grads(p, dS=_pinv_dS(p, p.D))),
         ("dQ-no-scale", "dQ lacks the factor c = 1/sqrt(d_k): S = c Q K^T puts c on "
-                        "dQ = c dS K", dict(scale_dQ=1.0 / c)),
+                        "dQ = c dS K", {}, lambda p: _times(p, dQ=1.0 / c)),
         ("dK-no-scale", "dK lacks the factor c = 1/sqrt(d_k): S = c Q K^T puts c on "
-                        "dK = c dS^T Q", dict(scale_dK=1.0 / c)),
-        ("dQ-scale-twice", "dQ carries the factor c twice", dict(scale_dQ=c)),
-        ("dK-scale-twice", "dK carries the factor c twice", dict(scale_dK=c)),
+                        "dK = c dS^T Q", {}, lambda p: _times(p, dK=1.0 / c)),
+        ("dQ-scale-twice", "dQ carries the factor c twice", {}, lambda p: _times(p, dQ=c)),
+        ("dK-scale-twice", "dK carries the factor c twice", {}, lambda p: _times(p, dK=c)),
         ("dQ-divided", "dQ divides by c where it should multiply: dQ = c dS K",
-         dict(scale_dQ=1.0 / c**2)),
+         {}, lambda p: _times(p, dQ=1.0 / c**2)),
         ("dK-divided", "dK divides by c where it should multiply: dK = c dS^T Q",
-         dict(scale_dK=1.0 / c**2)),
+         {}, lambda p: _times(p, dK=1.0 / c**2)),
         ("dV-scaled", "dV carries the factor c, but c scales the scores S, not "
-                      "O = A V: dV = A^T dO has no c", dict(scale_dV=c)),
-        ("dV-sign", "dV has the wrong sign: dV = A^T dO", dict(scale_dV=-1.0)),
+                      "O = A V: dV = A^T dO has no c", {}, lambda p: _times(p, dV=c)),
+        ("dV-sign", "dV has the wrong sign: dV = A^T dO", {}, lambda p: _times(p, dV=-1.0)),
         ("scale-T_q", "the scale uses T_q, the number of queries (Q.shape[-2]), "
-                      "instead of the width d_k = Q.shape[-1]", dict(scale_from="T_q")),
+                      "instead of the width d_k = Q.shape[-1]", dict(d=Q.shape[-2]), RIGHT),
         ("scale-T_k", "the scale uses T_k, the number of keys, instead of the width "
                       "d_k = Q.shape[-1]"
                       + (" (or d_k + 1, which equals T_k here: divide by sqrt(d_k) "
                          "itself)" if K.shape[-2] == d_k + 1 else ""),
-         dict(scale_from="T_k")),
+         dict(d=K.shape[-2]), RIGHT),
         ("axis", "the softmax runs over the wrong axis: each query's weights (a row "
-                 "of A, the last axis) sum to 1", dict(axis=-2)),
+                 "of A, the last axis) sum to 1", dict(axis=-2), RIGHT),
         ("scale-d_k", "the scale is 1/d_k instead of 1/sqrt(d_k): c = 1/sqrt(d_k)",
-         dict(scale_from="d_k^2")),
+         dict(d=d_k**2), RIGHT),
     ]
     named = {d_k, d_k + 1, d_k**2, Q.shape[-2], K.shape[-2]} | set(Q.shape[:-2])
     if V is not None:
@@ -168,42 +164,43 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict]]:
     for m in sorted(set(range(2, 10)) - named):  # the other cases' widths, as a constant
         mistakes.append((f"scale-{m}", f"the scale is 1/sqrt({m}), but d_k = {d_k} here: "
                                       "a constant, or a width from another problem? Read "
-                                      "d_k from the inputs, Q.shape[-1]",
-                         dict(scale_from=m)))
+                                      "d_k from the inputs, Q.shape[-1]", dict(d=m), RIGHT))
     if V is not None and V.shape[-1] not in (d_k, Q.shape[-2], K.shape[-2]):
         mistakes.append(("scale-d_v", "the scale uses d_v, the width of V, instead of "
                                       "d_k, the width of Q and K: c = 1/sqrt(d_k)",
-                         dict(scale_from="d_v")))
+                         dict(d=V.shape[-1]), RIGHT))
     if d_k + 1 not in (Q.shape[-2], K.shape[-2]):
         mistakes.append(("scale-d_k+1", "the scale is 1/sqrt(d_k + 1) instead of "
-                                        "1/sqrt(d_k)", dict(scale_from="d_k+1")))
+                                        "1/sqrt(d_k)", dict(d=d_k + 1), RIGHT))
     if Q.ndim > 2:
         mistakes.append(
             ("scale-axis-1", "the scale reads d_k from Q.shape[1], which is d_k for one "
                              "head but H with batch and head dimensions: use Q.shape[-1]",
-             dict(scale_from="axis 1")))
+             dict(d=Q.shape[1]), RIGHT))
     if mask is not None:
         mistakes += [
             ("mask-ignored", "{names} {is_are} the gradient{s} of unmasked attention: "
                              "the mask is ignored; set masked scores to -inf before the "
                              "softmax (the backward pass then needs nothing more)",
-             dict(mask_mode="ignored")),
+             dict(mask_mode="ignored"), RIGHT),
             ("D-unmasked", "D comes from the unmasked forward pass: with a mask, "
                            "D_i = dO_i . O_i uses the masked output O (equivalently "
-                           "sum_j A_ij dA_ij with the masked A)", dict(D_mode="unmasked")),
+                           "sum_j A_ij dA_ij with the masked A)", {},
+             lambda p: _with_D(p, np.sum(p.dO * (softmax(p.S_free) @ p.V), axis=-1,
+                                         keepdims=True))),
             ("mask-inverted", "the mask is inverted: True means 'may attend', so masked "
                               "scores are where the mask is False",
-             dict(mask_mode="inverted")),
+             dict(mask_mode="inverted"), RIGHT),
             ("mask-zero", "masked scores were set to 0 instead of -inf, so masked keys "
-                          "keep some weight", dict(mask_mode="zero")),
+                          "keep some weight", dict(mask_mode="zero"), RIGHT),
             ("mask-after", "the mask multiplies the weights after the softmax, so the "
                            "rows no longer sum to 1: set masked scores to -inf before "
-                           "the softmax instead", dict(mask_mode="after")),
+                           "the softmax instead", dict(mask_mode="after"), RIGHT),
             ("mask-large", "a query whose every key is masked got uniform weights over "
                            "all keys (a large negative number such as -1e9 in place of "
                            "-inf): the contract gives it zero weights and a zero output, "
                            "so nothing flows back through it",
-             dict(mask_mode="large")),
+             dict(mask_mode="large"), RIGHT),
         ]
     if _empty_rows(Q, K, mask):
         mistakes.append((
@@ -213,18 +210,19 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict]]:
             "already spread through dV = A^T dO and dK to every key of that head, "
             "whose true gradients are wiped out; guard the forward pass instead (such "
             "a query gets zero weights and a zero output) and its gradients are 0",
-            dict(guard=False, zero_nan=True)))
+            dict(guard=False), lambda p: tuple(np.nan_to_num(g) for g in _grads(p))))
     if square:
         mistakes += [
             ("dK-no-transpose", "dK uses dS where it needs dS^T: dK = c dS^T Q has one "
-                                "row per key", dict(dK_from="dS")),
+                                "row per key", {}, lambda p: _grads(p, dK=p.c * (p.dS @ p.Q))),
             ("dQ-transposed", "dQ uses dS^T where it needs dS: dQ = c dS K has one "
-                              "row per query", dict(dQ_from="dS^T")),
+                              "row per query", {},
+             lambda p: _grads(p, dQ=p.c * (_swap(p.dS) @ p.K))),
             ("dV-no-transpose", "dV uses A where it needs A^T: dV = A^T dO has one "
-                                "row per key", dict(dV_from="A")),
+                                "row per key", {}, lambda p: _grads(p, dV=p.A @ p.dO)),
             ("D-no-keepdims", "D lost its keepdims: dA - D subtracted D_j from column j "
                               "instead of D_i from row i; keep D of shape (..., T_q, 1)",
-             dict(D_mode="no keepdims")),
+             {}, lambda p: _with_D(p, np.sum(p.dO * p.O, axis=-1)[..., None, :])),
         ]
     return mistakes
 
@@ -295,13 +293,14 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                 "was cast to float32)")
     variants: dict = {}
 
-    def variant(key, deviation):
-        if key not in variants:
+    def variant(key, forward, backward, guard=True):
+        if (key, guard) not in variants:
             with np.errstate(all="ignore"):
-                variants[key] = _gradients(Q, K, V, dO, mask, **deviation)
-        return variants[key]
+                variants[key, guard] = backward(_parts(Q, K, V, dO, mask,
+                                                       **{"guard": guard, **forward}))
+        return variants[key, guard]
 
-    unguarded = variant("unguarded", dict(guard=False))
+    unguarded = variant("", {}, RIGHT, guard=False)
     messages, matched, nan, unexplained = [], {}, [], []
     for i, name in enumerate(NAMES):
         if _same(got[i], ref[i], rtol):
@@ -314,9 +313,9 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                             f"{ref[i].shape} (the shape of {name[1:]}){hint}")
             continue
         if np.isnan(got[i]).any():
-            for key, message, deviation in _mistakes(Q, K, mask, V):
+            for key, message, forward, backward in _mistakes(Q, K, mask, V):
                 # a mistake whose own -inf rows give NaN, e.g. the softmax over queries
-                v = variant(key + " unguarded", dict(deviation, guard=False))
+                v = variant(key, forward, backward, guard=False)
                 # (a mistake whose gradient is NaN everywhere explains nothing: any NaN
                 # result would match it)
                 if _same_with_nan(got[i], v[i], rtol) and not np.isnan(ref[i]).any() \
@@ -327,8 +326,8 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             else:
                 nan.append(name)
             continue
-        for key, message, deviation in _mistakes(Q, K, mask, V):
-            v = variant(key, deviation)
+        for key, message, forward, backward in _mistakes(Q, K, mask, V):
+            v = variant(key, forward, backward)
             if not _same(v[i], ref[i], rtol) and _same(got[i], v[i], max(rtol, 1e-7)):
                 matched.setdefault(key, (message, []))[1].append(name)
                 break
