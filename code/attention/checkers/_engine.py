@@ -7,6 +7,7 @@ exercise's cases and its table of named mistakes."""
 from __future__ import annotations
 
 import textwrap
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,23 @@ def _on_copies(fn: Callable, args: dict, kwargs: dict | None = None):
                 f"the caller's array is corrupted; compute into a new array, such as "
                 f"{name} = {name} / c")
     return result
+
+
+def _results(fn: Callable, args: dict, kwargs: dict | None = None, names=("O", "A")) -> tuple:
+    """The attempt's results on copies of its arguments (``_on_copies``, warnings silenced),
+    checked to be one per name, none of them None; a TypeError says what came instead."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        result = _on_copies(fn, args, kwargs)
+    listed = ", ".join(names)
+    if not isinstance(result, (tuple, list)) or len(result) != len(names):
+        count = {2: "a pair", 3: "three arrays"}[len(names)]
+        raise TypeError(f"the function must return {count} ({listed}), got "
+                        f"{type(result).__name__}")
+    for name, x in zip(names, result):
+        if x is None:
+            raise TypeError(f"{name} is None: return ({listed})")
+    return tuple(result)
 
 
 WIDTH = 76  # printed lines fit the book's code column

@@ -21,7 +21,6 @@ tests. Messages are wrapped to 76 columns.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -29,7 +28,7 @@ import numpy as np
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_RNG_SEED, ChangedInPlace, _dtype_rejection, _fitted_scale, _matching,
-                      _on_copies, _report, _run)
+                      _report, _results, _run)
 
 
 
@@ -201,18 +200,8 @@ def _same(got: np.ndarray, want: np.ndarray, atol: float) -> bool:
 
 
 def _call(fn, Q, K, V, mask):
-    """The attempt's (O, A) as arrays, or an exception whose message says what is wrong."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        args = dict(Q=Q, K=K, V=V)
-        result = _on_copies(fn, args) if mask is None else _on_copies(fn, args, dict(mask=mask))
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise TypeError(f"the function must return a pair (O, A), got "
-                        f"{type(result).__name__}")
-    O, A = result
-    for name, x in (("the output O", O), ("the weights A", A)):
-        if x is None:
-            raise TypeError(f"{name} is None: return (O, A)")
+    """The attempt's (O, A) as arrays."""
+    O, A = _results(fn, dict(Q=Q, K=K, V=V), None if mask is None else dict(mask=mask))
     return np.asarray(O), np.asarray(A)
 
 

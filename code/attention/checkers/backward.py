@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -39,7 +38,7 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _on_copies, _report, _run
+from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _report, _results, _run
 
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
@@ -244,23 +243,11 @@ def _same_with_nan(got: np.ndarray, want: np.ndarray, rtol: float) -> bool:
 
 
 def _call(fn, Q, K, V, dO, mask):
-    """The attempt's (dQ, dK, dV) as float64 arrays and their own dtypes, or an exception
-    that says why not."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        args = dict(Q=Q, K=K, V=V, dO=dO)
-        result = _on_copies(fn, args) if mask is None else _on_copies(fn, args, dict(mask=mask))
-    if not isinstance(result, (tuple, list)) or len(result) != 3:
-        raise TypeError(f"the function must return three arrays (dQ, dK, dV), got "
-                        f"{type(result).__name__}")
-    grads, dtypes = [], []
-    for name, g in zip(NAMES, result):
-        if g is None:
-            raise TypeError(f"{name} is None: return (dQ, dK, dV)")
-        g = np.asarray(g)
-        dtypes.append(g.dtype)
-        grads.append(g.astype(np.float64))
-    return grads, dtypes
+    """The attempt's (dQ, dK, dV) as float64 arrays and their own dtypes."""
+    result = _results(fn, dict(Q=Q, K=K, V=V, dO=dO), None if mask is None else dict(mask=mask),
+                      NAMES)
+    grads = [np.asarray(g) for g in result]
+    return [g.astype(np.float64) for g in grads], [g.dtype for g in grads]
 
 
 def _names(names: list[str]) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ._engine import (_RNG_SEED, ChangedInPlace, _close, _dtype_rejection, _fitted_scale,
-                      _named, _on_copies, _qkv, _report, _run, _softmax)
+                      _named, _qkv, _report, _results, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
@@ -51,17 +51,10 @@ def _raw_scores(Q, K):
     return Q @ np.swapaxes(K, -1, -2)  # (..., T_q, T_k)
 
 
-def _pair(result) -> tuple:
-    """The attempt's result as (O, A), or a TypeError that says what it returned instead."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise TypeError(f"the function must return a pair (O, A), got {type(result).__name__}")
-    return tuple(result)
-
-
 def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
     """Call the attempt; on an exception return (None, a message with a hint if one fits)."""
     try:
-        return _pair(_on_copies(fn, dict(Q=Q, K=K, V=V, tau=tau))), ""
+        return _results(fn, dict(Q=Q, K=K, V=V, tau=tau)), ""
     except ChangedInPlace as exc:
         return None, str(exc)
     except Exception as exc:  # the reader's code failed: say why, do not crash
