@@ -61,6 +61,14 @@ def _results(fn: Callable, args: dict, kwargs: dict | None = None, names=("O", "
     return tuple(result)
 
 
+#: Said when an attempt that ran on one head raises on inputs with batch and head dimensions
+#: (X the array named: ``BATCH_HINT.format(X="K")``).
+BATCH_HINT = ("with leading (batch, head) dimensions every step must act on the last two "
+              "axes only: transpose with np.swapaxes({X}, -1, -2) ({X}.T reverses every axis), "
+              "multiply with @ (np.dot, and an einsum without '...', do not pair the "
+              "batches), and reduce along axis=-1")
+
+
 WIDTH = 76  # printed lines fit the book's code column
 
 

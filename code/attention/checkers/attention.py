@@ -27,8 +27,8 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._engine import (_RNG_SEED, ChangedInPlace, _dtype_rejection, _fitted_scale, _matching,
-                      _report, _results, _run)
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
+                      _fitted_scale, _matching, _report, _results, _run)
 
 
 
@@ -432,9 +432,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     results += [
         _run("batch and head dimensions (B, H, T, d), no mask", _case(
             fn, Qb, Kb, Vb,
-            on_error="; with batch and head dimensions, transpose only the last two "
-                     "axes, np.swapaxes(K, -1, -2) (K.T reverses every axis), and "
-                     "multiply with @, not np.dot" if flat_ok else "")),
+            on_error="; " + BATCH_HINT.format(X="K") if flat_ok else "")),
     ]
     batched_ok = results[-1][1]
     results += [

@@ -38,7 +38,8 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._engine import _RNG_SEED, ChangedInPlace, _dtype_rejection, _report, _results, _run
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection, _report,
+                      _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
@@ -455,10 +456,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
     ]
     # Said only when the attempt ran on one head: then what it mishandles is the batch.
-    batch_hint = ("" if one_head[0][2].startswith("raised") else
-                  "; with batch and head dimensions, transpose only the last two axes, "
-                  "np.swapaxes(X, -1, -2) (X.T reverses every axis), and multiply "
-                  "with @, not np.dot")
+    batch_hint = "" if one_head[0][2].startswith("raised") else "; " + BATCH_HINT.format(X="X")
     f32 = tuple(x.astype(np.float32) for x in (Qb, Kb, Vb, dOb))
     return _report(one_head + [
         _run("batch and head dimensions (B, H, T_q, d_k), no mask",

@@ -24,8 +24,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, ChangedInPlace, _close, _dtype_rejection, _fitted_scale,
-                      _named, _qkv, _report, _results, _run, _softmax)
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _close, _dtype_rejection,
+                      _fitted_scale, _named, _qkv, _report, _results, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
@@ -35,10 +35,6 @@ COLDEST = 1e-12
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
 
-_BATCH_HINT = ("with leading (batch, head) dimensions every step must act on the last two "
-               "axes only: transpose K with np.swapaxes(K, -1, -2) (K.T reverses every axis), "
-               "multiply with @ (np.dot, and an einsum without '...', do not pair the batches), "
-               "and reduce along axis=-1")
 _KEEPDIMS_HINT = ("when you subtract each row's maximum or divide by the row sums, keep the "
                   "reduced axis so that it broadcasts: keepdims=True")
 
@@ -67,7 +63,7 @@ def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
         if "could not be broadcast" in str(exc):
             hints.append(_KEEPDIMS_HINT)
         if np.ndim(Q) > 2:
-            hints.append(_BATCH_HINT)
+            hints.append(BATCH_HINT.format(X="K"))
         return None, "; ".join([message] + hints)
 
 
