@@ -1,0 +1,88 @@
+"""The checkers' engine (attention.checkers._engine): cases run on copies of the inputs,
+results checked for their number and dtype, a failing answer named from the exercise's
+table of mistakes, one report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attention.checkers import _engine as engine
+
+
+def _same(x, y):
+    return np.shape(x) == np.shape(y) and np.allclose(x, y)
+
+
+def test_named_gives_the_first_mistake_the_answer_matches_and_skips_what_it_cannot_make():
+    def cannot(): raise ValueError("operands could not be broadcast")
+    right, got = np.array([1.0, 2.0]), np.array([2.0, 4.0])
+    table = [("raises", cannot), ("halved", right / 2), ("doubled", lambda: 2 * right),
+             ("doubled again", 2 * right)]
+    assert engine._named(got, table, _same) == "doubled"
+    assert list(engine._matching(got, table, _same)) == ["doubled", "doubled again"]
+    assert engine._named(got + 1, table, _same) == ""
+
+
+def test_a_mistake_that_changes_nothing_on_a_case_names_nothing_there():
+    right = np.array([0.0, 0.0])
+    table = [("doubled", 2 * right), ("negated", -right)]  # both equal the right answer
+    assert engine._named(right, table, _same) == "doubled"
+    assert engine._named(right, table, _same, want=right) == ""
+
+
+def test_results_are_checked_for_their_number_and_for_none():
+    args = dict(Q=np.ones(2))
+    assert engine._results(lambda Q: (Q, Q), args)[0] is not args["Q"]  # a copy
+    with pytest.raises(TypeError, match=r"must return a pair \(O, A\), got ndarray"):
+        engine._results(lambda Q: Q, args)
+    with pytest.raises(TypeError, match=r"must return three arrays \(dQ, dK, dV\)"):
+        engine._results(lambda Q: (Q, Q), args, names=("dQ", "dK", "dV"))
+    with pytest.raises(TypeError, match=r"A is None: return \(O, A\)"):
+        engine._results(lambda Q: (Q, None), args)
+
+
+def test_an_attempt_that_changes_its_input_in_place_is_rejected_and_the_callers_array_kept():
+    Q = np.ones(3)
+
+    def scales_in_place(Q):
+        Q /= 2
+        return Q
+
+    with pytest.raises(engine.ChangedInPlace, match="changed its argument Q in place"):
+        engine._on_copies(scales_in_place, dict(Q=Q))
+    assert np.array_equal(Q, np.ones(3))
+
+
+def test_the_dtype_message_names_what_is_wrong_and_nothing_when_all_is_kept():
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    assert engine._dtype_rejection(f32, dict(O=f32, A=f32)) == ""
+    both = engine._dtype_rejection(f32, dict(O=f64, A=f64))
+    assert "O of dtype float64 and A of dtype float64" in both
+    assert "O, A are float64 for float32 inputs" in both and "np.sqrt(d_k)" in both
+    one = engine._dtype_rejection(f32, dict(O=f32, A=f64))
+    assert "A was not cast back" in one and "np.sqrt" not in one
+
+
+def test_the_report_merges_identical_failures_into_one_line_and_counts_the_cases(capsys):
+    assert not engine._report([("a", False, "raised X"), ("b", False, "raised X")], True)
+    assert capsys.readouterr().out == "✗ every case: raised X\n0 of 2 checks passed.\n"
+    assert not engine._report([("a", True, ""), ("b", False, "wrong")], True)
+    assert capsys.readouterr().out == "✓ a\n✗ b: wrong\n1 of 2 checks passed.\n"
+
+
+def test_a_case_that_raises_is_a_failed_case_with_the_exception_named():
+    def case():
+        raise ZeroDivisionError("division by zero")
+    assert engine._run("c", case) == ("c", False, "raised ZeroDivisionError: division by zero")
+    assert engine._run("c", lambda: (True, "")) == ("c", True, "")
+
+
+def test_the_fitted_scale_recovers_the_factor_of_a_scaled_softmax_and_none_otherwise():
+    R = np.random.default_rng(0).standard_normal((3, 4))
+    assert engine._fitted_scale(engine._softmax(0.37 * R), R) == pytest.approx(0.37)
+    assert engine._fitted_scale(np.full((3, 4), 0.25) + [0.1, -0.1, 0, 0], R) is None
+    mask = np.ones((3, 4), bool)
+    mask[:, 0] = False
+    masked = engine._softmax(np.where(mask, 2.0 * R, -np.inf))
+    assert engine._fitted_scale(masked, R, mask) == pytest.approx(2.0)
