@@ -31,9 +31,14 @@ help:  ## List the targets.
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 # --- set-up --------------------------------------------------------------------------
+# requirements.txt names PyTorch's CPU index, and pip asks it about every package. Where that
+# index cannot be reached, pip's default five retries, with their pauses, cost about 8 s per
+# package (20 minutes for the book's 155); one retry, without a pause, still rides out a
+# passing network error.
+PIP_INSTALL := $(PY) -m pip install --quiet --retries 1
 $(VENV)/.installed: requirements.txt code/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PIP_INSTALL) -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e code
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (attention book)" > /dev/null
 	@touch $@
@@ -41,7 +46,7 @@ $(VENV)/.installed: requirements.txt code/pyproject.toml
 venv: $(VENV)/.installed  ## Create .venv with the pinned requirements and the helper package.
 
 $(VENV)/.test-installed: $(VENV)/.installed requirements-test.txt
-	$(PY) -m pip install --quiet -r requirements-test.txt
+	$(PIP_INSTALL) -r requirements-test.txt
 	@touch $@
 
 node_modules/.package-lock.json: package.json package-lock.json
