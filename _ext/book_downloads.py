@@ -34,12 +34,12 @@ DOWNLOADS = "downloads"  # folder of the built site
 PAGES_BRANCH = "gh-pages"  # where .github/workflows/pages.yml publishes _build/html
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
-# PyTorch's own index of CPU-only wheels. On Linux PyPI's torch wheel is the CUDA build (with
-# several GB of NVIDIA libraries); the Pages workflow (PIP_EXTRA_INDEX_URL) and Binder
-# (binder/requirements.txt) add this index, and so does the archive's requirements.txt:
-# pip then takes torch==X+cpu on Linux, which satisfies the pin torch==X and sorts above it
-# (PEP 440 local versions). On macOS and Windows either index's wheel is a CPU build.
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# The book's requirements.txt names PyTorch's own index of CPU-only wheels (on Linux PyPI's
+# torch wheel is the CUDA build, with several GB of NVIDIA libraries), and the archive's
+# requirements.txt copies its index lines (see _index_options): pip then takes torch==X+cpu on
+# Linux, which satisfies the pin torch==X and sorts above it (PEP 440 local versions). On
+# macOS and Windows either index's wheel is a CPU build.
+INDEX_OPTION = re.compile(r"(?:--index-url|--extra-index-url|-i)[\s=]\S")
 
 # What a reader's environment needs to run every notebook (the pages' and the package's
 # imports, JupyterLab and the kernel); their dependencies are added with the versions of
@@ -54,7 +54,10 @@ ARCHIVE_README = """\
 
 Every page of the chapter as a Jupyter notebook (`chapters/`), the helper
 package `attention` they import (`code/`), and the exact version of every
-package they need (`requirements.txt`). You need Python 3.11 or newer.
+package they need (`requirements.txt`). You need Python 3.11 or newer
+with its `venv` module: on Debian and Ubuntu that is the package
+`python3-venv` (`sudo apt-get install python3-venv`; without it the first
+command below stops, saying that ensurepip is not available).
 In this folder, run:
 
 ```bash
@@ -69,6 +72,12 @@ the second opens the notebooks in JupyterLab. The explorers (sliders and
 figures) are live there. On Windows, use `py -m venv .venv`, then
 `.venv\\Scripts\\python -m pip install -r requirements.txt` and
 `.venv\\Scripts\\jupyter lab chapters`.
+
+The notebooks come without their outputs: no figures, no printed
+results and no explorers until you run them. Open a notebook and run
+it from the top first (Run > Run All Cells): its later cells use what
+the earlier ones computed. Each takes seconds; the longest took about
+10 s on the two-core machine the chapter was written on.
 
 The package is installed in editable mode: change `code/attention/` and
 restart the kernel to see the change.
@@ -204,6 +213,15 @@ def _pins(srcdir: Path) -> dict[str, str]:
     return pins
 
 
+def _index_options(srcdir: Path) -> list[str]:
+    """The index lines of the book's requirements.txt (PyTorch's CPU index), as written."""
+    requirements = srcdir / "requirements.txt"
+    if not requirements.exists():
+        return []
+    lines = [line.split("#", 1)[0].strip() for line in requirements.read_text().splitlines()]
+    return [line for line in lines if INDEX_OPTION.match(line)]
+
+
 def _pinned(app, names) -> list[str]:
     from packaging.utils import canonicalize_name
 
@@ -282,7 +300,7 @@ def archive_members(app) -> dict[str, bytes]:
     requirements = ["# Every package the notebooks need, pinned (generated from the book's",
                     "# requirements.txt), and the helper package from code/ (editable).",
                     "# PyTorch's CPU build: on Linux, PyPI's torch is the CUDA build (several GB).",
-                    f"--extra-index-url {TORCH_CPU_INDEX}",
+                    *_index_options(srcdir),
                     *reader_requirements(srcdir), "-e ./code"]
     files["requirements.txt"] = ("\n".join(requirements) + "\n").encode()
     files["README.md"] = ARCHIVE_README.encode()

@@ -69,11 +69,11 @@ def test_archive_holds_every_notebook_the_package_and_pinned_requirements(archiv
     requirements = archive.read(f"{FOLDER}/requirements.txt").decode().splitlines()
     lines = [line for line in requirements if line and not line.startswith("#")]
     assert "-e ./code" in lines
-    # PyTorch's CPU index, as the Pages workflow and binder/requirements.txt add it: on Linux
-    # PyPI's torch==X is the CUDA build (several GB), the index's torch==X+cpu satisfies the pin.
+    # PyTorch's CPU index, the book's requirements.txt's line: on Linux PyPI's torch==X is the
+    # CUDA build (several GB), the index's torch==X+cpu satisfies the pin.
     assert f"--extra-index-url {TORCH_CPU_INDEX}" in lines, "the archive does not ask for torch's CPU build"
-    assert TORCH_CPU_INDEX in (ROOT / "binder" / "requirements.txt").read_text()
-    assert TORCH_CPU_INDEX in (ROOT / ".github" / "workflows" / "pages.yml").read_text()
+    book_index = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if "index-url" in line]
+    assert [line for line in lines if "index-url" in line] == book_index
     lines = [line for line in lines if line != f"--extra-index-url {TORCH_CPU_INDEX}"]
     unpinned = [line for line in lines if line != "-e ./code" and not re.fullmatch(r"[A-Za-z0-9_.\-]+==[\w.]+", line)]
     assert not unpinned, f"unpinned requirements: {unpinned}"
@@ -93,6 +93,20 @@ def test_archive_holds_every_notebook_the_package_and_pinned_requirements(archiv
     for source in NOTEBOOKS:
         for figure in re.findall(r"\.\./figures/([\w.-]+\.svg)", source.read_text()):
             assert f"{FOLDER}/figures/{figure}" in names, f"{figure} (shown by {source.name}) is missing"
+
+
+def test_archive_readme_says_the_notebooks_have_no_outputs_and_debian_needs_python3_venv(archive):
+    readme = " ".join(archive.read(f"{FOLDER}/README.md").decode().split())
+    # As the README says: no notebook carries an output; Run All first.
+    for name in archive.namelist():
+        if name.endswith(".ipynb"):
+            cells = json.loads(archive.read(name))["cells"]
+            with_output = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and c["outputs"]]
+            assert not with_output, f"{name}: cells {with_output} carry outputs"
+    assert "The notebooks come without their outputs" in readme
+    assert "Run All Cells" in readme
+    # Debian's and Ubuntu's python3 has no venv module without this package.
+    assert "python3-venv" in readme and "apt-get install python3-venv" in readme
 
 
 def test_archive_is_the_same_bytes_when_written_again(archive):
