@@ -7,6 +7,11 @@ its rendered math, figures and outputs; not the site's navigation), and joins th
 print document after a title page and a table of contents. Widgets appear as their static
 fallback figures (the page's scripts do not run; the fallback is what print media shows).
 Ids are prefixed by their page, so that links between pages become links inside the PDF.
+A link to anything else of the site (the downloads, the index) leads to the published site
+when its address is known (``html: baseurl:`` in ``_config.yml``: Sphinx then gives every page
+a canonical address) and is plain text otherwise: the address Chromium reads the site from
+(127.0.0.1) is no address for a reader. The title page names the published site when known.
+Whatever a page marks ``screen-only`` (a class) is left out; ``print-only`` shows only here.
 
 The site is served on 127.0.0.1 while Chromium prints (no request leaves it). Chromium
 numbers the pages in the footer and writes the PDF outline from the headings. The table of
@@ -39,8 +44,14 @@ def toc_pages() -> list[str]:
     return [source.relative_to(ROOT).with_suffix("").as_posix() for source in sources()]
 
 
-def _prefix_ids(article, page: str, pages: set[str]):
-    """Make ids unique across pages and turn links between pages into links inside the PDF."""
+def _prefix_ids(article, page: str, pages: set[str], canonical: str | None = None):
+    """Make ids unique across pages and turn links between pages into links inside the PDF.
+
+    A link to another file of the site points at the published page (``canonical``: this
+    page's address there) or, with no published address, becomes plain text.
+    """
+    from urllib.parse import urljoin
+
     for tag in article.find_all(id=True):
         tag["id"] = f"{page}--{tag['id']}"
     for link in article.find_all("a", href=True):
@@ -50,12 +61,23 @@ def _prefix_ids(article, page: str, pages: set[str]):
         target, _, fragment = href.partition("#")
         name = Path(target).stem if target else page
         if target and (not target.endswith(".html") or name not in pages):
-            link["href"] = target  # a file of the site (a download): left relative, resolved by <base>
+            if canonical:  # a file of the site (a download): on the published site
+                link["href"] = urljoin(canonical, href)
+            else:
+                link.unwrap()  # no address a reader could follow
             continue
         link["href"] = f"#{name}--{fragment}" if fragment else f"#{name}"
 
 
-SCREEN_ONLY = {"headerlink", "attn-live", "attn-widget-host", "copybtn"}  # classes
+def site_address(canonical: str | None, page: str) -> str | None:
+    """The published site's address, from a page's canonical address and its path in the site
+    (``chapters/index.html``); None when the build has no ``html_baseurl``."""
+    if not canonical or not canonical.endswith(page):
+        return None
+    return canonical[: len(canonical) - len(page)]
+
+
+SCREEN_ONLY = {"headerlink", "attn-live", "attn-widget-host", "copybtn", "screen-only"}  # classes
 
 
 def _screen_only(tag) -> bool:
@@ -76,13 +98,14 @@ def _clean(article):
 
 def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, list[tuple[str, str]]]:
     """The print document and its chapters [(page, title)]."""
-    styles, parts, chapters = _articles(html)
-    return _assemble(styles, parts, chapters, numbers), list(chapters)
+    styles, parts, chapters, site = _articles(html)
+    return _assemble(styles, parts, chapters, numbers, site), list(chapters)
 
 
 @functools.lru_cache(maxsize=4)
-def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """Every page's stylesheets, article and (page, title), parsed once per printing.
+def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], str | None]:
+    """Every page's stylesheets, article and (page, title), parsed once per printing, and the
+    published site's address (None if the build does not know it).
 
     Parsing is most of the time, so the pages are parsed in parallel processes (one per core).
     """
@@ -92,22 +115,27 @@ def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple
     names = [n for n in toc_pages() if (html / f"{n}.html").exists()]
     stems = frozenset(Path(n).stem for n in names)
     with ProcessPoolExecutor(max_workers=min(len(names), os.cpu_count() or 1) or 1) as pool:
-        pages = list(pool.map(_page, [html / f"{n}.html" for n in names], [stems] * len(names)))
+        pages = list(pool.map(_page, [html / f"{n}.html" for n in names], [stems] * len(names), names))
     styles: list[str] = []
-    parts, chapters = [], []
-    for page_styles, chapter, part in pages:
+    parts, chapters, sites = [], [], []
+    for page_styles, chapter, part, site in pages:
         styles.extend(s for s in page_styles if s not in styles)
+        sites.append(site)
         if chapter is not None:
             chapters.append(chapter)
             parts.append(part)
-    return tuple(styles), tuple(parts), tuple(chapters)
+    return tuple(styles), tuple(parts), tuple(chapters), (sites[0] if sites else None)
 
 
-def _page(path: Path, stems: frozenset[str]):
-    """One page's stylesheets, (page, title) and article as print markup (None if no article)."""
+def _page(path: Path, stems: frozenset[str], name: str = ""):
+    """One page's stylesheets, (page, title), article as print markup (None if no article) and
+    the published site's address; ``name`` is the page's path in the site without .html."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+    link = soup.find("link", rel="canonical")
+    canonical = link["href"] if link and link.get("href") else None
+    site = site_address(canonical, f"{name}.html")
     styles: list[str] = []
     for link in soup.find_all("link", rel="stylesheet"):
         href = link["href"].split("?")[0]
@@ -118,17 +146,19 @@ def _page(path: Path, stems: frozenset[str]):
             styles.append(str(style))
     article = soup.find("article", class_="bd-article")
     if article is None:
-        return styles, None, None
+        return styles, None, None, site
     stem = path.stem
     _clean(article)
     heading = article.find("h1")
     title = heading.get_text(" ", strip=True) if heading else stem
-    _prefix_ids(article, stem, stems)
-    return styles, (stem, title), f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>'
+    _prefix_ids(article, stem, stems, canonical if site else None)
+    part = f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>'
+    return styles, (stem, title), part, site
 
 
-def _assemble(styles, parts, chapters, numbers: dict[str, int] | None) -> str:
+def _assemble(styles, parts, chapters, numbers: dict[str, int] | None, site: str | None = None) -> str:
     """The print document: cover, contents (with page numbers once known), the articles."""
+    from html import escape
 
     def head_item(item: str) -> str:
         return item if item.startswith("<style") else f'<link rel="stylesheet" href="{item}">'
@@ -139,8 +169,11 @@ def _assemble(styles, parts, chapters, numbers: dict[str, int] | None) -> str:
         f'<li><a href="#{stem}"><span class="pdf-toc-title">{text}</span>'
         f'<span class="pdf-toc-page">{numbers.get(stem, "") if numbers else ""}</span></a></li>'
         for stem, text in chapters)
+    where = (f'<p class="pdf-site">The interactive chapter, with its live explorers and its '
+             f'notebooks to download and run:<br><a href="{escape(site)}">{escape(site)}</a></p>'
+             if site else "")
     body = (f'<section class="pdf-cover"><p class="pdf-book">{title}</p>'
-            f'<p class="pdf-subtitle">An interactive chapter, printed</p></section>'
+            f'<p class="pdf-subtitle">An interactive chapter, printed</p>{where}</section>'
             f'<nav class="pdf-toc" aria-label="Contents"><h1 class="pdf-toc-heading">Contents</h1>'
             f'<ol>{entries}</ol></nav>'
             f'<article class="bd-article">{"".join(parts)}</article>')

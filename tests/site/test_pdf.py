@@ -173,3 +173,132 @@ def test_every_page_links_the_pdf_and_the_archive(built_html, page_path):
     assert pdf is not None and zipped is not None, f"{page_path}: the download menu lacks the PDF or the archive"
     assert (built_html / page_path).parent.joinpath(pdf["href"]).resolve() == (built_html / PDF).resolve()
     assert (built_html / page_path).parent.joinpath(zipped["href"]).resolve().exists()
+
+
+# --- where the PDF's links lead ------------------------------------------------------
+LOOPBACK = re.compile(r"\b(?:127\.0\.0\.1|localhost|\[::1\])\b")
+
+
+def link_targets(reader) -> list[tuple[int, str]]:
+    """Every link of the PDF that leaves it: [(page, 1-based; its URI)]."""
+    out = []
+    for number, page in enumerate(reader.pages, 1):
+        for annotation in page.get("/Annots") or []:
+            action = annotation.get_object().get("/A")
+            if action is not None and "/URI" in action:
+                out.append((number, str(action["/URI"])))
+    return out
+
+
+def listed_external_links() -> set[str]:
+    lines = (harness.ROOT / "external-links.txt").read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def site_address_of(built_html) -> str | None:
+    soup = BeautifulSoup((built_html / "chapters" / "index.html").read_text(encoding="utf-8"), "html.parser")
+    canonical = soup.find("link", rel="canonical")
+    return canonical["href"][: -len("chapters/index.html")] if canonical else None
+
+
+def test_every_link_of_the_pdf_leads_where_a_reader_can_go(built_html, reader, texts):
+    # The bibliography's links (external-links.txt), and with `html: baseurl:` the published
+    # site; never the address Chromium read the site from while printing.
+    site = site_address_of(built_html)
+    listed = listed_external_links()
+    targets = link_targets(reader)
+    assert targets, "the PDF has no outside link at all (its bibliography's are expected)"
+    wrong = [(page, uri) for page, uri in targets
+             if LOOPBACK.search(uri) or not (uri in listed or (site and uri.startswith(site)))]
+    assert not wrong, f"links a reader cannot follow: {wrong[:8]}"
+    # Nor does its text name that address (the title page and the pages with the downloads).
+    for number in {1, *{page for page, _ in targets}}:
+        assert not LOOPBACK.search(texts[number - 1]), f"page {number} names a loopback address"
+    cover = squash(texts[0])
+    if site:
+        assert site in cover, cover
+    else:
+        assert "http" not in cover, f"the title page names an address the build does not know: {cover}"
+
+
+BASEURL = "https://example.org/attention-book/"
+LINKS_PAGE = harness.NOTEBOOK_FRONT_MATTER + """
+# A page with downloads
+
+Get <a href="../downloads/attention-chapter.zip">the archive</a> or
+<a href="../downloads/scaled-dot-product-attention.pdf">the PDF</a>.
+
+:::{container} screen-only
+Use the download arrow at the top right.
+:::
+
+:::{container} print-only
+Printed copies only.
+:::
+"""
+
+
+@pytest.fixture(scope="module")
+def published_book(tmp_path_factory):
+    """A one-page book built with `html: baseurl:` set, and its PDF (about 30 s)."""
+    import sys
+
+    config = (harness.ROOT / "_config.yml").read_text()
+    config, count = re.subn(r'(?m)^(  baseurl:) ""', rf"\1 {BASEURL}", config)
+    assert count == 1, "_config.yml has no empty `html: baseurl:` to fill in"
+    book = harness.one_page_book(tmp_path_factory.mktemp("pdf") / "book", LINKS_PAGE, config)
+    result = harness.build_book(book, timeout=600)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    html = book / "_build" / "html"
+    # As `make pdf` prints it (a process of its own: the tests' browser runs in this one).
+    import subprocess
+
+    printed = subprocess.run([sys.executable, str(harness.ROOT / "_ext" / "book_pdf.py"), "--html", str(html),
+                              "--out", str(html / PDF)], capture_output=True, text=True, timeout=600)
+    assert printed.returncode == 0, (printed.stdout + printed.stderr)[-3000:]
+    from pypdf import PdfReader
+
+    return html, PdfReader(str(html / PDF))
+
+
+def test_with_the_sites_address_set_the_pdfs_links_lead_to_the_published_site(published_book):
+    html, reader = published_book
+    assert site_address_of(html) == BASEURL
+    targets = {uri for _, uri in link_targets(reader)}
+    assert {BASEURL + "downloads/attention-chapter.zip",
+            BASEURL + "downloads/scaled-dot-product-attention.pdf"} <= targets, targets
+    assert not [uri for uri in targets if LOOPBACK.search(uri)], targets
+    # The title page says where the interactive chapter is.
+    cover = squash(reader.pages[0].extract_text())
+    assert "The interactive chapter" in cover and BASEURL in cover, cover
+    # What a page marks for the screen only is not printed; what it marks for print is.
+    text = squash(" ".join(page.extract_text() for page in reader.pages))
+    assert "download arrow" not in text and "Printed copies only." in text
+
+
+def test_without_the_sites_address_a_link_to_a_download_is_plain_text(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "_ext"))
+    import book_pdf
+
+    soup = BeautifulSoup('<article><p>Get <a href="../downloads/attention-chapter.zip">the archive</a>, '
+                         'see <a href="masks.html#x">masks</a>.</p></article>', "html.parser")
+    book_pdf._prefix_ids(soup.article, "index", {"index", "masks"})
+    assert [a["href"] for a in soup.find_all("a")] == ["#masks--x"]
+    assert soup.article.get_text() == "Get the archive, see masks."
+    soup = BeautifulSoup('<article><a href="../downloads/a.zip">a</a></article>', "html.parser")
+    book_pdf._prefix_ids(soup.article, "index", {"index"}, canonical=BASEURL + "chapters/index.html")
+    assert soup.a["href"] == BASEURL + "downloads/a.zip"
+    assert book_pdf.site_address(BASEURL + "chapters/index.html", "chapters/index.html") == BASEURL
+    assert book_pdf.site_address(None, "chapters/index.html") is None
+
+
+def test_print_only_text_is_hidden_on_the_site(published_book, guarded_page):
+    html, _ = published_book
+    with harness.serve(html) as url:
+        guarded_page.goto(url + "chapters/index.html")
+        page = guarded_page.page
+        assert not page.get_by_text("Printed copies only.").is_visible()
+        assert page.get_by_text("Use the download arrow at the top right.").is_visible()
+        guarded_page.assert_clean()
