@@ -480,3 +480,19 @@ def test_the_checker_leaves_no_warnings_behind(recwarn):
     for fn, _ in WRONG:
         checkers.check_scaled_dot_product_attention(fn, verbose=False)
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def computed_in_float32_for_float64_inputs(Q, K, V, mask=None):
+    """Right to float32 precision only: float64 inputs cast down, the results cast back."""
+    from attention import scaled_dot_product_attention
+
+    O, A = scaled_dot_product_attention(*(x.astype(np.float32) for x in (Q, K, V)), mask=mask)
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
+def test_an_attempt_computed_in_float32_for_float64_inputs_is_told_so(capsys):
+    # Found while making the checkers one engine: it was rejected with "the weights
+    # differ from the reference by up to 2.71e-08", which names nothing.
+    assert checkers.check_scaled_dot_product_attention(computed_in_float32_for_float64_inputs) is False
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
+    assert failed and all("float32 precision" in line for line in failed), failed

@@ -271,6 +271,12 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         return "", ("the result contains NaN where the reference has none: exp() of a score "
                 "that overflowed (inf / inf), or a row whose every score is -inf "
                 "(-inf - (-inf))")
+    if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5):
+        err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
+        return "float32", (
+            f"the weights and the output agree with the reference only to {err:.1e}, "
+            "float32 precision: float64 inputs need float64 throughout (something "
+            "was cast to float32, such as .astype(np.float32) or torch's .float())")
     if _same(Af, A_ref, atol):
         if _same(Of, (Af @ V.astype(np.float64)) / math.sqrt(d_k), atol):
             return "output-scaled", ("the output is A V divided by sqrt(d_k): the scale belongs on the "
