@@ -69,6 +69,18 @@ BATCH_HINT = ("with leading (batch, head) dimensions every step must act on the 
               "batches), and reduce along axis=-1")
 
 
+def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:
+    """A hint when the attempt broadcast a row reduction that lost its last axis."""
+    def numpy_text(shape):  # how NumPy prints a shape in its broadcast errors
+        return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+    text = str(exc)
+    if "broadcast" in text and numpy_text(scores_shape) in text and \
+            numpy_text(scores_shape[:-1]) in text:
+        return ("; a row's maximum or sum, such as S.max(axis=-1), has one axis fewer "
+                "than S: keep it with keepdims=True so that it broadcasts along the keys")
+    return ""
+
+
 WIDTH = 76  # printed lines fit the book's code column
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
-                      _fitted_scale, _matching, _report, _results, _run)
+                      _fitted_scale, _keepdims_hint, _matching, _report, _results, _run)
 
 
 
@@ -292,18 +292,6 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
             f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
             "d_k from the inputs, Q.shape[-1], not a constant or another size")
     return "", f"the weights differ from the reference by up to {err:.3g}"
-
-
-def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:
-    """A hint when the attempt broadcast a row reduction that lost its last axis."""
-    def numpy_text(shape):  # how NumPy prints a shape in its broadcast errors
-        return "(" + ",".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-    text = str(exc)
-    if "broadcast" in text and numpy_text(scores_shape) in text and \
-            numpy_text(scores_shape[:-1]) in text:
-        return ("; a row's maximum or sum, such as S.max(axis=-1), has one axis fewer "
-                "than S: keep it with keepdims=True so that it broadcasts along the keys")
-    return ""
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None):

@@ -25,7 +25,8 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _close, _dtype_rejection,
-                      _fitted_scale, _named, _qkv, _report, _results, _run, _softmax)
+                      _fitted_scale, _keepdims_hint, _named, _qkv, _report, _results, _run,
+                      _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
@@ -34,10 +35,6 @@ COLD, HOT = 1e-3, 1e6
 COLDEST = 1e-12
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
-
-_KEEPDIMS_HINT = ("when you subtract each row's maximum or divide by the row sums, keep the "
-                  "reduced axis so that it broadcasts: keepdims=True")
-
 
 def _allclose(got, want) -> bool:
     return got.shape == want.shape and np.allclose(got, want, atol=1e-7)
@@ -58,10 +55,8 @@ def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
         if np.ndim(Q) > 2:
             lead = ", ".join(str(n) for n in np.shape(Q)[:-2])
             message += f" on inputs of shape ({lead}, T, d)"
-        message += f": {exc}"
+        message += f": {exc}" + _keepdims_hint(exc, np.shape(Q)[:-1] + np.shape(K)[-2:-1])
         hints = []
-        if "could not be broadcast" in str(exc):
-            hints.append(_KEEPDIMS_HINT)
         if np.ndim(Q) > 2:
             hints.append(BATCH_HINT.format(X="K"))
         return None, "; ".join([message] + hints)
