@@ -10,10 +10,10 @@ Four matrix products of the forward pass's size, against its two, given the stor
 The same arithmetic arranged for speed: :func:`attention.blocked.blocked_attention_backward`.
 
 :func:`tiled_attention_backward` is the FlashAttention-style version: it keeps no A, but
-rebuilds it one tile of keys at a time from the row log-sum-exp L, A_ij = exp(S_ij - L_i),
+rebuilds it one tile of keys at a time from the row log-sum-exp lse, A_ij = exp(S_ij - lse_i),
 one more product (Q K^T) than the stored-A version: five against the forward's two. It is
 where a mask needs code: the mask is applied again on every tile, and a query that sees no
-key (L_i = -inf) must not give exp(-inf - (-inf)) = NaN.
+key (lse_i = -inf) must not give exp(-inf - (-inf)) = NaN.
 """
 
 from __future__ import annotations
@@ -52,8 +52,7 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     dS = A * (dA - D)                              # (..., T_q, T_k)
     dQ = c * (dS @ K_)                             # (..., T_q, d_k)
     dK = c * (T_(dS) @ Q_)                         # (..., T_k, d_k)
-    return tuple(sum_to_shape(g, x.shape).astype(dtype, copy=False)
-                 for g, x in ((dQ, Q), (dK, K), (dV, V)))
+    return _gradients_in(dtype, (("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)))
 
 
 def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A, *,
@@ -87,19 +86,22 @@ def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A, *,
 
 
 def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperature: float = 1.0,
-                             *, O=None, L=None):
+                             *, O=None, lse=None):
     """(dQ, dK, dV) as :func:`attention_backward`, without ever holding T_q x T_k numbers.
 
     The recompute backward pass of FlashAttention (Dao et al. 2022, Appendix B): from the
-    output ``O`` (..., T_q, d_v) and each query's log-sum-exp of its scores ``L``
-    (..., T_q), the keys are visited ``block_size`` at a time and each tile of weights is
-    rebuilt as A = exp(S - L); D_i = dO_i . O_i is computed once, before the loop. The
-    mask (boolean, True = may attend, broadcasting to (..., T_q, T_k)) must be the
-    forward pass's and is applied again to every tile; a query with no visible key
-    (L_i = -inf) gets zero weights and zero gradients, never NaN. Pass both ``O`` and ``L``
-    or neither (then a key-blocked online-softmax pass computes them). Same shapes, dtype
-    rules and broadcasting as :func:`attention_backward`; scores that overflow raise
-    ``ValueError``.
+    output ``O`` (..., T_q, d_v) and each query's log-sum-exp of its scores ``lse``
+    (..., T_q; not named L, the loss), the keys are visited ``block_size`` at a time and
+    each tile of weights is rebuilt as A = exp(S - lse); D_i = dO_i . O_i is computed
+    once, before the loop. The mask (boolean, True = may attend, broadcasting to
+    (..., T_q, T_k)) must be the forward pass's and is applied again to every tile; a
+    query with no visible key (lse_i = -inf, as torch.logsumexp gives it; +inf is
+    refused) gets zero weights and zero gradients, never NaN. Pass both ``O`` and
+    ``lse`` or neither (then a key-blocked online-softmax pass computes them). Same
+    shapes, dtype rules and broadcasting as :func:`attention_backward`: a score of -inf
+    on a visible key is accepted (weight 0) unless it is the row's only kind, which,
+    like NaN or +inf, is an overflow (``ValueError``); so is a gradient that overflows
+    a float16 input's dtype.
     """
     Q, K, V = check_qkv(Q, K, V)
     block_size = check_positive(block_size, "block_size", integer=True)
@@ -111,26 +113,27 @@ def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperatur
     dO = as_float_array(dO, "dO")
     if dO.shape != batch + (T_q, d_v):
         raise ValueError(f"dO must have the output's shape {batch + (T_q, d_v)}, got {dO.shape}")
-    if (O is None) != (L is None):
-        raise TypeError("pass both O and L (the forward pass's output and log-sum-exp) or neither")
+    if (O is None) != (lse is None):
+        raise TypeError("pass both O and lse (the forward pass's output and log-sum-exp) or neither")
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
     Q_, K_, V_, dO = (x.astype(work, copy=False) for x in (Q, K, V, dO))
     if O is None:
-        O, L = _output_and_log_sum_exp(Q_, K_, V_, mask, c, block_size)
+        O, lse = _output_and_log_sum_exp(Q_, K_, V_, mask, c, block_size)
     else:
         O = as_float_array(O, "O")
-        L = as_float_array(L, "L", allow_neg_inf=True)
-        for name, x, shape in (("O", O, batch + (T_q, d_v)), ("L", L, batch + (T_q,))):
+        lse = as_float_array(lse, "lse", allow_neg_inf=True)
+        for name, x, shape in (("O", O, batch + (T_q, d_v)), ("lse", lse, batch + (T_q,))):
             if x.shape != shape:
                 raise ValueError(f"{name} must have shape {shape} (from the forward pass), got {x.shape}")
-    O, L = O.astype(work, copy=False), L.astype(work, copy=False)[..., None]
-    L = np.where(np.isneginf(L), np.inf, L)  # no visible key: exp(S - inf) = 0, not NaN
+    O, lse = O.astype(work, copy=False), lse.astype(work, copy=False)[..., None]
+    lse = np.where(np.isneginf(lse), np.inf, lse)  # no visible key: exp(S - inf) = 0, not NaN
 
     def T_(X):
         return np.swapaxes(X, -1, -2)
 
     D = np.sum(dO * O, axis=-1, keepdims=True)           # (..., T_q, 1), once
+    row_max = np.full(batch + (T_q, 1), -np.inf, dtype=work)  # for _check_rows
     dQ = np.zeros(batch + Q.shape[-2:], dtype=work)
     dK = np.zeros(batch + K.shape[-2:], dtype=work)
     dV = np.zeros(batch + V.shape[-2:], dtype=work)
@@ -140,33 +143,64 @@ def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperatur
             S = c * (Q_ @ T_(K_[..., blk, :]))             # (..., T_q, block)
         if mask is not None:
             S = np.where(mask[..., blk], S, -np.inf)       # the mask, on every tile
-        _check_tile(S, None if mask is None else mask[..., blk])
-        A = np.exp(S - L)                                  # the tile of weights
+        _check_tile(S)
+        row_max = np.maximum(row_max, S.max(axis=-1, keepdims=True))
+        A = np.exp(S - lse)                                  # the tile of weights
         dV[..., blk, :] = T_(A) @ dO
         dS = A * (dO @ T_(V_[..., blk, :]) - D)
         dQ += c * (dS @ K_[..., blk, :])
         dK[..., blk, :] = c * (T_(dS) @ Q_)
-    return tuple(sum_to_shape(g, x.shape).astype(dtype, copy=False)
-                 for g, x in ((dQ, Q), (dK, K), (dV, V)))
+    _check_rows(row_max, mask, T_k)
+    return _gradients_in(dtype, (("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)))
 
 
-def _check_tile(S, visible) -> None:
-    """The inputs are finite: NaN or an infinite score on a visible key (``visible``: the
-    mask's tile, or None for every key) is an overflow of Q K^T."""
+def _gradients_in(dtype, named):
+    """Each gradient summed to its input's shape and cast to the inputs' dtype; a gradient
+    that is finite in the working precision but overflows ``dtype`` (float16's 65504)
+    raises ``ValueError`` instead of coming back as +-inf."""
+    out = []
+    for name, g, x in named:
+        g = sum_to_shape(g, x.shape)
+        with np.errstate(over="ignore"):
+            cast = g.astype(dtype, copy=False)
+        if cast is not g and np.isinf(cast).any() and np.isfinite(g).all():
+            raise ValueError(
+                f"the gradient {name} overflowed {np.dtype(dtype).name}: an entry exceeds "
+                f"{float(np.finfo(dtype).max):g}; scale the loss down, or compute in "
+                "float32")
+        out.append(cast)
+    return tuple(out)
+
+
+def _overflow(dtype) -> ValueError:
+    return ValueError(
+        f"the scores Q K^T overflowed {np.dtype(dtype).name}: some |q . k| exceeds the "
+        "largest representable number; scale Q or K down, or compute in float64")
+
+
+def _check_tile(S) -> None:
+    """NaN or +inf in a tile of scores (masked entries already -inf) is an overflow of
+    Q K^T. A score of -inf on a visible key is not, by itself (its weight is 0, as in the
+    forward pass); only a row whose visible scores are all -inf is, see _check_rows."""
     top = S.max(initial=-np.inf)
-    bad = np.isnan(top) or np.isposinf(top)
-    if not bad and np.isneginf(S).any():
-        bad = bool((np.isneginf(S) if visible is None else np.isneginf(S) & visible).any())
-    if bad:
-        raise ValueError(
-            f"the scores Q K^T overflowed {S.dtype.name}: some |q . k| exceeds the largest "
-            "representable number; scale Q or K down, or compute in float64")
+    if np.isnan(top) or np.isposinf(top):
+        raise _overflow(S.dtype)
+
+
+def _check_rows(row_max, mask, T_k) -> None:
+    """A row with a visible key whose scores were all -inf overflowed, as the forward
+    pass reports it; a row with no visible key is the empty-row convention."""
+    if T_k == 0:
+        return
+    visible = True if mask is None else mask.any(axis=-1, keepdims=True)
+    if (np.isneginf(row_max) & visible).any():
+        raise _overflow(row_max.dtype)
 
 
 def _output_and_log_sum_exp(Q, K, V, mask, c, block_size):
-    """O (..., T_q, d_v) and L (..., T_q) by an online softmax over blocks of keys.
+    """O (..., T_q, d_v) and lse (..., T_q) by an online softmax over blocks of keys.
 
-    L_i = m_i + ln l_i from the running maximum m and normaliser l; -inf for a query that
+    lse_i = m_i + ln l_i from the running maximum m and normaliser l; -inf for a query that
     sees no key (its output is zero).
     """
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
@@ -180,7 +214,7 @@ def _output_and_log_sum_exp(Q, K, V, mask, c, block_size):
             S = c * (Q @ np.swapaxes(K[..., blk, :], -1, -2))
         if mask is not None:
             S = np.where(mask[..., blk], S, -np.inf)
-        _check_tile(S, None if mask is None else mask[..., blk])
+        _check_tile(S)
         m_new = np.maximum(m, S.max(axis=-1, keepdims=True))
         shift = np.where(np.isneginf(m_new), 0.0, m_new)       # all masked so far: 0
         P = np.exp(S - shift)
@@ -191,5 +225,5 @@ def _output_and_log_sum_exp(Q, K, V, mask, c, block_size):
     seen = l > 0
     O = np.where(seen, acc / np.where(seen, l, 1.0), 0.0)
     with np.errstate(divide="ignore"):
-        L = np.where(seen, m + np.log(np.where(seen, l, 1.0)), -np.inf)
-    return O, L[..., 0]
+        lse = np.where(seen, m + np.log(np.where(seen, l, 1.0)), -np.inf)
+    return O, lse[..., 0]

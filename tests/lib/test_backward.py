@@ -163,7 +163,7 @@ def test_recompute_backward_matches_the_stored_A_backward_for_every_mask_kind(ki
     O, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
     for got in (tiled_attention_backward(Q, K, V, dO, block_size, mask=mask),
                 tiled_attention_backward(Q, K, V, dO, block_size, mask=mask,
-                                         O=O, L=_log_sum_exp(Q, K, mask))):
+                                         O=O, lse=_log_sum_exp(Q, K, mask))):
         for name, g_, w in zip(("dQ", "dK", "dV"), got, want):
             assert np.isfinite(g_).all(), name
             np.testing.assert_allclose(g_, w, atol=1e-12, err_msg=f"{kind}: {name}")
@@ -179,7 +179,7 @@ def test_recompute_backward_without_the_mask_is_wrong_where_the_mask_matters():
     O, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
     L = _log_sum_exp(Q, K, mask)
     want = attention_backward(Q, K, V, dO, mask=mask)
-    wrong = tiled_attention_backward(Q, K, V, dO, 2, O=O, L=L)
+    wrong = tiled_attention_backward(Q, K, V, dO, 2, O=O, lse=L)
     assert max(np.abs(a - b).max() for a, b in zip(wrong, want)) > 0.1
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -824,16 +825,16 @@ def test_tiled_attention_backward_rejects_bad_arrays(kind, which):
 @pytest.mark.parametrize("kwargs, error, words", [
     (dict(block_size=0), ValueError, "block_size"),
     (dict(block_size=1.5), TypeError, "block_size"),
-    (dict(block_size=2, O=O_fwd), TypeError, "both O and L"),
-    (dict(block_size=2, L=L_fwd), TypeError, "both O and L"),
-    (dict(block_size=2, O=O_fwd, L=L_fwd[:3]), ValueError, "(4,)"),
-    (dict(block_size=2, O=O_fwd[:, :1], L=L_fwd), ValueError, "(4, 2)"),
-    (dict(block_size=2, O=O_fwd, L=_with(L_fwd, (0,), np.inf)), ValueError, "+inf"),
+    (dict(block_size=2, O=O_fwd), TypeError, "both O and lse"),
+    (dict(block_size=2, lse=L_fwd), TypeError, "both O and lse"),
+    (dict(block_size=2, O=O_fwd, lse=L_fwd[:3]), ValueError, "(4,)"),
+    (dict(block_size=2, O=O_fwd[:, :1], lse=L_fwd), ValueError, "(4, 2)"),
+    (dict(block_size=2, O=O_fwd, lse=_with(L_fwd, (0,), np.inf)), ValueError, "+inf"),
     (dict(block_size=2, mask=np.ones((4, 5))), TypeError, "boolean"),
     (dict(block_size=2, mask=np.ones((3, 5), dtype=bool)), ValueError, "(3, 5)"),
     (dict(block_size=2, temperature=-1.0), ValueError, "temperature"),
-], ids=["zero block", "fractional block", "O alone", "L alone", "L too short", "O too narrow",
-        "+inf in L", "non-boolean mask", "mask of the wrong shape", "bad temperature"])
+], ids=["zero block", "fractional block", "O alone", "lse alone", "lse too short", "O too narrow",
+        "+inf in lse", "non-boolean mask", "mask of the wrong shape", "bad temperature"])
 def test_tiled_attention_backward_refuses_bad_options_and_saved_results(kwargs, error, words):
     with pytest.raises(error, match=re.escape(words)):
         tiled_attention_backward(Q, K, V, dO, **kwargs)
@@ -845,6 +846,41 @@ def test_tiled_attention_backward_refuses_bad_output_gradients_and_overflow():
     huge = np.full((2, 2), 1e30, dtype=np.float32)
     with pytest.raises(ValueError, match="overflowed"):
         tiled_attention_backward(huge, huge, huge, np.ones((2, 2), np.float32), 1)
+
+
+@pytest.mark.parametrize("backward", ["plain", "tiled"])
+def test_float16_gradients_that_overflow_raise_instead_of_returning_inf(backward):
+    # one key, so dV = sum of dO over three queries = 180000 > 65504: +-inf came back before
+    rng = np.random.default_rng(0)
+    Q16, K16, V16 = (rng.standard_normal(s).astype(np.float16) for s in ((3, 4), (1, 4), (1, 2)))
+    dO16 = np.full((3, 2), 60000.0, dtype=np.float16)
+    run = ((lambda dO: attention.attention_backward(Q16, K16, V16, dO)) if backward == "plain"
+           else (lambda dO: tiled_attention_backward(Q16, K16, V16, dO, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning either: a clear error
+        with pytest.raises(ValueError, match="gradient dV overflowed float16"):
+            run(dO16)
+        grads = run(dO16 / 1000)  # small enough: finite float16 gradients
+    assert all(g.dtype == np.float16 and np.isfinite(g).all() for g in grads)
+
+
+def test_a_visible_minus_inf_score_in_a_row_with_finite_keys_is_accepted_like_forward():
+    # key 0's score overflows to -inf (q . k = -1e40 in float32); keys 1, 2 are finite
+    Q3 = np.array([[1e20, 1.0]], np.float32)
+    K3 = np.array([[-1e20, 0.0], [0.0, 1.0], [0.0, 2.0]], np.float32)
+    V3 = np.arange(6, dtype=np.float32).reshape(3, 2)
+    dO3 = np.ones((1, 2), np.float32)
+    O, A = attention.scaled_dot_product_attention(Q3, K3, V3)
+    assert A[0, 0] == 0 and np.isfinite(O).all()
+    want = attention.attention_backward(Q3, K3, V3, dO3)
+    for block in (1, 2, 3):
+        got = tiled_attention_backward(Q3, K3, V3, dO3, block)
+        assert all(np.allclose(a, b) for a, b in zip(got, want)), block
+    # every visible score -inf in a row is still the overflow forward reports
+    with pytest.raises(ValueError, match="overflowed"):
+        tiled_attention_backward(Q3, K3[:1], V3[:1], dO3, 1)
+    with pytest.raises(ValueError, match="overflowed"):
+        attention.scaled_dot_product_attention(Q3, K3[:1], V3[:1])
 
 
 @pytest.mark.parametrize("fn", [None, 3, "run"])
