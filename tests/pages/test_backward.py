@@ -166,7 +166,7 @@ def test_backward_counts_twice_the_forward_flops_at_every_shape():
             o.backward(torch.ones_like(o))
         assert fwd.get_total_flops() == 2 * T_q * T_k * (d_k + d_v)
         assert bwd.get_total_flops() == 2 * fwd.get_total_flops()
-    assert g(PAGE, "flop_ratio_min") == g(PAGE, "flop_ratio_max") == 2.0
+    assert g(PAGE, "flop_ratio") == 2.0  # "exactly 2.0 times ... at every one"
     assert g(PAGE, "n_flop_shapes") == 3 and g_bool(PAGE, "forward_is_formula")
 
 
@@ -212,6 +212,26 @@ def test_what_autograd_saves_readable_keeps_A_and_the_fused_kernel_a_log_sum_exp
     assert g_bool(PAGE, "readable_keeps_A") and not g_bool(PAGE, "fused_keeps_A")
     assert g_text(PAGE, "fused_saved") == ", ".join(sorted(saved))
     assert 0 <= g(PAGE, "lse_err") < 1e-12
+    # "With no mask, or with is_causal, ... no T_q x T_k tensor at all. Given an attn_mask,
+    # it keeps the mask too, converted to the queries' dtype: a boolean mask of the full
+    # shape (5, 6) is kept as a tensor of that shape in float64, ... a per-key padding
+    # mask stays (1, 1, 1, 6)."
+    kept = {}
+    for label, mask in (("causal", None), ("full", torch.ones(5, 6, dtype=torch.bool).tril()),
+                        ("pad", torch.ones(1, 1, 1, 6, dtype=torch.bool))):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            node = F.scaled_dot_product_attention(q, k, v, attn_mask=mask,
+                                                  is_causal=mask is None).grad_fn
+        big = [n for n in dir(node) if n.startswith("_saved_") and torch.is_tensor(getattr(node, n))
+               and tuple(getattr(node, n).shape[-2:]) == (5, 6)]
+        m = getattr(node, "_saved_attn_mask", None)
+        kept[label] = (big, None if m is None else (tuple(m.shape), m.dtype))
+    assert kept["causal"] == ([], None) and not g_bool(PAGE, "fused_causal_keeps_mask")
+    assert kept["full"] == (["_saved_attn_mask"], ((5, 6), q.dtype))
+    assert kept["pad"] == ([], ((1, 1, 1, 6), q.dtype))
+    assert g_text(PAGE, "fused_full_mask_shape") == "(5, 6)"
+    assert g_text(PAGE, "fused_full_mask_dtype") == "float64" == str(q.dtype).split(".")[-1]
+    assert g_text(PAGE, "fused_pad_mask_shape") == "(1, 1, 1, 6)"
 
 
 def test_memory_of_A_against_O_and_the_log_sum_exp():
@@ -270,7 +290,7 @@ def test_without_the_mask_or_the_guard_the_recompute_backward_fails_as_stated():
     O, _ = attention.scaled_dot_product_attention(Q, K, V, causal)
     S = np.where(causal, Q @ np.swapaxes(K, -1, -2) / 2.0, -np.inf)
     L = np.log(np.exp(S).sum(-1))
-    forgot = attention.backward.tiled_attention_backward(Q, K, V, dO, 2, O=O, L=L)
+    forgot = attention.backward.tiled_attention_backward(Q, K, V, dO, 2, O=O, lse=L)
     err = max(float(np.abs(a - b).max()) for a, b in zip(forgot, _autograd(Q, K, V, dO, causal)))
     assert g(PAGE, "forgot_mask_err") == pytest.approx(err, rel=1e-9) and err > 1
     # no guard: e^(-inf - (-inf)) for the query with no key, every entry of dV NaN
