@@ -634,14 +634,17 @@ def test_a_paged_cache_read_through_any_block_table_gives_the_contiguous_answer(
 @pytest.mark.parametrize("seed", [0, 3, 7])
 def test_rounding_the_numerators_to_float16_reproduces_the_unpinned_builtin(seed):
     """At the page's shape (12 keys): e^(S - m) rounded to float16 before the product with V,
-    the row sums in float32, gives the built-in's float16 output exactly; with 64 keys not."""
+    the row sums in float32, gives the built-in's float16 output exactly; "not in general:
+    with rows of more keys it breaks" (more keys alone, and with more queries)."""
     def emulate(q, k, v, mask):
         s = (q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1]))
         p = torch.exp(s.masked_fill(~mask, float("-inf")) - s.masked_fill(~mask, float("-inf"))
                       .amax(-1, keepdim=True))
         return ((p.half().float() @ v.float()) / p.sum(-1, keepdim=True)).half()
 
-    for (T_q, T_k, d), exact in (((16, 12, 8), True), ((64, 64, 32), False)):
+    cases = (((16, 12, 8), True), ((16, 64, 8), False), ((16, 128, 8), False),
+             ((64, 64, 8), False))
+    for (T_q, T_k, d), exact in cases:
         g_ = torch.Generator().manual_seed(seed)
         q, k, v = (torch.randn(2, 4, T, d, generator=g_).half() for T in (T_q, T_k, T_k))
         mask = torch.rand(2, 1, T_q, T_k, generator=g_) > 0.3
@@ -708,3 +711,38 @@ def test_the_cudnn_row_states_the_source_s_limits_and_is_marked_not_run():
                  "torch.use_deterministic_algorithms(True)"):
         assert fact in row, fact
     assert "| On a CUDA GPU (documented, not run here) |" in text
+
+
+def test_the_page_shows_the_fully_masked_row_nan_in_the_ten_lines_zero_elsewhere():
+    # "The ten lines give that query NaN; the library's version and the built-in, under
+    # each CPU kernel, give it zeros."
+    assert g_bool(PAGE, "empty_ten_nan") and g_bool(PAGE, "empty_others_zero")
+    cell = page_cell(PAGE, "no_key = torch.ones")
+    assert "SDPBackend.MATH" in cell and "SDPBackend.FLASH_ATTENTION" in cell
+    q = torch.randn(1, 2, 4, 8, generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[1] = False
+    for backend in (SDPBackend.MATH, SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(backend):
+            out = F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        assert torch.equal(out[..., 1, :], torch.zeros(1, 2, 8))
+
+
+def test_the_flash_kernel_keeps_a_full_mask_as_float32_and_a_key_mask_small():
+    T, d = int(g(PAGE, "mask_T")), 64
+    assert T == 512
+    flash_bytes = 4 * (4 * T * d + T)              # Q, K, V, O and the log-sum-exp
+    MiB = MIB
+    assert g(PAGE, "flash_nomask_mib") * MiB == pytest.approx(flash_bytes)
+    assert g(PAGE, "flash_causal_mib") * MiB == pytest.approx(flash_bytes)
+    assert g(PAGE, "flash_keymask_mib") * MiB == pytest.approx(flash_bytes + 4 * T)
+    assert g(PAGE, "flash_fullmask_mib") * MiB == pytest.approx(flash_bytes + 4 * T * T)
+    assert g(PAGE, "mask_matrix_mib") * MiB == 4 * T * T
+    # independently: the saved mask is a float32 copy of the boolean one's shape
+    q = torch.randn(1, 1, 32, 8, requires_grad=True)
+    for mask in (torch.ones(32, 32, dtype=torch.bool).tril(),
+                 torch.ones(1, 1, 1, 32, dtype=torch.bool)):
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            node = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).grad_fn
+        assert node._saved_attn_mask.dtype == torch.float32
+        assert node._saved_attn_mask.shape == mask.shape
