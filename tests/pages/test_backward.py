@@ -320,6 +320,11 @@ def test_the_recompute_count_is_five_products_against_two():
         assert sdpa_flop_count(q, k, k) == 2 * (2 * b * h * t_q * t_k * d)
         assert sdpa_backward_flop_count(q, q, k, k) == 5 * (2 * b * h * t_q * t_k * d)
     assert g(PAGE, "recompute_flop_ratio") == 2.5
+    # "(with d_v = d_k; in general (3 d_k + 2 d_v)/(d_k + d_v))"
+    for d_k, d_v in ((64, 64), (64, 32), (16, 48)):
+        q, k, v, o = (1, 4, 100, d_k), (1, 4, 300, d_k), (1, 4, 300, d_v), (1, 4, 100, d_v)
+        ratio = sdpa_backward_flop_count(o, q, k, v) / sdpa_flop_count(q, k, v)
+        assert ratio == pytest.approx((3 * d_k + 2 * d_v) / (d_k + d_v))
     text = (CHAPTERS / f"{PAGE}.md").read_text()
     assert "five products against two" in text and "five products against the forward" in text
 
