@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ._validate import check_mask, check_positive, sum_to_shape
-from .backward import check_backward_inputs
+from .backward import _gradients_in, check_backward_inputs
 from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, check_qkv, score_scale
 
 __all__ = ["blocked_attention", "blocked_attention_backward"]
@@ -169,8 +169,9 @@ def blocked_attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0,
     N = math.prod(batch)
     flat = (_flat(x, batch, N).astype(work, copy=False) for x in (Q, K, V, O, A, dO))
     dQ, dK, dV = _gradient_blocks(*flat, c)
-    return tuple(sum_to_shape(g.reshape(batch + g.shape[1:]).astype(dtype, copy=False), x.shape)
-                 for g, x in ((dQ, Q), (dK, K), (dV, V)))
+    # summed in the working precision, then cast: an overflow of float16 raises
+    return _gradients_in(dtype, ((name, g.reshape(batch + g.shape[1:]), x) for name, g, x
+                                 in (("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V))))
 
 
 def _gradient_blocks(Q, K, V, O, A, dO, c):

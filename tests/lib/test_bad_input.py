@@ -848,14 +848,16 @@ def test_tiled_attention_backward_refuses_bad_output_gradients_and_overflow():
         tiled_attention_backward(huge, huge, huge, np.ones((2, 2), np.float32), 1)
 
 
-@pytest.mark.parametrize("backward", ["plain", "tiled"])
+@pytest.mark.parametrize("backward", ["plain", "tiled", "blocked"])
 def test_float16_gradients_that_overflow_raise_instead_of_returning_inf(backward):
     # one key, so dV = sum of dO over three queries = 180000 > 65504: +-inf came back before
     rng = np.random.default_rng(0)
     Q16, K16, V16 = (rng.standard_normal(s).astype(np.float16) for s in ((3, 4), (1, 4), (1, 2)))
     dO16 = np.full((3, 2), 60000.0, dtype=np.float16)
-    run = ((lambda dO: attention.attention_backward(Q16, K16, V16, dO)) if backward == "plain"
-           else (lambda dO: tiled_attention_backward(Q16, K16, V16, dO, 2)))
+    from attention.blocked import blocked_attention_backward
+    run = {"plain": lambda dO: attention.attention_backward(Q16, K16, V16, dO),
+           "tiled": lambda dO: tiled_attention_backward(Q16, K16, V16, dO, 2),
+           "blocked": lambda dO: blocked_attention_backward(Q16, K16, V16, dO)}[backward]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no RuntimeWarning either: a clear error
         with pytest.raises(ValueError, match="gradient dV overflowed float16"):
