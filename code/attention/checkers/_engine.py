@@ -196,12 +196,12 @@ def _dtype_rejection(want, dtypes: dict) -> str:
     listed = " and ".join(f"{n} of dtype {d}" for n, d in dtypes.items())
     if len(wrong) < len(dtypes):  # the others were cast back
         cause = f": {', '.join(wrong)} was not cast back; cast it with .astype(Q.dtype)"
-    elif want == np.float32 and kinds == "float64":
-        cause = (": np.sqrt(d_k) is a NumPy float64 scalar, which turns float32 arrays "
+    elif want.itemsize < 8 and kinds == "float64":
+        cause = (": often because np.sqrt(d_k) is a NumPy float64 scalar, which turns "
+                 f"{want.name} arrays "
                  "into float64 (np.eye and np.ones default to float64 too): use "
                  "math.sqrt(d_k) or d_k ** 0.5 (a Python float), or cast with .astype(Q.dtype)")
     else:
         cause = "; cast the results with .astype(Q.dtype)"
-    return (f"{want.name} inputs gave {listed}: {', '.join(wrong)} "
-            f"{'is' if len(wrong) == 1 else 'are'} {kinds} for {want.name} inputs, and "
-            f"the results keep the inputs' dtype{cause}")
+    return (f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} {kinds} for "
+            f"{want.name} inputs ({listed}); the results keep the inputs' dtype{cause}")
