@@ -17,9 +17,14 @@ one width, optimizer and seed at once) and then scored on ``N_HELD_OUT`` fresh e
 (the same ones for every run of a d_model): its mean squared error there and the share of
 rows whose largest weight is on a wrong key.
 
+It also holds ``"additive"``: the page's additive head (d_model = 32, d_k =
+``ADDITIVE_DK``, Adam at the rates ``ADDITIVE_LRS``) for every seed, scored the same way.
+
 Run ``python -m attention.sweep OUT.json`` (``make sweep``) to recompute the file; it
-took 690 s (about 12 minutes) on one thread here. :func:`sweep_point` recomputes one entry,
-which is how the tests check a sample of the file.
+took 690 s (about 12 minutes) on one thread here. ``python -m attention.sweep --additive
+OUT.json`` recomputes only the additive entry of an existing file (about a minute).
+:func:`sweep_point` and :func:`additive_point` recompute one entry, which is how the tests
+check a sample of the file.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ import numpy as np
 from ._validate import check_choice, check_integer
 from .training import RetrievalTask, train_retrieval_heads
 
-__all__ = ["DATA_PATH", "DESIGNS", "HEADS", "LR_GRID", "N_HELD_OUT", "SEEDS",
-           "held_out_scores", "load_sweep", "scale", "sweep_point"]
+__all__ = ["ADDITIVE_DK", "ADDITIVE_LRS", "DATA_PATH", "DESIGNS", "HEADS", "LR_GRID", "N_HELD_OUT", "SEEDS",
+           "additive_point", "held_out_scores", "load_sweep", "scale",
+           "sweep_point"]
 
 SEEDS = tuple(range(8))
 HEADS = ("scaled", "unscaled", "1/d_k")
@@ -48,6 +54,8 @@ DESIGNS = {
     "fixed": [(32, d_k) for d_k in (16, 64, 256, 1024, 4096)],
     "grown": [(d, d) for d in (16, 32, 64, 128, 256)],
 }
+ADDITIVE_DK = 256  # the page's additive head: one width, Adam from 1e-3 up
+ADDITIVE_LRS = LR_GRID["adam"][2:]
 N_HELD_OUT = 8192
 HELD_OUT_SEED = 10_000
 LAST = 20  # training steps averaged into a run's training loss, as on the page
@@ -96,6 +104,47 @@ def held_out_scores(params: dict, cs, task: RetrievalTask, n: int = N_HELD_OUT):
     return np.array(loss), np.array(wrong)
 
 
+def additive_point(seed: int) -> dict:
+    """The additive head at ``ADDITIVE_DK``, Adam, every rate of ``ADDITIVE_LRS``, scored.
+
+    Returns float64 arrays (rates,): ``train``, ``loss`` and ``wrong`` as
+    :func:`sweep_point`'s.
+    """
+    import torch
+
+    from .training import retrieval_attention
+
+    task = RetrievalTask()
+    torch.set_num_threads(1)
+    out = train_retrieval_heads(ADDITIVE_DK, lrs=ADDITIVE_LRS, score="additive",
+                                optimizer="adam", task=task,
+                                seed=check_integer(seed, "seed", minimum=0))
+    train = out.losses[:, -LAST:].mean(axis=1)
+    X, V, j = _held_out(task)
+    rows = torch.arange(N_HELD_OUT)
+    loss, wrong = [], []
+    with torch.no_grad():
+        for r in range(len(ADDITIVE_LRS)):
+            p = {k: v[r] for k, v in out.params.items()}
+            A = torch.cat([retrieval_attention(p, X[i:i + 1024], j[i:i + 1024],
+                                               score="additive")
+                           for i in range(0, N_HELD_OUT, 1024)])
+            O = torch.einsum("bt,btv->bv", A, V)
+            loss.append(((O - V[rows, j]) ** 2).mean().item())
+            wrong.append((A.argmax(dim=-1) != j).double().mean().item())
+    return {"train": np.asarray(train, dtype=float), "loss": np.array(loss),
+            "wrong": np.array(wrong)}
+
+
+def _additive(data: dict) -> None:
+    start = time.perf_counter()
+    per_seed = [additive_point(s) for s in SEEDS]
+    data["additive"] = {k: [[float(f"{x:.7g}") for x in p[k]] for p in per_seed]
+                        for k in ("train", "loss", "wrong")}
+    data["additive"].update(d_k=ADDITIVE_DK, lrs=ADDITIVE_LRS)
+    data["additive_seconds"] = round(time.perf_counter() - start)
+
+
 def sweep_point(d_model: int, d_k: int, optimizer: str, seed: int) -> dict:
     """Train every head at every rate of ``LR_GRID[optimizer]`` once; score them.
 
@@ -125,9 +174,12 @@ def load_sweep(path=DATA_PATH) -> dict:
 
     ``data[design][optimizer][stat]`` has shape (widths, seeds, heads, rates), stat one of
     ``train``, ``loss``, ``wrong``; ``data["widths"][design]`` lists (d_model, d_k).
+    ``data["additive"][stat]`` has shape (seeds, rates of ``data["additive"]["lrs"]``).
     """
     with open(path) as f:
         raw = json.load(f)
+    for k in ("train", "loss", "wrong"):
+        raw["additive"][k] = np.array(raw["additive"][k], dtype=float)
     for design in DESIGNS:
         for opt in LR_GRID:
             raw[design][opt] = {k: np.array(v, dtype=float)
@@ -137,8 +189,17 @@ def load_sweep(path=DATA_PATH) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--additive":  # only the additive entry
+        with open(argv[1]) as f:
+            data = json.load(f)
+        _additive(data)
+        with open(argv[1], "w") as f:
+            json.dump(data, f, separators=(",", ":"))
+        print(f"updated {argv[1]} in {data['additive_seconds']} s")
+        return 0
     if len(argv) != 1:
-        print("usage: python -m attention.sweep OUT.json", file=sys.stderr)
+        print("usage: python -m attention.sweep [--additive] OUT.json",
+              file=sys.stderr)
         return 2
     start = time.perf_counter()
     data = {"seeds": list(SEEDS), "heads": list(HEADS), "lr_grid": LR_GRID,
@@ -157,6 +218,7 @@ def main(argv=None) -> int:
                       f"{time.perf_counter() - start:.0f} s", flush=True)
             data[design][opt] = stats
     data["seconds"] = round(time.perf_counter() - start)
+    _additive(data)
     with open(argv[0], "w") as f:
         json.dump(data, f, separators=(",", ":"))
     print(f"wrote {argv[0]} in {data['seconds']} s")
