@@ -38,8 +38,8 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection, _report,
-                      _results, _run)
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection, _named,
+                      _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
@@ -300,27 +300,23 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             messages.append(f"{name} has shape {got[i].shape}, expected "
                             f"{ref[i].shape} (the shape of {name[1:]}){hint}")
             continue
-        if np.isnan(got[i]).any():
-            for key, message, forward, backward in _mistakes(Q, K, mask, V):
-                # a mistake whose own -inf rows give NaN, e.g. the softmax over queries
-                v = variant(key, forward, backward, guard=False)
-                # (a mistake whose gradient is NaN everywhere explains nothing: any NaN
-                # result would match it)
-                if _same_with_nan(got[i], v[i], rtol) and not np.isnan(ref[i]).any() \
-                        and not np.isnan(v[i]).all() \
-                        and not _same_with_nan(v[i], unguarded[i], rtol):
-                    matched.setdefault(key, (message, []))[1].append(name)
-                    break
-            else:
-                nan.append(name)
-            continue
-        for key, message, forward, backward in _mistakes(Q, K, mask, V):
-            v = variant(key, forward, backward)
-            if not _same(v[i], ref[i], rtol) and _same(got[i], v[i], max(rtol, 1e-7)):
-                matched.setdefault(key, (message, []))[1].append(name)
-                break
+        has_nan = bool(np.isnan(got[i]).any())
+        table = [((key, message), lambda f=forward, b=backward, k=key:
+                  variant(k, f, b, guard=not has_nan)[i])
+                 for key, message, forward, backward in _mistakes(Q, K, mask, V)]
+
+        def same(g, v):
+            if has_nan:  # a mistake whose own -inf rows give NaN, e.g. the softmax over
+                # queries (one whose gradient is NaN everywhere explains nothing)
+                return (_same_with_nan(g, v, rtol) and not np.isnan(ref[i]).any()
+                        and not np.isnan(v).all() and not _same_with_nan(v, unguarded[i], rtol))
+            return _same(g, v, max(rtol, 1e-7)) and not _same(v, ref[i], rtol)
+
+        hit = _named(got[i], table, same)
+        if hit:
+            matched.setdefault(hit[0], (hit[1], []))[1].append(name)
         else:
-            unexplained.append(name)
+            (nan if has_nan else unexplained).append(name)
     if nan:
         verb = "contains" if len(nan) == 1 else "contain"
         if _empty_rows(Q, K, mask) and all(
