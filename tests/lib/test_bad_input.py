@@ -748,6 +748,14 @@ def test_train_retrieval_head_refuses_bad_arguments(kwargs, error, words):
         training.train_retrieval_head(**args)
 
 
+@pytest.mark.parametrize("seed, error", [(-1, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_additive_sweep_point_refuses_a_bad_seed(seed, error):
+    from attention import sweep
+
+    with pytest.raises(error, match="seed"):
+        sweep.additive_point(seed)
+
+
 def test_training_accepts_numpy_learning_rates_and_a_one_step_task():
     out = training.train_retrieval_heads(2, np.array([0.1, 0.2]), np.array([1.0, 1.0]), task=_TINY)
     assert isinstance(out, training.TrainedHeads) and out.losses.shape == (2, 1)

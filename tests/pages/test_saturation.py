@@ -479,6 +479,16 @@ def test_sum_of_squares_prediction_against_measurement_over_key_counts():
     for i in range(len(s_grid)):
         col = [sum_sq[T][i] for T in (8, 32, 128, 512, 2048, 8192)]
         assert all(a > b for a, b in zip(col, col[1:]))
+    # caption and alt text: "the curves for few keys level off toward their ceiling T_k"; the
+    # many-key curves do not (8192 keys: about 6% of its ceiling at the largest scale, still
+    # growing by half per step), so the caption must not say every curve flattens
+    growth = {T: sum_sq[T][-1] / sum_sq[T][-2] for T in sum_sq}
+    assert growth[8] < 1.1 and growth[32] < 1.15 and growth[8192] > 1.4
+    assert all(growth[a] < growth[b] for a, b in zip((8, 32, 128, 512, 2048), (32, 128, 512, 2048, 8192)))
+    assert sum_sq[8192][-1] < 0.1 and sum_sq[8][-1] > 0.5
+    text = " ".join(SOURCE.split())
+    assert "each flattening toward its own dotted ceiling" not in text
+    assert text.count("the curves for few keys level off toward their") == 2  # caption, alt
 
 
 def test_at_s_squared_ln_tk_the_rows_are_far_from_one_hot():
@@ -606,3 +616,18 @@ def test_the_mean_gradient_levels_off_while_the_90th_percentile_falls():
         rms = [np.sqrt(np.mean(dq[sd] ** 2)) for sd in (32, 128, 512, 2048)]
         assert all(1.7 < b / a < 2.3 for a, b in zip(rms, rms[1:]))
     assert "the mean level off" not in SOURCE
+
+
+def test_the_opening_keeps_dS_the_gradient_of_each_heads_own_scores():
+    """dS = dL/dS with S = c QK^T, and dQ = c dS K, in the prose and in the code (H5, H10);
+    the batch norm is a root-sum-square, and sets a summed gradient's size only for
+    uncorrelated rows (G8); near uniform rows only the factor a_j is the same for every key."""
+    text = " ".join(SOURCE.split())
+    assert "dQ_raw, dQ_scaled = dS_raw @ K, c * dS_scaled @ K" in SOURCE
+    assert "softmax_vjp(A_scaled, dA) / math.sqrt(d_k)" not in SOURCE
+    assert r"$\mathrm{d}Q = c\,\mathrm{d}S\,K$ in both heads" in text
+    assert "the quantity an optimizer steps" not in text
+    assert "the root-sum-square of the rows' norms" in text
+    assert "for rows whose gradients are uncorrelated, sets the size of a batch's summed" in text
+    assert "the same for every key." not in text
+    assert "passes little gradient to the query. Spread is not flow." not in text

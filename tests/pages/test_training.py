@@ -756,3 +756,46 @@ def test_the_statements_the_held_out_sweep_refutes_are_gone():
                    "learned the same thing", "check each statement below", "the unscaled head's stays put",
                    "the mirror image of saturation"):
         assert phrase not in " ".join(SOURCE.split()), phrase
+
+
+def test_folding_the_scale_into_W_Q_is_a_larger_learning_rate_under_both_optimizers():
+    """"its step acts like a learning rate d_k times larger for W_Q under SGD and sqrt(d_k)
+    times larger under Adam": one step of each, from the same start, measured as the change
+    of the effective query weight W_Q c (folded: the stored weight is already W_Q c)."""
+    text = " ".join(SOURCE.split())
+    assert "learning rate $d_k$ times larger for $W_Q$ under SGD and $\\sqrt{d_k}$ times larger under Adam" in text
+    assert "once Adam takes its first step" not in text
+    d_model, d_k, T, lr = 32, 64, 16, 1e-3
+    gen = torch.Generator().manual_seed(0)
+    X = torch.randn(T, d_model, generator=gen)
+    W_Q = torch.randn(d_model, d_k, generator=gen) / math.sqrt(d_model)
+    W_K = torch.randn(d_model, d_k, generator=gen) / math.sqrt(d_model)
+    V = torch.randn(T, 8, generator=gen)
+    c = 1 / math.sqrt(d_k)
+
+    def step(stored, mult, opt):
+        P = stored.clone().requires_grad_()
+        S = mult * (X @ P) @ (X @ W_K).T
+        ((torch.softmax(S, -1) @ V - V) ** 2).mean().backward()
+        o = (torch.optim.SGD if opt == "sgd" else torch.optim.Adam)([P], lr=lr)
+        o.step()
+        return P.detach() - stored  # change of the stored weight
+
+    for opt, factor in (("sgd", d_k), ("adam", math.sqrt(d_k))):
+        scaled = c * step(W_Q, c, opt)  # effective query weight c W_Q
+        folded = step(c * W_Q, 1.0, opt)  # the stored weight is c W_Q
+        ratio = (folded.norm() / scaled.norm()).item()
+        assert ratio == pytest.approx(factor, rel=1e-3), opt
+
+
+def test_round_one_phrases_are_gone_and_the_scope_is_stated():
+    text = " ".join(SOURCE.split())
+    for phrase in ("the first edition of this chapter", "beyond that it begins to",
+                   "mostly no longer does", "so slightly optimistic", "more than ten times the scaled",
+                   "the failure at the top of every window", 'ylabel="best final loss"',
+                   "on one seed's training loss", "on at most {glue:text}`ho_grown_sc_wrong_rows`"):
+        assert phrase not in text, phrase
+    assert "So within {glue:text}`tr_steps` steps the scale does not decide" in text
+    assert "mostly does not, within these {glue:text}`tr_steps` steps" in text
+    assert "the scaled head on none of the {glue:text}`ho_n_held` rows in any seed" in text
+    assert "differ by at most {glue:text}`tr_vec_diff:.2g`" in text
