@@ -430,3 +430,36 @@ def test_the_page_solution_is_accepted():
     ns = solution_namespace("soft-retrieval", "attention_with_temperature")
     assert checkers.check_attention_with_temperature(ns["attention_with_temperature"],
                                                      verbose=False)
+
+
+def tau_clamped_from_below(floor):
+    def attempt(Q, K, V, tau):
+        tau = max(tau, floor)  # "so as not to divide by a tiny number"
+        A = _softmax(_scores(Q, K, tau))
+        return A @ V, A
+    attempt.__name__ = f"tau_clamped_at_{floor:g}"
+    return attempt
+
+
+@pytest.mark.parametrize("floor", [1e-3, 1e-4, 1e-6])
+def test_a_temperature_clamped_from_below_is_rejected_and_told_so(floor, capsys):
+    # Found while making the checkers one engine: max(tau, 1e-3) passed every case, the
+    # weights at 1e-3 and at 1e-12 being one-hot on the checker's inputs alike.
+    assert checkers.check_attention_with_temperature(tau_clamped_from_below(floor)) is False
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
+    assert len(failed) == 1 and "was tau clamped from below" in failed[0], failed
+
+
+def test_the_near_tie_gives_its_two_keys_e_over_1_plus_e_and_its_complement():
+    # The case the clamp fails: two keys a scaled score of exactly 1 apart at tau = 1e-9.
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    q = Q[0]
+    j = int(np.argmax(K @ q))
+    K_near = K.copy()
+    K_near[(j + 1) % t.T_K] = K[j] - (t.NEAR * np.sqrt(t.D_K) / (q @ q)) * q
+    A = right(Q[:1], K_near, V, t.NEAR)[1][0]
+    assert A[j] == pytest.approx(np.e / (1 + np.e), abs=1e-6)
+    assert A[(j + 1) % t.T_K] == pytest.approx(1 / (1 + np.e), abs=1e-6)

@@ -5,7 +5,9 @@ The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` i
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
 batch and head dimensions (..., T_q, d_k); at several temperatures; in both limits (the
 output becomes the best key's value as tau -> 0+, or the average of the tied best keys'
-values, at tau = 1e-3 and at 1e-12, and the average of all values as tau -> infinity); with
+values, at tau = 1e-3 and at 1e-12, and the average of all values as tau -> infinity;
+at tau = 1e-9 two keys whose scores differ by tau sqrt(d_k) share the weight as
+e/(1 + e) and 1/(1 + e), which a tau clamped from below does not give); with
 Q, K and V left unchanged; and, cold, on rows whose scores
 lie far apart, which only a shift by each row's own maximum survives. The inputs are
 float64 and the answers are compared to 1e-8, so an attempt that computes in float32 fails
@@ -33,6 +35,9 @@ TAUS = (0.5, 2.0, 5.0)
 COLD, HOT = 1e-3, 1e6
 #: A second, far colder temperature for the tie: an argmax taken below some threshold shows.
 COLDEST = 1e-12
+#: The temperature of a near tie (a scaled score gap of 1), far below COLD: rounding in the
+#: raw scores (about 1e-16) moves its weights by about 1e-7 only.
+NEAR = 1e-9
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
 
@@ -304,6 +309,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     K_tie[other] = K_tie[j]  # two identical keys: exactly equal scores
     tie = np.zeros((1, T_K))
     tie[0, [j, other]] = 0.5
+    K_near = K.copy()
+    q = q_tie[0]
+    K_near[other] = K[j] - (NEAR * np.sqrt(D_K) / (q @ q)) * q  # a scaled gap of 1 at NEAR
+    O_near, A_near = scaled_dot_product_attention(q_tie, K_near, V, temperature=NEAR)
 
     def tied_keys_share_the_weight():
         # at COLD and far colder, so that an argmax taken below some small tau shows too
@@ -326,7 +335,25 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                       "keys", 1e-6)
             if not ok:
                 return ok, detail
-        return True, ""
+        # A near tie: the second key scores tau sqrt(d_k) below the best at tau = NEAR, so
+        # the softmax gives the two e/(1 + e) and 1/(1 + e); a tau clamped from below
+        # (max(tau, 1e-3)), which the cases above cannot see (their weights are one-hot
+        # at 1e-3 already), shows here.
+        pair, error = _attempt(fn, q_tie, K_near, V, NEAR)
+        if pair is None:
+            return False, error
+        what = f"at tau = {NEAR:g} with two keys whose scores differ by tau sqrt(d_k)"
+        ok, detail = _check_weights(pair[1], A_near, q_tie, K_near, V, NEAR, f"weights {what}",
+                                    atol=1e-6, shortcuts=ordinary_ok)
+        A = np.asarray(pair[1], dtype=np.float64) if pair[1] is not None else None
+        if not ok and A is not None and A.shape == A_near.shape and \
+                abs(A[0, j] - 0.5) < abs(A_near[0, j] - 0.5) - 1e-3 and \
+                abs(A[0, j] + A[0, other] - 1.0) < 1e-6:
+            detail += (f": the softmax gives these two keys {A_near[0, j]:.3f} and "
+                       f"{A_near[0, other]:.3f} at this tau; yours are nearer even, as at a "
+                       "larger tau: was tau clamped from below (max(tau, ...), so as not "
+                       "to divide by a tiny number)? Divide by tau itself at every tau")
+        return (ok, detail) if not ok else _compare(pair[0], O_near, f"output {what}", 1e-6)
 
     results.append(_run("tau -> 0+ with a tie: the tied keys share the weight", tied_keys_share_the_weight))
 
