@@ -566,3 +566,69 @@ def test_review_round_1_variance_sentences():
     assert (lin(x) == 0).all()
     # the kurtosis error bar at d_k = 1 is called optimistic
     assert "the error bar, estimated from the sample's own moments, is optimistic" in SOURCE
+
+
+# --- review round 2 (rv2b): scopes of the kurtosis, the peak, the initializations ---------
+
+def test_the_6_over_d_k_is_stated_for_normal_entries_and_kappa_gives_another():
+    # the fourth-moment paragraph and the summary scope 6/d_k to normal entries
+    assert "so take the entries standard normal, as in every\nexperiment below" in SOURCE
+    assert "for normal entries, pooled over queries, the\n  scaled score's" in SOURCE
+    assert "With normal entries, given $q$, a scaled score" in SOURCE
+    # "(kappa^2 - 3)/d_k, negative for random signs": sampled, random signs
+    # (kappa = 1) and Laplace (kappa = 6), against the normal's 6/d_k
+    assert "an excess of $(\\kappa^2 - 3)/d_k$, negative for random signs" in SOURCE
+    rng = np.random.default_rng(7)
+    d_k, n = 4, 400_000
+    draws = {1.0: lambda size: rng.choice([-1.0, 1.0], size=size),
+             6.0: lambda size: rng.laplace(0, 1 / math.sqrt(2), size=size)}
+    for kappa, draw in draws.items():
+        s = (draw((n, d_k)) * draw((n, d_k))).sum(-1) / math.sqrt(d_k)
+        z = s / s.std()
+        excess = (z**4).mean() - 3
+        assert excess == pytest.approx((kappa**2 - 3) / d_k, abs=0.25), kappa
+        assert abs(excess - 6 / d_k) > 1.5
+
+
+def test_the_page_no_longer_gives_the_moments_exercise_away():
+    before = SOURCE.split("(ex-score-moments)")[0] if "(ex-score-moments)" in SOURCE \
+        else SOURCE.split(":label: ex-score-moments")[0]
+    assert "The derivation above used one property of the normal" not in before
+    assert "The derivation above took the entries normal." in before
+
+
+def test_peakedness_is_the_same_on_average_over_rows_roughly():
+    assert "how peaked a softmax row is on average over rows" in SOURCE
+    # mean largest of 32 weights, 1/sqrt(d_k), at d_k = 1 and 64: within 20%;
+    # the median row is not (it is why the sentence says "on average")
+    rng = np.random.default_rng(11)
+    mean_max, median_max = {}, {}
+    for d_k in (1, 64):
+        q = rng.standard_normal((2000, 1, d_k))
+        s = (q * rng.standard_normal((2000, 32, d_k))).sum(-1) / math.sqrt(d_k)
+        a = np.exp(s - s.max(-1, keepdims=True))
+        top = (a / a.sum(-1, keepdims=True)).max(-1)
+        mean_max[d_k], median_max[d_k] = top.mean(), np.median(top)
+    assert mean_max[1] == pytest.approx(mean_max[64], rel=0.2)
+    assert median_max[1] < 0.8 * median_max[64]
+
+
+def test_gpt2s_fixed_std_is_below_1_only_up_to_its_widths():
+    assert ("for PyTorch's default initialization and for GPT-2's at GPT-2's "
+            "widths (up to 1600)") in SOURCE
+    assert (1600 * 0.02**2) ** 2 < 1 <= (2500 * 0.02**2) ** 2
+
+
+def test_adafactors_step_size_is_not_the_correlations_letter():
+    assert "\\rho_t" not in SOURCE.replace("(the paper's $\\rho_t$", "")
+    assert "a step size $\\eta_t = \\min(10^{-2}, 1/\\sqrt{t})$" in SOURCE
+
+
+def test_small_scores_sit_at_the_other_end_not_saturations_mirror():
+    assert "mirror image of saturation" not in SOURCE
+    assert "at the opposite end of the temperature range from\nsaturation" in SOURCE
+
+
+def test_the_question_came_two_pages_back():
+    assert ("The {ref}`soft-retrieval page <soft-retrieval>`, two pages back, "
+            "ended with a question") in SOURCE
