@@ -733,13 +733,13 @@ def test_additive_head_held_out_over_seeds(held):
     assert (g(PAGE, "ho_add_ratio_un_lo"), g(PAGE, "ho_add_ratio_un_hi")) == pytest.approx(
         ((lu / la).min(), (lu / la).max()))
     assert (ls / la).min() > 1 and (lu / la).min() > 1  # "below ... in every seed"
-    assert np.all(ea == 0) and g_bool(PAGE, "ho_add_wrong_none")  # "none of the 8192 rows"
+    assert np.all(ea == 0) and g_bool(PAGE, "ho_add_wrong_none")  # "none of the 8192 rows in any seed"
     n = {k: (L < THRESHOLD).sum(axis=1) for k, L in (
         ("add", add["loss"]), ("sc", D["loss"][w, :, 0, ADD_SKIP:]), ("un", D["loss"][w, :, 1, ADD_SKIP:]))}
     for k, v in n.items():
         assert (g(PAGE, f"ho_{k}_n_works_lo"), g(PAGE, f"ho_{k}_n_works_hi")) == (v.min(), v.max())
     assert n["add"].min() == n["add"].max()  # "at 2 of its 6 rates in every seed"
-    assert n["add"].max() <= n["sc"].min() and n["add"].max() <= n["un"].min()  # "the narrowest"
+    assert n["add"].max() <= n["sc"].min() and n["add"].max() <= n["un"].min()  # "no wider than either"
     assert g(PAGE, "ho_add_n_lrs") == len(ADD_LRS)
     # "at them, no dot-product head of this width works held out in any seed"
     assert np.all(D["loss"][w, :, :, :ADD_SKIP] >= THRESHOLD) and g_bool(PAGE, "tr_add_skip_none")
