@@ -345,6 +345,37 @@ def test_over_random_rows_the_median_vanishes_while_the_mean_and_the_tail_do_not
         assert g(PAGE, name) == np.mean(s[tau] > 1)
     assert "and the 99th percentile grows" not in SOURCE
     assert "cooling it\nfurther makes those rows fewer and more sensitive still" in SOURCE
+    assert "about {glue:text}`jac_above1_0001:.1%`\nof the rows" in SOURCE
+    assert f"{g(PAGE, 'jac_above1_0001'):.1%}" == "0.7%"
+    assert "the largest size among the 20,000 rows grows" in SOURCE
+
+
+def test_at_the_no_way_out_setting_rounding_puts_the_point_on_the_corner():
+    # "stays inside the triangle, up to the rounding of the convex-hull
+    # exercise's last part": the coldest grid temperature, q = (-4, 4, -4)
+    from attention.widgets import temperature as tw
+    r = tw.explorer_readout(min(tw.TEMPERATURES), [-4.0, 4.0, -4.0])
+    assert r["weights"][1] == 1.0 and 0 < r["weights"][0] < 1e-30
+    assert r["output"][0] == 10.0 and r["output"][1] > 0  # just outside
+    inside = tw.explorer_readout(1.0, [1.6, 0.6, -0.2])["weights"]
+    assert min(inside) > 0 and sum(inside) == pytest.approx(1.0, rel=1e-15)
+    assert ("stays inside the triangle, up to the rounding\nof the "
+            "convex-hull exercise's last part") in SOURCE
+    assert "no path leaves the triangle" in tw.TemperatureExplorer().fallback_alt
+    assert "stays inside" not in tw.TemperatureExplorer().fallback_alt
+
+
+def test_autograd_passes_back_the_vector_jacobian_product():
+    # "Autograd computes the vector-Jacobian product a_j (g_j - a.g)":
+    # torch's softmax backward, for a general g and for g one-hot on key 2
+    s = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64, requires_grad=True)
+    a = torch.softmax(s, dim=-1)
+    for g_ in (torch.tensor([0.5, -2.0, 1.0], dtype=torch.float64),
+               torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)):
+        (grad,) = torch.autograd.grad(a, s, g_, retain_graph=True)
+        want = a.detach() * (g_ - (a.detach() * g_).sum())
+        assert torch.allclose(grad, want, rtol=1e-13, atol=0)
+    assert "vector-Jacobian product\n$a_j (g_j - a \\cdot g)$" in SOURCE
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 9])
@@ -357,6 +388,10 @@ def test_the_random_row_sentence_holds_at_other_seeds(seed):
     assert all(x.max() < y.max() for x, y in zip(s, s[1:]))
     share = [np.mean(x > 1) for x in s]
     assert share[0] < share[1] > share[2] > share[3] > 0
+    # "about 0.7% of the rows at tau = 0.001" (140 of 20,000 at seed 9;
+    # its standard error is about 0.06%): every seed between 0.5% and 1%
+    assert 0.005 < share[3] < 0.010
+    assert len(s[3]) == 20_000  # "the largest size among the 20,000 rows"
 
 
 def test_the_hand_arithmetic_typed_into_the_math_is_right():

@@ -110,8 +110,8 @@ class TemperatureExplorer(GridWidget):
                     "query at a low, a middle and a high temperature. Right: the triangle of "
                     "the values with the paths the output takes as the temperature varies, "
                     "for the worked example's query (from the corner v2 toward the centroid) "
-                    "and for two other queries, one of which runs along an edge; every path "
-                    "stays inside the triangle.")
+                    "and for two other queries, one of which runs along an edge; no path "
+                    "leaves the triangle.")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
