@@ -431,3 +431,27 @@ def test_review_round_1_sentences_are_as_corrected():
     finally:
         np.tanh = real_tanh
     assert sum(calls) == 3 * 5 * 7
+
+
+def test_qk_norm_is_the_gaussian_kernel_on_the_normalised_vectors():
+    # exp(-|q_hat - k_hat|^2 / (2 sigma^2)) with sigma^2 = 1/g, normalised over
+    # the keys, is softmax(g cos theta_j); on the raw vectors it is not
+    assert "on the normalised\nvectors $\\hat q$ and $\\hat k_j$" in SOURCE
+    rng = np.random.default_rng(5)
+    q, K, gain = rng.standard_normal(8), rng.standard_normal((6, 8)), 4.0
+    q_hat = q / np.linalg.norm(q)
+    K_hat = K / np.linalg.norm(K, axis=1, keepdims=True)
+
+    def normalised(x):
+        return x / x.sum()
+
+    kernel = normalised(np.exp(-((q_hat - K_hat) ** 2).sum(1) * gain / 2))
+    qk_norm = normalised(np.exp(gain * K_hat @ q_hat))
+    np.testing.assert_allclose(kernel, qk_norm, rtol=1e-12)
+    raw = normalised(np.exp(-((q - K) ** 2).sum(1) * gain / 2))
+    assert not np.allclose(raw, qk_norm, rtol=1e-3)
+
+
+def test_luongs_dot_score_is_named_unscaled_and_the_spread_at_initialisation():
+    assert "score $s_j = q \\cdot k_j$ (without a scale) appears" in SOURCE
+    assert "keep their spread at initialisation as $d_k$ and $d_a$ grow" in SOURCE
