@@ -232,6 +232,19 @@ def test_notation_lives_on_the_index_page_only():
     # not "one line of mathematics": T5, muP, QK-norm compute it otherwise
     assert "one line of mathematics" not in index
     assert "built around one operation, usually written as" in index
+    # rv2: not every transformer (linear attention drops the softmax)
+    assert "The standard transformer, from the 2017" in index
+    assert "Every transformer" not in index
+    # the additive weights appear on several pages: no "only"
+    assert "({ref}`why-dot-product` only)" not in index
+    assert "additive attention's weights, not the projections" in index
+    assert "(the total divisor $\\tau\\sqrt{d_k}$ is also called the temperature)" in index
+    # the zip's notebooks: pages with a notebook header (references.md has
+    # one and no code, and is in it); execution-stats has none
+    assert "a plain Markdown page, not a notebook" in index
+    assert "which has no code" not in index
+    assert "kernelspec" not in (CHAPTERS / "execution-stats.md").read_text()
+    assert "kernelspec" in (CHAPTERS / "references.md").read_text()
 
 
 def test_the_temperature_exercise_comes_before_the_explorer_and_the_tie_demonstration():
