@@ -496,3 +496,32 @@ def test_an_attempt_computed_in_float32_for_float64_inputs_is_told_so(capsys):
     assert checkers.check_scaled_dot_product_attention(computed_in_float32_for_float64_inputs) is False
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
     assert failed and all("float32 precision" in line for line in failed), failed
+
+
+def clips_the_scores(Q, K, V, mask=None):
+    """np.clip "so that exp() cannot overflow", float16 computed in float32 as the page asks."""
+    wide = np.float32 if Q.dtype == np.float16 else Q.dtype
+    Qw, Kw = Q.astype(wide), K.astype(wide)
+    S = np.clip(Qw @ np.swapaxes(Kw, -1, -2) / SQRT(Q.shape[-1]), -500, 500)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V.astype(wide)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def test_clipped_scores_are_named_as_clipped(capsys):
+    # Found while making the checkers one engine: the large-score case named nothing
+    # ("the weights differ from the reference by up to 0.75"). (The float16 case at
+    # d_k = 64, whose near-equal scores a shift by each key's maximum flattens as
+    # clipping does, still names that mistake at its float16 tolerance.)
+    failures = _failures(clips_the_scores, capsys)
+    large = [line for line in failures if line.startswith("✗ large scores")]
+    assert large and "were the scores clipped" in large[0], failures
+
+
+@pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
+def test_no_other_wrong_attempt_is_told_its_scores_were_clipped(fn, phrase, capsys):
+    assert "were the scores clipped" not in "\n".join(_failures(fn, capsys)), fn.__name__

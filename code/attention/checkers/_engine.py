@@ -186,6 +186,34 @@ def _fitted_scale(A, R, allowed=None, tol: float = 1e-7) -> float | None:
     return c if np.allclose(_softmax(np.where(allowed, c * R, -np.inf)), A, atol=tol) else None
 
 
+def _clipped_scores(A: np.ndarray, want: np.ndarray, S: np.ndarray) -> str:
+    """What weights ``A`` are told that tie for a row's largest weight, on that row's
+    highest scores ``S``, where the softmax ``want`` gives one key the most: the scores
+    were clipped before exp(). Otherwise ""."""
+    tied = np.abs(A - A.max(axis=-1, keepdims=True)) <= 1e-12
+    n_want = (np.abs(want - want.max(axis=-1, keepdims=True)) <= 1e-9).sum(axis=-1)
+    more = tied.sum(axis=-1) > n_want
+    if not more.any() or np.any(tied.sum(axis=-1) < n_want):
+        return ""
+    S = np.broadcast_to(S, A.shape)
+    lowest_tied = np.where(tied, S, np.inf).min(axis=-1)
+    highest_other = np.where(tied, -np.inf, S).max(axis=-1)
+    # the other keys keep the softmax's ratios, exp(S_k - S_l): log A - S is one number a row
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low = np.abs(A - A.min(axis=-1, keepdims=True)) <= 1e-12  # clipped from below too
+        rest = ~tied & ~low & (A > 0) & np.isfinite(S)
+        L = np.where(rest, np.log(np.where(rest, A, 1.0)) - np.where(rest, S, 0.0), np.nan)
+        spread = np.nanmax(L, axis=-1, initial=-np.inf) - np.nanmin(L, axis=-1, initial=np.inf)
+    ratios = np.all((spread[more] <= 1e-2) | ~rest[more].any(axis=-1))
+    if ratios and np.all(lowest_tied[more] >= highest_other[more]) and \
+            np.allclose(A.sum(axis=-1)[more], 1.0, atol=1e-3):
+        return ("several keys share a row's largest weight where the softmax gives one "
+                "key the most: were the scores clipped (np.clip, or np.minimum) before "
+                "exp()? Clipping changes the differences between the scores, and so the "
+                "weights; subtract each row's maximum instead, which changes no weight")
+    return ""
+
+
 def _dtype_rejection(want, dtypes: dict) -> str:
     """What results whose dtypes (name -> dtype) are not the inputs' ``want`` are told, or ""."""
     want = np.dtype(want)

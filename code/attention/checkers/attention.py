@@ -28,7 +28,8 @@ import numpy as np
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
-                      _fitted_scale, _keepdims_hint, _matching, _report, _results, _run)
+                      _clipped_scores, _fitted_scale, _keepdims_hint,
+                      _matching, _report, _results, _run)
 
 
 
@@ -251,6 +252,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     if matches:  # this case cannot tell them apart: say so, and name each
         return matches[0][0], ("this case cannot tell which of these it is: "
                                + "; or: ".join(message for _, message in matches))
+    clipped = _clipped_scores(Af, A_ref, _fill(_S(Q, K), mask)) if np.isfinite(Af).all() else ""
+    if clipped:
+        return "clipped", clipped
     if mask is not None:
         masked = ~np.broadcast_to(mask, A.shape)
         leak = np.abs(Af[masked]).max(initial=0.0)

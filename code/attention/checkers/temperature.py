@@ -26,9 +26,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _close, _dtype_rejection,
-                      _fitted_scale, _keepdims_hint, _named, _qkv, _report, _results, _run,
-                      _softmax)
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _clipped_scores, _close,
+                      _dtype_rejection, _fitted_scale, _keepdims_hint, _named, _qkv, _report,
+                      _results, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
@@ -112,26 +112,18 @@ def _weight_mistakes(Q, K, V, tau) -> list[tuple[str, np.ndarray]]:
     return mistakes
 
 
-def _shortcut(A, want, tau) -> str:
+def _shortcut(A, want, tau, S) -> str:
     """What an attempt did that took a limit instead of computing the softmax."""
     T_k = A.shape[-1]
     if np.all(A == 1 / T_k) and not np.all(want == 1 / T_k):
         return (f"your weights are exactly 1/T_k, uniform, where at tau = {tau:g} the "
                 "softmax still tells the keys apart: the limit tau -> infinity is "
                 "approached, never reached; compute the softmax at every tau")
-    top = A.max(axis=-1, keepdims=True)
     if np.all((A == 0) | (A == 1)) and not np.all((want == 0) | (want == 1)):
         return (f"your weights are exactly one-hot (an argmax?), where at tau = {tau:g} "
                 "the softmax still gives several keys weight: the limit tau -> 0+ is "
                 "approached, never reached; compute the softmax at every tau")
-    n_top = (np.abs(A - top) <= 1e-12).sum(axis=-1)
-    n_want = (np.abs(want - want.max(axis=-1, keepdims=True)) <= 1e-9).sum(axis=-1)
-    if np.any(n_top > n_want) and np.all(n_top >= n_want):
-        return ("several keys share a row's largest weight where the softmax gives one "
-                "key the most: were the scores clipped (np.clip, or np.minimum) before "
-                "exp()? Clipping changes the differences between the scores, and so the "
-                "weights; subtract each row's maximum instead, which changes no weight")
-    return ""
+    return _clipped_scores(A, want, S)
 
 
 def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
@@ -149,7 +141,7 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, detail
     if not np.isfinite(A).all():
         return False, detail
-    shortcut = _shortcut(A, want, tau) if shortcuts else ""
+    shortcut = _shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else ""
     if shortcut:
         return False, f"{detail}: {shortcut}"
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
