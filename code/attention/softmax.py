@@ -22,7 +22,10 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along ``axis``.
 
     Subtracts each row's maximum before exponentiating, so the largest exponent is
-    exp(0) = 1 and nothing overflows. ``-inf`` entries (masked scores) get weight exactly 0.
+    exp(0) = 1 and nothing overflows in exp. (The difference x - max itself can
+    overflow to -inf, with NumPy's overflow warning, when a row spans more than the
+    dtype's range; exp gives 0 there, which is that weight correctly rounded.)
+    ``-inf`` entries (masked scores) get weight exactly 0.
     A row that is entirely ``-inf`` (every key masked) returns all zeros rather than NaN:
     the library's policy for fully masked rows, the same as torch 2.13's built-in attention.
 
