@@ -12,8 +12,18 @@ Each concern is a module of its own in ``_ext/``, readable alone:
 * ``book_weight``: light pages: the theme's icons without its icon script, and no file in
   the published site that no page uses.
 
-This module also adds ``site/static/book-nav.js``, a workaround for pydata-sphinx-theme
-issue 2451: the visible sidebar buttons of sphinx-book-theme did nothing (the file says why).
+This module also fixes what the themes and extensions get wrong for a reader (each checked
+by ``tests/site/test_navigation.py`` or ``tests/site/test_theme_fixes.py``):
+
+* ``site/static/book-theme-fixes.js``: the visible drawer buttons of sphinx-book-theme did
+  nothing (pydata-sphinx-theme issue 2451), a click on a formula in a dropdown's bar threw
+  "button is not defined", and search results showed each formula three times (the file
+  says why, fix by fix);
+* a solution's bar ("Solution to Exercise N") is one control that opens the solution:
+  sphinx-exercise made its middle a link back to the exercise (just above it), so the first
+  click on the bar jumped away instead of opening it;
+* a heading written as a reference (``## {ref}`masks```) is listed in the page's contents
+  under the title it shows, not its label ("masks").
 
 ``_ext/book_pdf.py`` is not part of the build: `make pdf` runs it on the built site.
 """
@@ -31,9 +41,40 @@ import book_math  # noqa: E402
 import book_weight  # noqa: E402
 
 
+def _solution_bars_without_links(app, doctree, docname):
+    """A solution's title keeps the exercise's name and number, as text, not as a link."""
+    from docutils import nodes
+    from sphinx_exercise.nodes import solution_node
+
+    for solution in doctree.findall(solution_node):
+        title = solution.children[0] if solution.children else None
+        if isinstance(title, nodes.title):
+            for reference in list(title.findall(nodes.reference)):
+                reference.replace_self(reference.children)
+
+
+def _contents_show_reference_titles(app, env):
+    """Page contents: a heading that is a reference shows the title it refers to.
+
+    Sphinx copies a heading's text into the page's contents before references are resolved,
+    so ``## {ref}`masks``` was listed as its label, "masks". The label's section title
+    replaces it (the text of a reference without a title of its own is its label)."""
+    from docutils import nodes
+
+    labels = env.domaindata["std"]["labels"]
+    for toc in env.tocs.values():
+        for node in toc.findall(nodes.inline):
+            if "std-ref" in node["classes"] and node.astext() in labels:
+                title = labels[node.astext()][2]
+                if title:
+                    node.children = []
+                    node += nodes.Text(title)
+
+
 def setup(app):
     for part in (book_markup, book_math, book_downloads, book_weight):
         part.setup(app)
-    # pydata-sphinx-theme issue 2451: the drawer buttons (site/static/book-nav.js).
-    app.add_js_file("book-nav.js", loading_method="defer")
+    app.add_js_file("book-theme-fixes.js", loading_method="defer")
+    app.connect("doctree-resolved", _solution_bars_without_links)
+    app.connect("env-updated", _contents_show_reference_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -3,7 +3,7 @@
 Every page has two menu buttons (``.primary-toggle``) and two contents buttons
 (``.secondary-toggle``): pydata-sphinx-theme 0.17's, hidden, and sphinx-book-theme's, visible;
 the themes' scripts bind only the first, hidden one (pydata-sphinx-theme issue 2451), so the
-visible buttons did nothing. ``site/static/book-nav.js`` hands their clicks to the bound one.
+visible buttons did nothing. ``site/static/book-theme-fixes.js`` hands their clicks to the bound one.
 
 * 390 x 844, touch: a tap on the menu button opens the chapter's contents in a drawer, on
   every page, and a tap on a link in it loads that page;
@@ -55,7 +55,7 @@ def _dialog_open(page, selector: str) -> bool:
 
 
 def test_the_workaround_names_the_upstream_issue():
-    script = (harness.ROOT / "site" / "static" / "book-nav.js").read_text()
+    script = (harness.ROOT / "site" / "static" / "book-theme-fixes.js").read_text()
     assert "pydata-sphinx-theme issue 2451" in script
 
 
@@ -64,7 +64,7 @@ def test_every_page_loads_the_drawer_workaround(built_html):
         html = (built_html / page).read_text(encoding="utf-8")
         if 'http-equiv="Refresh"' in html[:200]:
             continue  # the root's redirect to chapters/index.html
-        assert "_static/book-nav.js" in html, page
+        assert "_static/book-theme-fixes.js" in html, page
 
 
 def test_the_theme_still_renders_two_drawer_buttons_of_each_kind(built_html):
