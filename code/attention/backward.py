@@ -174,8 +174,9 @@ def _gradients_in(dtype, named):
 
 def _overflow(dtype) -> ValueError:
     return ValueError(
-        f"the scores Q K^T overflowed {np.dtype(dtype).name}: some |q . k| exceeds the "
-        "largest representable number; scale Q or K down, or compute in float64")
+        f"the scaled scores c Q K^T overflowed {np.dtype(dtype).name}: some |c q . k| exceeds the "
+        "largest representable number; scale Q or K down, raise the "
+        "temperature, or compute in float64")
 
 
 def _check_tile(S) -> None:

@@ -110,14 +110,15 @@ def _attention_blocks(Q, K, V, mask, batch, c, O, A) -> None:
     buffer = None
     ones = np.ones(T_k, dtype=work)
     for i0, i1, q0, q1 in _blocks(N, T_q, T_k):
-        Qb = np.multiply(Q[i0:i1, q0:q1], c, dtype=work)  # c Q: fewer numbers than c Q K^T
+        with np.errstate(over="ignore"):  # an overflow is reported by _shift_by_row_max
+            Qb = np.multiply(Q[i0:i1, q0:q1], c, dtype=work)  # c Q: fewer numbers than c Q K^T
         if A is not None:
             S = A[i0:i1, q0:q1]  # the scores become the weights in place
         else:
             if buffer is None:
                 buffer = np.empty((i1 - i0, q1 - q0, T_k), dtype=work)
             S = buffer[: i1 - i0, : q1 - q0]
-        with np.errstate(over="ignore"):  # an overflow is reported by _shift_by_row_max
+        with np.errstate(over="ignore", invalid="ignore"):  # reported by _shift_by_row_max
             np.matmul(Qb, K_t[i0:i1], out=S)  # the scores c q_i . k_j
         if mask is not None:
             items = _mask_items(mask, batch, i0, i1)[:, q0:q1]
@@ -146,8 +147,9 @@ def _shift_by_row_max(S: np.ndarray, mask) -> None:
         visible = True if mask is None else mask.any(axis=-1, keepdims=True)
         if (np.isnan(m) | np.isposinf(m) | (np.isneginf(m) & visible)).any():
             raise ValueError(
-                f"the scores Q K^T overflowed {S.dtype.name}: some |q . k| exceeds the "
-                "largest representable number; scale Q or K down, or compute in float64"
+                f"the scaled scores c Q K^T overflowed {S.dtype.name}: some |c q . k| exceeds the "
+                "largest representable number; scale Q or K down, raise the "
+                "temperature, or compute in float64"
             )
         m[np.isneginf(m)] = 0.0
     S -= m

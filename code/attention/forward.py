@@ -85,7 +85,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *
     weight exactly 0. A query whose every key is masked (or a query with T_k = 0 keys)
     gets all-zero weights and a zero output, never NaN: the same policy as torch 2.13's
     built-in. Integer inputs are promoted to float64; float16 is computed in float32 and
-    the results cast back. Scores that overflow the dtype raise ``ValueError``.
+    the results cast back. Scaled scores c q . k that overflow the dtype they are computed
+    in raise ``ValueError`` (float32 for float16 inputs, so these do not raise where only
+    float16's range is exceeded).
 
     ``need_weights=False`` returns (O, None) and computes the same thing a block of query
     rows at a time (see ``BLOCK_ENTRIES``), so that all T_q x T_k weights never exist at
@@ -128,7 +130,7 @@ def _attend(Q, K, V, mask, c, need_weights=True):
     Q, K, V = (x.astype(work, copy=False) for x in (Q, K, V))
     with np.errstate(over="ignore"):               # an overflow is reported below
         S = Q @ np.swapaxes(K, -1, -2)             # (..., T_q, T_k): q_i . k_j
-    S *= c                                         # the scores s_ij = c q_i . k_j
+        S *= c                                     # the scores s_ij = c q_i . k_j
     if mask is not None:
         S = np.where(mask, S, -np.inf)             # a masked key scores -inf
     m = S.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., T_q, 1): each row's max
@@ -169,8 +171,9 @@ def _causal_rows_visible(mask, q0: int, q1: int, offset: int, batch: tuple):
 
 def _overflow_error(dtype: np.dtype) -> ValueError:
     return ValueError(
-        f"the scores Q K^T overflowed {dtype.name}: some |q . k| exceeds the "
-        "largest representable number; scale Q or K down, or compute in float64"
+        f"the scaled scores c Q K^T overflowed {dtype.name}: some |c q . k| exceeds the "
+        "largest representable number; scale Q or K down, raise the "
+        "temperature, or compute in float64"
     )
 
 
@@ -227,7 +230,7 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
             k1 = min(k0 + block_size, T_k)
             with np.errstate(over="ignore"):  # an overflow is reported below
                 S = Qb @ K_t[..., :, k0:k1].astype(acc_dtype, copy=False)  # (..., bq, bk)
-            S *= c  # in place: one tile of scores, the exponentials overwrite it
+                S *= c  # in place: one tile of scores, the exponentials overwrite it
             tile_mask = None if mask is None else mask[..., q0:q1, k0:k1]
             if causal is not None and k1 - 1 > q0 + offset:  # the tile meets the diagonal
                 below = (np.arange(k0, k1)[None, :]

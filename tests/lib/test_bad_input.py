@@ -152,6 +152,26 @@ def test_forward_attention_raises_when_the_scores_overflow_the_dtype(fn, sign):
     assert np.isfinite(first).all()
 
 
+@pytest.mark.parametrize("fn", ["plain", "blocked", "tiled", "backward"])
+def test_an_overflow_caused_by_a_small_temperature_names_the_scaled_scores(fn):
+    """q . k = 4 is finite; c q . k overflows float32 only because the temperature is tiny:
+    the message names the scaled scores and the temperature, not |q . k|."""
+    ones = np.ones((2, 4), dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no stray RuntimeWarning before the error
+        with pytest.raises(ValueError, match=r"scaled scores c Q K\^T overflowed float32") as err:
+            QKV_FUNCTIONS[fn](ones, ones, ones, temperature=1e-39)
+    assert "temperature" in str(err.value)
+
+
+def test_float16_scores_beyond_float16s_range_are_computed_in_float32_without_error():
+    """The docstring's promise: float16 inputs are judged for overflow in float32."""
+    Q16 = np.array([[400.0, 0.0]], dtype=np.float16)
+    K16 = np.array([[400.0, 0.0], [-400.0, 0.0]], dtype=np.float16)  # q . k = +-160,000
+    O, A = attention.scaled_dot_product_attention(Q16, K16, K16)
+    assert A.dtype == np.float16 and np.isfinite(A).all()
+
+
 @pytest.mark.parametrize("causal, error", [("causal", ValueError), ("lower-right", ValueError),
                                            (True, ValueError), (1, ValueError)])
 def test_tiled_attention_refuses_unknown_causal_alignments(causal, error):
