@@ -63,4 +63,29 @@
       return htmlToText(page.documentElement.outerHTML, anchor);
     };
   }
+
+  // 5. Display equations wider than the column (on a phone): KaTeX's box scrolls sideways,
+  // and with a phone's hidden scrollbars nothing showed that a formula went on past the edge.
+  // The box says where more of it lies (data-scroll: "right", "left" or "both"), and
+  // book-site.css draws a shadow on that edge.
+  function markScroll(box) {
+    var more = box.scrollWidth - box.clientWidth;
+    var left = more > 1 && box.scrollLeft > 1;
+    var right = more > 1 && box.scrollLeft < more - 1;
+    var state = left && right ? "both" : left ? "left" : right ? "right" : "";
+    if (state) box.dataset.scroll = state;
+    else delete box.dataset.scroll;
+  }
+  var boxes = document.querySelectorAll(".katex-display > .katex > .katex-html");
+  if (boxes.length) {
+    var resized = typeof ResizeObserver === "function" && new ResizeObserver(function (entries) {
+      entries.forEach(function (entry) { markScroll(entry.target); });
+    });
+    boxes.forEach(function (box) {
+      markScroll(box);
+      box.addEventListener("scroll", function () { markScroll(box); }, { passive: true });
+      if (resized) resized.observe(box);
+    });
+    if (document.fonts) document.fonts.ready.then(function () { boxes.forEach(markScroll); });
+  }
 })();

@@ -48,3 +48,49 @@ def test_every_display_equation_fits_the_text_column_on_a_desktop_screen(guarded
         .filter(([, h, d]) => (h && h.scrollWidth > h.clientWidth + 1) || d.scrollWidth > d.clientWidth + 1)
         .map(([id, h]) => `${id}: ${h.scrollWidth}px of content in ${h.clientWidth}px`)""")
     assert not too_wide, f"{page_path}: display equations wider than the column: {too_wide}"
+
+
+# Every display equation at 390 px: [id or text, content width, box width, data-scroll,
+# box-shadow, overflow-x, the box's right edge, the column's right edge].
+PHONE_EQUATIONS = """() => [...document.querySelectorAll('article div.math')].map(d => {
+  const box = d.querySelector('.katex-display > .katex > .katex-html');
+  const column = d.closest('section, article').getBoundingClientRect();
+  const s = getComputedStyle(box);
+  return [d.id || box.textContent.slice(0, 30), box.scrollWidth, box.clientWidth, box.dataset.scroll || '',
+          s.boxShadow, s.overflowX, box.getBoundingClientRect().right, column.right];
+})"""
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("page_path", [p for p in PAGES if p.startswith("chapters/")])
+def test_on_a_phone_every_display_equation_fits_or_shows_that_it_scrolls(browser, site_url, page_path, mode):
+    # 390 px: an equation wider than the column scrolls inside its own box, whose edge shows a
+    # shadow where the formula goes on (book-theme-fixes.js, book-site.css); scrolled to its
+    # end, the shadow moves to the other edge. No box reaches past the column.
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
+                                  color_scheme=mode)
+    guard = harness.GuardedPage.open(context)
+    try:
+        page = guard.page
+        guard.goto(site_url + page_path)
+        page.evaluate("(m) => { document.documentElement.dataset.mode = m; document.documentElement.dataset.theme = m; }",
+                      mode)
+        page.evaluate("document.fonts.ready.then(() => true)")
+        wide = 0
+        for what, content, width, scroll, shadow, overflow, right, column in page.evaluate(PHONE_EQUATIONS):
+            assert right <= column + 1, f"{page_path}: {what} reaches past the column ({right:.0f} > {column:.0f})"
+            if content <= width + 1:
+                assert scroll == "" and shadow == "none", f"{page_path}: {what} fits but shows a scroll cue"
+                continue
+            wide += 1
+            assert overflow in ("auto", "scroll"), f"{page_path}: {what} is cut off ({content} px in {width})"
+            assert scroll == "right" and shadow != "none", f"{page_path}: {what} scrolls with no cue ({scroll!r}, {shadow})"
+        if wide:
+            boxes = page.locator("article div.math .katex-display > .katex > .katex-html[data-scroll]")
+            first = boxes.first
+            first.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+            page.wait_for_function("b => b.dataset.scroll === 'left'", arg=first.element_handle())
+            assert first.evaluate("b => getComputedStyle(b).boxShadow") != "none"
+        guard.assert_clean()
+    finally:
+        context.close()
