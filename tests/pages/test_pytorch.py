@@ -613,6 +613,19 @@ def test_cost_figures_are_consistent_and_memory_is_as_the_text_says():
     assert g(PAGE, "output_mib") * MIB == output and g(PAGE, "tile_mib") * MIB == one_tile
     assert output + one_tile <= tiled <= output + 4 * one_tile
     assert plain > 4 * T * T
+    # torch's MATH forward under inference_mode returns O alone, yet forms the T x T
+    # weights: its peak of torch allocations is at least one T x T float32 matrix
+    assert g(PAGE, "cost_square_mib") * MIB == 4 * T * T
+    q, k, v = (torch.from_numpy(x) for x in (Q, K, V))
+
+    def math_forward():
+        with torch.inference_mode(), sdpa_kernel(SDPBackend.MATH):
+            return F.scaled_dot_product_attention(q, k, v)
+
+    math_peak = attention.torch.peak_allocated(math_forward)
+    assert g(PAGE, "cost_mib_math_fwd") * MIB == pytest.approx(math_peak, rel=0.02)
+    assert math_peak >= 4 * T * T
+    assert math_forward().shape == (1, 1, T, d)  # O alone, no weights returned
 
 
 def test_a_paged_cache_read_through_any_block_table_gives_the_contiguous_answer():
@@ -728,7 +741,14 @@ def test_the_page_shows_the_fully_masked_row_nan_in_the_ten_lines_zero_elsewhere
         assert torch.equal(out[..., 1, :], torch.zeros(1, 2, 8))
 
 
-def test_the_flash_kernel_keeps_a_full_mask_as_float32_and_a_key_mask_small():
+def test_the_output_projection_is_in_the_notation_table():
+    from tests.pages._common import CHAPTERS
+    index = (CHAPTERS / "index.md").read_text()
+    assert "| $W_O$ | $d_v \\times d_{\\text{model}}$ |" in index
+    assert "W_O" in (CHAPTERS / f"{PAGE}.md").read_text()
+
+
+def test_the_flash_kernel_keeps_a_full_mask_in_the_inputs_dtype_and_a_key_mask_small():
     T, d = int(g(PAGE, "mask_T")), 64
     assert T == 512
     flash_bytes = 4 * (4 * T * d + T)              # Q, K, V, O and the log-sum-exp
@@ -738,11 +758,13 @@ def test_the_flash_kernel_keeps_a_full_mask_as_float32_and_a_key_mask_small():
     assert g(PAGE, "flash_keymask_mib") * MiB == pytest.approx(flash_bytes + 4 * T)
     assert g(PAGE, "flash_fullmask_mib") * MiB == pytest.approx(flash_bytes + 4 * T * T)
     assert g(PAGE, "mask_matrix_mib") * MiB == 4 * T * T
-    # independently: the saved mask is a float32 copy of the boolean one's shape
-    q = torch.randn(1, 1, 32, 8, requires_grad=True)
-    for mask in (torch.ones(32, 32, dtype=torch.bool).tril(),
-                 torch.ones(1, 1, 1, 32, dtype=torch.bool)):
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            node = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).grad_fn
-        assert node._saved_attn_mask.dtype == torch.float32
-        assert node._saved_attn_mask.shape == mask.shape
+    # independently: the saved mask is a copy of the boolean one's shape in the inputs'
+    # dtype ("converted to the inputs' dtype (float32 here)")
+    for dtype in (torch.float32, torch.float16, torch.float64):
+        q = torch.randn(1, 1, 32, 8, dtype=dtype, requires_grad=True)
+        for mask in (torch.ones(32, 32, dtype=torch.bool).tril(),
+                     torch.ones(1, 1, 1, 32, dtype=torch.bool)):
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                node = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).grad_fn
+            assert node._saved_attn_mask.dtype == dtype
+            assert node._saved_attn_mask.shape == mask.shape
