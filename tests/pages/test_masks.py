@@ -470,8 +470,15 @@ def test_exercises_come_before_their_answers():
 
 def test_page_labels_and_notation():
     text = (CHAPTERS / f"{PAGE}.md").read_text()
-    # issue 21: three ways to NaN, the two red lines, no "breaks twice over"
-    assert "three ways" in text and "the two ways" not in text
+    # rv2 M2: two ways to NaN, plus a float16 constant that brings the first back (only
+    # in a row every key of which it masks); the two red lines, no "breaks twice over"
+    assert "the two ways in which" in text and "NaN two ways" in text
+    assert "three ways in which" not in text and "NaN three ways" not in text
+    assert "keys that two masks" not in text
+    # rv2 M1: the additive bias is Delta (B is the batch size)
+    assert "S + B" not in text and "B_{ij}" not in text and "S + \\Delta" in text
+    index = (CHAPTERS / "index.md").read_text()
+    assert "| $\\Delta$ | $T_q \\times T_k$ | an additive bias on the scores" in index
     assert "breaks twice over" not in text
     alt = text[text.index(":name: fig-mask-models"):text.index("The masks of an encoder")]
     assert "two red lines" in alt and "a red line" not in alt
