@@ -48,6 +48,17 @@ def test_underflow_gaps_are_minus_the_logs_of_the_smallest_subnormals():
     assert g(PAGE, "underflow_gap_fp16") == pytest.approx(24 * math.log(2))
     assert g(PAGE, "underflow_gap_fp32") == pytest.approx(149 * math.log(2))
     assert g(PAGE, "underflow_gap_fp16") > 0 and g(PAGE, "underflow_gap_fp32") > 0
+    # gradual underflow: below the smallest normal float16, 2^-14 = e^-9.7, a weight is
+    # subnormal and keeps fewer significant bits the smaller it is: the subnormals are
+    # evenly spaced (2^-24), so the relative spacing grows as the weight shrinks
+    assert g(PAGE, "normal_fp16") == 2.0**-14
+    assert g(PAGE, "normal_gap_fp16") == pytest.approx(14 * math.log(2))
+    assert round(g(PAGE, "normal_gap_fp16"), 1) == 9.7
+    rel = [abs(float(np.float16(math.exp(-x))) / math.exp(-x) - 1) for x in (9, 12, 15)]
+    assert rel[0] <= 2.0**-11 < rel[1] < rel[2]
+    sub = [np.float16(math.exp(-x)) for x in (10, 12, 14, 16)]
+    assert all(float(np.spacing(w)) == 2.0**-24 for w in sub)
+    assert float(np.spacing(np.float16(1.0))) / 1.0 == 2.0**-10  # normal: 10 bits
 
 
 def _sum_of_ones(dtype, n=4096):
