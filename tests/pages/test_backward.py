@@ -184,6 +184,12 @@ def test_measured_backward_forward_ratios_agree_with_the_glued_times():
         assert fwd > 0 and bwd > 0
         assert g(PAGE, f"{name}_bwd_ratio") == pytest.approx(bwd / fwd)
     assert (g(PAGE, "cost_T"), g(PAGE, "cost_heads"), g(PAGE, "cost_d")) == (512, 4, 64)
+    # "an elementwise pass over T x T writes as many numbers as, and reads more than, the
+    # matrix product that made the matrix": it reads >= T^2, the product Q K^T reads 2 T d
+    T, d = int(g(PAGE, "cost_T")), int(g(PAGE, "cost_d"))
+    assert T * T > 2 * T * d
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "writes as many numbers as, and reads more than, the" in text
 
 
 def test_the_timed_built_in_ran_its_fused_kernel():
