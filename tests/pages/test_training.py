@@ -741,6 +741,7 @@ def test_additive_head_held_out_over_seeds(held):
     assert n["add"].min() == n["add"].max()  # "at 2 of its 6 rates in every seed"
     assert n["add"].max() <= n["sc"].min() and n["add"].max() <= n["un"].min()  # "no wider than either"
     assert g(PAGE, "ho_add_n_lrs") == len(ADD_LRS)
+    assert g(PAGE, "ho_add_seconds") == held["additive_seconds"] > 0
     # "at them, no dot-product head of this width works held out in any seed"
     assert np.all(D["loss"][w, :, :, :ADD_SKIP] >= THRESHOLD) and g_bool(PAGE, "tr_add_skip_none")
 
