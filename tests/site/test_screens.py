@@ -178,3 +178,67 @@ def test_desktop_no_code_cell_or_output_is_wider_than_its_column(desktop, site_u
         guard.assert_clean()
     finally:
         page.close()
+
+
+# In the article: visible boxes with a light background (relative luminance above 0.5) that
+# show nothing (no text, no image, no drawing): [what, height, background].
+EMPTY_LIGHT_BOXES = """() => {
+  const lum = (c) => {
+    const m = c.match(/rgba?\\(([\\d.]+), ([\\d.]+), ([\\d.]+)(?:, ([\\d.]+))?\\)/);
+    if (!m || (m[4] !== undefined && Number(m[4]) < 0.5)) return 0;
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(+m[1]) + 0.7152 * f(+m[2]) + 0.0722 * f(+m[3]);
+  };
+  const shows = (el) => el.innerText.trim() !== '' ||
+    [...el.querySelectorAll('img, svg, canvas')].some(x => x.getClientRects().length > 0);
+  const out = [];
+  for (const el of document.querySelectorAll('article.bd-article *')) {
+    const r = el.getBoundingClientRect();
+    if (r.height < 3 || r.width < 3 || ['IMG', 'svg', 'INPUT'].includes(el.tagName)) continue;
+    const bg = getComputedStyle(el).backgroundColor;
+    if (lum(bg) > 0.5 && !shows(el))
+      out.push(`${el.tagName.toLowerCase()}.${[...el.classList].join('.')} ${Math.round(r.height)} px ${bg}`);
+  }
+  return out;
+}"""
+
+CAPTIONS = """() => {
+  const text = getComputedStyle(document.querySelector('article.bd-article section > p')).color;
+  return [...document.querySelectorAll('article.bd-article figcaption')].map(c => {
+    const s = getComputedStyle(c.querySelector('.caption-text') || c);
+    return [c.innerText.slice(0, 40), s.color, Number(s.fontWeight), text];
+  });
+}"""
+
+
+@pytest.mark.parametrize("page_path", WIDGET_PAGES)
+def test_dark_mode_draws_no_empty_light_box_under_an_explorer(phone, desktop, site_url, page_path):
+    # Each explorer's static figure has an output of its own; once the live explorer replaced
+    # it, the theme's dark-mode background for HTML outputs drew it as an empty light bar.
+    for context in (phone, desktop):
+        guard = open_page(context, site_url, page_path, "dark")
+        page = guard.page
+        try:
+            assert page.locator(".attn-fallback.attn-replaced").count() > 0
+            empty = page.evaluate(EMPTY_LIGHT_BOXES)
+            assert not empty, f"{page_path}, dark: empty light boxes:\n  " + "\n  ".join(empty[:8])
+            hidden = page.evaluate("""() => [...document.querySelectorAll('.attn-fallback.attn-replaced')]
+                .map(f => f.closest('.output').getClientRects().length)""")
+            assert hidden and not any(hidden), "an empty output of a replaced figure still takes room"
+            guard.assert_clean()
+        finally:
+            page.close()
+
+
+@pytest.mark.parametrize("page_path", [p for p in PAGES if BUILT and "<figcaption" in (harness.HTML / p).read_text(encoding="utf-8")])
+def test_captions_are_set_in_the_texts_own_colour_and_weight(desktop, site_url, page_path):
+    # The theme's captions (muted colour, weight 300) looked faded next to the text.
+    guard = open_page(desktop, site_url, page_path, "light")
+    page = guard.page
+    try:
+        for mode in in_each_mode(guard):
+            for caption, colour, weight, text in page.evaluate(CAPTIONS):
+                assert colour == text and weight >= 400, f"{page_path} ({mode}): {caption!r} is {colour} at {weight}"
+        guard.assert_clean()
+    finally:
+        page.close()

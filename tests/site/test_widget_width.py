@@ -25,6 +25,7 @@ import traitlets
 import attention
 from attention.widgets import WidthExplorer
 from attention.widgets import width as ww
+from tests import harness
 
 PAGE = "chapters/variance.html"
 D_KS = list(ww.D_KS)
@@ -146,7 +147,7 @@ def assert_shows_python(s: dict, widget):
     for name in STATS:
         assert s[name] == [p[name], p[f"{name}_se"], p[f"pred_{name}"]], name
         assert " ± " in s["texts"][name] and "(" in s["texts"][name]
-    assert s["row_key1"] == [p["row_scaled"][0], p["row_unscaled"][0]]
+    assert s["row_key1"] == [p["row_unscaled"][0], p["row_scaled"][0]]  # as the rows sit: unscaled, scaled
 
 
 def test_every_control_redraws_and_shows_pythons_numbers(guarded_page, site_url, widget):
@@ -297,14 +298,14 @@ def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget)
     assert s["d_k"] == 1024 and s["rho"] == 0.5
     assert abs(s["scaled_var"][0] - 1.25) < 3 * s["scaled_var"][1]
     assert s["scaled_mean"][2] == 16.0 and abs(s["scaled_mean"][0] - 16) < 3 * s["scaled_mean"][1]
-    assert s["row_key1"][0] > 0.99 and f"{s['row_key1'][0]:.4f}" in bullets[3]
+    assert s["row_key1"][1] > 0.99 and f"{s['row_key1'][1]:.4f}" in bullets[3]  # the scaled row
 
     # 5. Reverse the correlation: rho = -0.5 -> the mean mirrors, key 1 gets almost nothing.
     rho.fill(str(RHOS.index(-0.5)))
     s = state(root)
     assert s["d_k"] == 1024 and s["rho"] == -0.5
     assert s["scaled_mean"][2] == -16.0 and abs(s["scaled_mean"][0] + 16) < 3 * s["scaled_mean"][1]
-    assert s["row_key1"][0] < 0.01 and f"{s['row_key1'][0]:.4f}" in bullets[4]
+    assert s["row_key1"][1] < 0.01 and f"{s['row_key1'][1]:.4f}" in bullets[4]
     assert "-16" in bullets[4].replace("−", "-")
     guarded_page.assert_clean()
 
@@ -412,3 +413,43 @@ def test_the_layout_follows_the_width_when_the_window_is_resized(browser, site_u
     page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
     guard.assert_clean()
     context.close()
+
+
+# The drawing's panel titles: [text, centre x, top y] (SVG user units).
+PANEL_TITLES = """r => [...r.querySelectorAll('svg text')].filter(t => /scores|attention row/.test(t.textContent))
+    .map(t => { const b = t.getBBox(); return [t.textContent, b.x + b.width / 2, b.y]; })"""
+
+
+@pytest.mark.parametrize("width, layout", [(1280, "wide"), (390, "narrow")])
+def test_the_attention_rows_sit_in_the_histograms_order_unscaled_then_scaled(browser, site_url, width, layout):
+    # Each column (wide) or each pair of panels (narrow) goes unscaled (orange) then scaled
+    # (blue), in the histograms' row as in the attention rows' (they used to swap).
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    guard = harness.GuardedPage.open(context)
+    try:
+        page, root = open_explorer(guard, site_url)
+        page.wait_for_function(f"document.querySelector('.attn-width').dataset.layout === '{layout}'")
+        titles = {text: (x, y) for text, x, y in root.evaluate(PANEL_TITLES)}
+        raw, scaled = titles["raw scores q·k"], titles["scaled scores q·k / √dₖ"]
+        unscaled_row, scaled_row = titles["attention row, unscaled"], titles["attention row, scaled"]
+        if layout == "wide":
+            assert abs(raw[0] - unscaled_row[0]) < 25 and abs(scaled[0] - scaled_row[0]) < 25, titles
+            assert raw[0] < scaled[0] and unscaled_row[0] < scaled_row[0], titles
+        else:
+            assert raw[1] < scaled[1] < unscaled_row[1] < scaled_row[1], titles
+        # The readout lists key 1's weight in the same order.
+        label = root.locator('[data-readout="row_key1"]').evaluate("d => d.parentElement.innerText")
+        assert "unscaled, scaled" in label, label
+        guard.assert_clean()
+    finally:
+        context.close()
+
+
+def test_the_width_is_written_with_a_subscript_k_never_d_underscore_k(guarded_page, site_url):
+    page, root = open_explorer(guarded_page, site_url)
+    shown = root.evaluate("""r => [r.innerText, ...[...r.querySelectorAll('svg text')].map(t => t.textContent),
+        ...[...r.querySelectorAll('[aria-label], [aria-valuetext]')].flatMap(
+            e => [e.getAttribute('aria-label') || '', e.getAttribute('aria-valuetext') || ''])].join(' | ')""")
+    assert "d_k" not in shown, shown[:400]
+    assert "dₖ = 64" in shown and "√dₖ" in shown
+    guarded_page.assert_clean()

@@ -83,7 +83,7 @@ def expected(kind: str, widget, ctl: dict) -> dict:
         return {"d_k": d_k, "rho": rho,  # each statistic: [measured, standard error, predicted]
                 **{k: [p[k], p[k + "_se"], p["pred_" + k]]
                    for k in ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")},
-                "row_key1": [p["row_scaled"][0], p["row_unscaled"][0]]}
+                "row_key1": [p["row_unscaled"][0], p["row_scaled"][0]]}
     d_k, tau, scaled = g["d_ks"][ctl["d_k"]], g["temperatures"][ctl["temperature"]], ctl["scaled"]
     r = widget.readout(d_k, tau, scaled, g["t_ks"][ctl["T_k"]])
     return {k: r[k] for k in ("score_sd", "max_weight", "jacobian_sq", "grad_q", "mean_max_weight",

@@ -70,7 +70,7 @@ function render({ model, el }) {
     kind: "width",
     title: "Score spread against key width and query–key correlation",
     viewBox: "0 0 680 430",
-    svgLabel: "Histograms of raw scores q·k and scaled scores q·k/√d_k with their predicted means, the scaled one with the normal curve of the predicted mean and variance, and the attention row one query gives over 16 keys, scaled and unscaled.",
+    svgLabel: "Histograms of raw scores q·k and scaled scores q·k/√dₖ with their predicted means, the scaled one with the normal curve of the predicted mean and variance, and the attention row one query gives over 16 keys, scaled and unscaled.",
     note: `Histograms: ${g.n.toLocaleString("en")} sampled pairs with k = ρq + √(1−ρ²)z, independent standard normal entries, `
       + "fixed seed (the same draws at every ρ); each axis is fixed for all widths at one ρ, so you can watch the spread grow. "
       + "Dashed line: the predicted mean; bracket: the predicted mean ± one standard deviation; "
@@ -80,7 +80,7 @@ function render({ model, el }) {
   });
   const dkCtl = rangeControl(controls, {
     name: "d_k", label: "Key width d<sub>k</sub>", count: dks.length,
-    valueText: (i) => `d_k = ${dks[i]}`,
+    valueText: (i) => `dₖ = ${dks[i]}`,  // dₖ: the label's d<sub>k</sub> as plain text
   });
   const rhoCtl = rangeControl(controls, {
     name: "rho", label: "Correlation ρ of query and key", count: rhos.length,
@@ -180,9 +180,10 @@ function render({ model, el }) {
     el.dataset.layout = name;
     panels = {
       raw: histPanel(L.hists[0], "raw scores q·k", "attn-unscaled", false),
-      scaled: histPanel(L.hists[1], "scaled scores q·k / √d_k", "attn-scaled", true),
-      rowScaled: rowPanel(L.rows[0], "attention row, scaled", "attn-scaled"),
-      rowUnscaled: rowPanel(L.rows[1], "attention row, unscaled", "attn-unscaled"),
+      scaled: histPanel(L.hists[1], "scaled scores q·k / √dₖ", "attn-scaled", true),
+      // The rows in the histograms' order: unscaled (raw) on the left or first, scaled beside it.
+      rowScaled: rowPanel(L.rows[1], "attention row, scaled", "attn-scaled"),
+      rowUnscaled: rowPanel(L.rows[0], "attention row, unscaled", "attn-unscaled"),
     };
   }
 
@@ -193,7 +194,7 @@ function render({ model, el }) {
   const rScMean = readout(list, { name: "scaled_mean", label: "scaled mean: measured ± s.e. (predicted)" });
   const rScVar = readout(list, { name: "scaled_var", label: "scaled variance: measured ± s.e. (predicted)" });
   const rKurt = readout(list, { name: "kurtosis", label: "excess kurtosis: measured ± s.e. (predicted)" });
-  const rRow = readout(list, { name: "row_key1", label: "weight on key 1: scaled, unscaled" });
+  const rRow = readout(list, { name: "row_key1", label: "weight on key 1: unscaled, scaled" });
 
   function redraw() {
     const d = Math.max(0, dks.indexOf(model.get("d_k")));
@@ -217,7 +218,7 @@ function render({ model, el }) {
       [rKurt, "kurtosis", "pred_kurtosis"]]) {
       out.show([p[name], p[`${name}_se`], p[pred]], withError(p[name], p[`${name}_se`], p[pred]));
     }
-    rRow.show([p.row_scaled[0], p.row_unscaled[0]], `${fmt(p.row_scaled[0], 3)}, ${fmt(p.row_unscaled[0], 3)}`);
+    rRow.show([p.row_unscaled[0], p.row_scaled[0]], `${fmt(p.row_unscaled[0], 3)}, ${fmt(p.row_scaled[0], 3)}`);
   }
 
   // Choose the layout from the drawing's width; re-lay out (next frame, outside the observer's
