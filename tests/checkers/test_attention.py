@@ -352,6 +352,19 @@ def in_float32(fn):
     return attempt
 
 
+def guards_rows_along_axis_1(Q, K, V, mask=None):
+    """Unguarded, then rows zeroed by mask.any(1): right only for a 2-D mask."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)), mask)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(np.asarray(mask).any(1, keepdims=True), A, 0.0)
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
     (correct, "Q K^T was formed in float16"),
@@ -393,6 +406,7 @@ WRONG = [
     (reads_d_k_from_axis_1, "Q.shape[1]"),
     (adds_minus_1e9, "finite negative bias"),
     (output_from_the_unguarded_weights, "compute O = A V from the guarded weights"),
+    (guards_rows_along_axis_1, "a fully masked row gives NaN"),
 ]
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
@@ -525,3 +539,4 @@ def test_clipped_scores_are_named_as_clipped(capsys):
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
 def test_no_other_wrong_attempt_is_told_its_scores_were_clipped(fn, phrase, capsys):
     assert "were the scores clipped" not in "\n".join(_failures(fn, capsys)), fn.__name__
+

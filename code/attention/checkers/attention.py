@@ -380,7 +380,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     B, H = 6, 7
     Qb, Kb, Vb = _inputs(rng, batch=(B, H))
     mask_bh = rng.random((B, H, T_q, T_k)) < 0.6
-    mask_bh[..., 0] = True  # every row sees key 0: no fully masked row here
+    mask_bh[..., 0] = True  # every row sees key 0 but one: query 1 of head
+    mask_bh[1, 2, 1] = False  # (1, 2) sees no key, so a guard along a fixed axis shows
     pad = padding_mask([4, 0, 5, 2, 1, 3], T_k)[:, None]  # (B, 1, 1, T_k); one empty
 
     # Other sizes, d_k = 9 among them: a scale right only at d_k = 4 shows.
