@@ -632,3 +632,40 @@ def test_small_scores_sit_at_the_other_end_not_saturations_mirror():
 def test_the_question_came_two_pages_back():
     assert ("The {ref}`soft-retrieval page <soft-retrieval>`, two pages back, "
             "ended with a question") in SOURCE
+
+
+def _adafactor_scores(W0, W_K, X, divide, d_k, dtype, loss_scale, eps1, steps=100):
+    W = torch.tensor(W0, dtype=dtype, requires_grad=True)
+    Xt, Kt = torch.tensor(X, dtype=dtype), torch.tensor(X @ W_K, dtype=dtype)
+    c = 1 / math.sqrt(d_k) if divide else 1.0
+    kw = {} if eps1 is None else {"eps": (eps1, 1e-3)}
+    opt = torch.optim.Adafactor([W], **kw)
+    for _ in range(steps):
+        opt.zero_grad()
+        S = c * (Xt @ W) @ Kt.T
+        (loss_scale * -torch.log_softmax(S, -1).diagonal().mean()).backward()
+        opt.step()
+    return (c * (Xt @ W) @ Kt.T).detach()
+
+
+@pytest.mark.parametrize("seed", [6, 1])
+def test_adafactors_invariance_needs_a_negligible_eps1_in_float32(seed):
+    """The page: torch's default eps_1 (machine epsilon) binds in float32 once a matrix's RMS
+    gradient is below about 3e-4, and the two parametrizations drift apart; the paper's 1e-30
+    (or float64) keeps them together."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((10, 64))
+    W_Q = rng.standard_normal((64, 256)) / 8
+    W_K = rng.standard_normal((64, 256)) / 8
+
+    def gap(dtype, loss_scale, eps1):
+        ours = _adafactor_scores(W_Q, W_K, X, True, 256, dtype, loss_scale, eps1)
+        t5 = _adafactor_scores(W_Q / 16, W_K, X, False, 256, dtype, loss_scale, eps1)
+        return (t5 - ours).abs().max().item() / ours.abs().max().item()
+
+    assert gap(torch.float64, 1e-3, None) < 1e-12
+    assert gap(torch.float32, 1e-3, None) > 1e-2      # small gradients: eps_1 binds
+    assert gap(torch.float32, 1e-3, 1e-30) < 1e-5     # the paper's eps_1: together again
+    # the threshold the page quotes: sqrt(float32 eps) is about 3.4e-4
+    assert math.sqrt(torch.finfo(torch.float32).eps) == pytest.approx(3.4e-4, rel=0.05)
+    assert "below about $3 \\times 10^{-4}$" in SOURCE
