@@ -469,7 +469,9 @@ def test_with_plain_sgd_the_weight_moves_the_square_less():
     # and far from the factor itself
     assert 1 / 1.5 < (move_1 / move_005) / ratio ** 2 < 1.5
     assert "with plain SGD at the same learning rate" in SOURCE
-    assert "the weight moves about the square of that factor\nless" in SOURCE
+    assert "weight moves about the square of that factor less" in SOURCE
+    # the loss here is -a_2, so dL/da_2 = -1 at both temperatures, as the sentence assumes
+    assert "for the same $\\partial L / \\partial a_2$" in SOURCE
     # NumPy 2: a float64 scalar promotes float32 scores
     x = np.ones(2, np.float32)
     assert (np.sqrt(np.int64(4)) * x).dtype == np.float64
