@@ -242,3 +242,95 @@ def test_captions_are_set_in_the_texts_own_colour_and_weight(desktop, site_url, 
         guard.assert_clean()
     finally:
         page.close()
+
+
+# Each control of each explorer: [explorer, control, type, left, right, width, height, steps,
+# label top, output top, input top, explorer content width].
+EXPLORER_CONTROLS = """() => [...document.querySelectorAll('.attn-live')].flatMap(w => {
+  const root = w.querySelector('.attn-root');
+  const cs = getComputedStyle(root);
+  const content = root.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+  const kind = [...w.classList].find(c => c.startsWith('attn-') && !['attn-w', 'attn-live', 'attn-widget-host'].includes(c));
+  return [...w.querySelectorAll('.attn-control')].map(row => {
+    const input = row.querySelector('input'), b = input.getBoundingClientRect();
+    const top = (sel) => { const e = row.querySelector(sel); return e ? e.getBoundingClientRect().top : null; };
+    return [kind, input.dataset.control, input.type, b.left, b.right, b.width, b.height,
+            input.type === 'range' ? Number(input.max) - Number(input.min) : 0,
+            top('label'), top('output'), b.top, content];
+  });
+})"""
+
+
+@pytest.mark.parametrize("page_path", WIDGET_PAGES)
+def test_phone_explorer_controls_are_finger_sized_and_wrap_evenly(phone, site_url, page_path):
+    # 390 px: each control a row of its own, label and value on one line, the slider across
+    # the explorer below them; every target at least 24 px; a slider step at least 4 px (the
+    # full width: 4.1 px for the 80 steps of a score, 6.3 for the 52 of tau; it was 2).
+    guard = open_page(phone, site_url, page_path, "light")
+    page = guard.page
+    try:
+        controls = page.evaluate(EXPLORER_CONTROLS)
+        assert controls
+        for kind, name, kind_of_input, left, right, width, height, steps, label, output, top, content in controls:
+            what = f"{page_path} {kind} {name}"
+            assert width >= 24 and height >= 24, f"{what}: a {width:.0f} x {height:.0f} px target"
+            if kind_of_input == "range":
+                assert width >= 0.95 * content, f"{what}: the slider is {width:.0f} of {content:.0f} px"
+                assert width / steps >= 4, f"{what}: {width / steps:.1f} px per step"  # was 2
+                assert abs(label - output) < 12 and top > label + 8, f"{what}: label, value and slider out of line"
+        sliders = [(kind, left, right) for kind, _, t, left, right, *_ in controls if t == "range"]
+        for kind in {k for k, *_ in sliders}:
+            edges = {(round(left), round(right)) for k, left, right in sliders if k == kind}
+            assert len(edges) == 1, f"{page_path} {kind}: sliders do not line up: {edges}"
+        guard.assert_clean()
+    finally:
+        page.close()
+
+
+# Whether each control of the explorer at index i shows at its centre, not covered.
+CONTROLS_SHOWN = """(i) => {
+  const w = document.querySelectorAll('.attn-live')[i];
+  return [...w.querySelectorAll('.attn-control input')].every(input => {
+    const b = input.getBoundingClientRect();
+    if (b.top < 0 || b.bottom > innerHeight) return false;
+    const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2);
+    return hit !== null && (hit === input || input.closest('.attn-control').contains(hit));
+  });
+}"""
+
+# Scroll so that a point (page y) of explorer i sits at the screen's height frac; whether that
+# point is then uncovered: [shown, y on screen].
+POINT_SHOWN = """([i, selector, k, offset, frac]) => {
+  const w = document.querySelectorAll('.attn-live')[i];
+  const el = w.querySelectorAll(selector)[k];
+  const b = el.getBoundingClientRect();
+  const y = b.top + scrollY + Math.min(offset, b.height - 2);
+  window.scrollTo(0, y - innerHeight * frac);
+  const r = el.getBoundingClientRect(), at = y - scrollY;
+  const hit = document.elementFromPoint(r.left + Math.min(r.width / 2, 40), at);
+  return [hit !== null && (hit === el || el.contains(hit)), at];
+}"""
+
+
+@pytest.mark.parametrize("page_path", WIDGET_PAGES)
+def test_phone_explorer_controls_stay_in_view_with_the_drawing_and_readouts_they_change(phone, site_url, page_path):
+    # 390 x 844: explorers are taller than the screen; scrolled to any part of its drawing or
+    # to any readout, the explorer's controls are on screen too, uncovered, and so is that part.
+    guard = open_page(phone, site_url, page_path, "light")
+    page = guard.page
+    try:
+        n = page.locator(".attn-live").count()
+        assert n
+        for i in range(n):
+            drawing = page.evaluate(f"document.querySelectorAll('.attn-live')[{i}].querySelector('svg').getBoundingClientRect().height")
+            targets = [("svg", 0, y) for y in range(0, int(drawing), 120)]
+            targets += [("dd", k, 0) for k in range(page.locator(".attn-live").nth(i).locator("dd").count())]
+            for selector, k, offset in targets:
+                shown, at = page.evaluate(POINT_SHOWN, [i, selector, k, offset, 0.7])
+                page.wait_for_timeout(30)
+                assert shown, f"{page_path} explorer {i}: {selector} {k} at +{offset} px is covered (y = {at:.0f})"
+                assert page.evaluate(CONTROLS_SHOWN, i), \
+                    f"{page_path} explorer {i}: with {selector} {k} (+{offset} px) on screen its controls are not"
+        guard.assert_clean()
+    finally:
+        page.close()

@@ -37,9 +37,9 @@ function render({ model, el }) {
   const alphabet = g.alphabet;
   const { controls, svg, list } = frame(el, {
     kind: "saturation",
-    title: "Saturation explorer: one query against T_k random keys",
+    title: "Saturation explorer: one query against Tₖ random keys",
     viewBox: "0 0 680 520",
-    svgLabel: "Bar chart of one query's attention weights; two gauges, what the softmax lets through, trace of J squared, and the gradient reaching the query on a log scale; and two curves against d_k, the mean largest weight and the median and mean gradient reaching the query, with the current setting marked.",
+    svgLabel: "Bar chart of one query's attention weights; two gauges, what the softmax lets through, trace of J squared, and the gradient reaching the query on a log scale; and two curves against dₖ, the mean largest weight and the median and mean gradient reaching the query, with the current setting marked.",
     note: "Unit-variance query and keys, fixed seed. Every width uses the same key directions, so moving d<sub>k</sub> "
       + "shows the same rows grow sharper or not, and a larger T<sub>k</sub> adds keys to the same row. "
       + `Curves: ${g.n_queries} random queries at the current temperature and T<sub>k</sub>. Mean largest weight: `
@@ -50,7 +50,7 @@ function render({ model, el }) {
   });
   const dkCtl = rangeControl(controls, {
     name: "d_k", label: "Key width d<sub>k</sub>", count: dks.length,
-    valueText: (i) => `d_k = ${dks[i]}`,
+    valueText: (i) => `dₖ = ${dks[i]}`,
   });
   const tauCtl = rangeControl(controls, {
     name: "temperature", label: "Temperature τ (log scale)", count: taus.length,
@@ -58,7 +58,7 @@ function render({ model, el }) {
   });
   const tkCtl = rangeControl(controls, {
     name: "T_k", label: "Number of keys T<sub>k</sub>", count: tks.length,
-    valueText: (i) => `T_k = ${tks[i]}`,
+    valueText: (i) => `Tₖ = ${tks[i]}`,
   });
   const scCtl = switchControl(controls, {
     name: "scaled", label: "Divide scores by √d<sub>k</sub>", onText: "scaled", offText: "unscaled",
@@ -126,7 +126,7 @@ function render({ model, el }) {
       dks.forEach((d, i) => {
         if (i % 2 === 0) svgEl(svg, "text", { x: x(i), y: P.bottom + 16, "text-anchor": "middle", class: "attn-muted" }, String(d));
       });
-      svgEl(svg, "text", { x: (P.x0 + P.x1) / 2, y: P.bottom + 32, "text-anchor": "middle", class: "attn-muted" }, "d_k");
+      svgEl(svg, "text", { x: (P.x0 + P.x1) / 2, y: P.bottom + 32, "text-anchor": "middle", class: "attn-muted" }, "dₖ");
       return x;
     };
     const P1 = L.panels[0];
