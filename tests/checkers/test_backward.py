@@ -373,6 +373,30 @@ def adds_not_mask_times_minus_inf(Q, K, V, dO, mask=None):
         return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
+def forward_without_the_row_maximum(Q, K, V, dO, mask=None):
+    """exp(S) with no shift: right until a score passes about 709 (st2, bwd2.py)."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    with np.errstate(all="ignore"):
+        E = np.exp(S)
+        total = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(total == 0, 1.0, total)
+        return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def mask_after_the_softmax_renormalised(Q, K, V, dO, mask=None):
+    """Weights masked after the softmax and renormalised, a zero row guarded: right
+    unless a masked key's score is far above the others (st2, bwd2.py)."""
+    c, A, _ = _guarded_forward(Q, K, V)
+    if mask is not None:
+        A = np.where(mask, A, 0.0)
+        total = A.sum(axis=-1, keepdims=True)
+        A = A / np.where(total == 0, 1.0, total)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
     (adds_not_mask_times_minus_inf, "(~mask) * -inf"),
@@ -419,6 +443,8 @@ WRONG = [
     (divides_by_c, "dK divides by c"),
     (D_without_keepdims, "D lost its keepdims"),
     (D_without_keepdims, "keepdims=True"),
+    (forward_without_the_row_maximum, "subtract each row's maximum"),
+    (mask_after_the_softmax_renormalised, "and the weights renormalised"),
 ]
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
@@ -473,7 +499,7 @@ def _failures(fn, capsys) -> list[str]:
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_attention_backward(fn) is True
     out = capsys.readouterr().out
-    assert "✗" not in out and "9 of 9 checks passed." in out
+    assert "✗" not in out and "11 of 11 checks passed." in out
 
 
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[f"{fn.__name__}-{i}" for i, (fn, _) in enumerate(WRONG)])
@@ -565,4 +591,4 @@ def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(
     """A causal mask leaves a key column all -inf: the softmax over queries is NaN there,
     and the message still names the axis, not an overflow."""
     failures = _failures(softmax_over_queries, capsys)
-    assert len(failures) == 9 and all("wrong axis" in f for f in failures), failures
+    assert len(failures) == 11 and all("wrong axis" in f for f in failures), failures

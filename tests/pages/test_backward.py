@@ -95,7 +95,7 @@ def test_backward_reference_solution_passes_its_checker_and_wrong_ones_fail():
 
 def test_executed_page_shows_the_skeleton_failing_and_the_reference_passing():
     text = str(executed_notebook(PAGE))
-    assert "0 of 9 checks passed." in text and "9 of 9 checks passed." in text
+    assert "0 of 11 checks passed." in text and "11 of 11 checks passed." in text
 
 
 def test_exercise_states_the_contract_its_checker_demands():

@@ -14,9 +14,11 @@ The contract the exercise states, and this checker tests:
 * the gradients have the inputs' dtype (float32 in, float32 out);
 * the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array).
 
-Nine cases: one head without and with a causal mask, compared with central differences
+Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
-missing transpose does not change a shape, only the values); three with batch and head
+missing transpose does not change a shape, only the values); one head with
+scores near 7000 (no row maximum subtracted overflows) and one with a masked key far
+above the others (masking after the softmax underflows); three with batch and head
 dimensions (B, H): no mask, one causal mask for every head, a (B, 1, 1, T_k) padding
 mask; other sizes, (1, 3, 2, 9) queries against 8 keys with d_v = 4; a full (B, H, T_q,
 T_k) mask in which some queries see no key; and float32 inputs. Every size differs from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6,
@@ -71,6 +73,10 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
         A = E / E.sum(axis=axis, keepdims=True)
     if mask is not None and mask_mode == "after":
         A = A * np.asarray(mask)
+    if mask is not None and mask_mode == "after-renormalised":
+        A = np.where(mask, softmax(S_free, axis=axis), 0.0)
+        total = A.sum(axis=axis, keepdims=True)
+        A = A / np.where(total == 0, 1.0, total)
     O, dA = A @ V, dO @ _swap(V)
     D = np.sum(dO * O, axis=-1, keepdims=True)
     return SimpleNamespace(Q=Q, K=K, V=V, dO=dO, c=c, S_free=S_free, A=A, O=O, dA=dA, D=D,
@@ -196,6 +202,12 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
             ("mask-after", "the mask multiplies the weights after the softmax, so the "
                            "rows no longer sum to 1: set masked scores to -inf before "
                            "the softmax instead", dict(mask_mode="after"), RIGHT),
+            ("mask-after-renormalised",
+             "the mask is applied to the softmax's weights and the weights renormalised: "
+             "when a masked key's score is far above the allowed ones, their "
+             "exponentials underflow to 0 before the mask removes that key; set masked "
+             "scores to -inf before the softmax", dict(mask_mode="after-renormalised"),
+             RIGHT),
             ("mask-large", "a query whose every key is masked got uniform weights over "
                            "all keys (a large negative number such as -1e9 in place of "
                            "-inf): the contract gives it zero weights and a zero output, "
@@ -433,7 +445,7 @@ def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
 
 def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)`` against the contract in this
-    module's docstring: nine cases; returns True when all pass."""
+    module's docstring: eleven cases; returns True when all pass."""
     rng = np.random.default_rng(_RNG_SEED + 2)
     Q, K, V, dO = _inputs(rng)
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
@@ -442,6 +454,23 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     pad = padding_mask([4, 3], T_k)[:, None]  # (B, 1, 1, T_k): keys beyond a length hidden
     empty = rng.random((2, 3, T_q, T_k)) < 0.6  # (B, H, T_q, T_k)
     empty[0, 1, 2] = empty[1, 2, 0] = empty[1, 0, 3] = False  # these queries see no key
+    # Large scores, near 7000 (each key 1000 more in every entry, each query 3 more):
+    # the part that differs between keys is unchanged, so the weights stay far from
+    # one-hot, but exp() of a score overflows unless the row's maximum is subtracted.
+    Q_big, K_big = Q + 3.0, K + 1000.0
+    # A masked key far above the others (as in ex-numpy-attention): key 0 outscores
+    # every other by over 1000 for the queries that may not see it; query 0 may see
+    # it, and it scores far below that query's other keys.
+    Q_far = Q.copy()
+    Q_far[:, 0] = np.abs(Q_far[:, 0]) + 1.0
+    Q_far[0, 0] = -Q_far[0, 0]
+    # Query 2's masked key 0 scores only about 3 above the others: no underflow, so a
+    # mask applied after the softmax without renormalising shows apart from one with.
+    Q_far[2, 0] = 0.002
+    K_far = K.copy()
+    K_far[0] = [3000.0, 0.0, 0.0, 0.0, 0.0]
+    not_key_0 = np.ones((T_q, T_k), dtype=bool)
+    not_key_0[1:, 0] = False
     # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows.
     Qo, Ko, Vo, dOo = _inputs(rng, batch=(1, 3), T_q=2, T_k=8, d_k=9, d_v=4)
     one_head = [
@@ -450,6 +479,9 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, causal mask (central differences)",
              _case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True)),
         _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
+        _run("one head, large scores (near 7000)", _case(fn, Q_big, K_big, V, dO)),
+        _run("a masked key whose score is far above the others",
+             _case(fn, Q_far, K_far, V, dO, not_key_0)),
     ]
     # Said only when the attempt ran on one head: then what it mishandles is the batch.
     batch_hint = "" if one_head[0][2].startswith("raised") else "; " + BATCH_HINT.format(X="X")
