@@ -365,6 +365,35 @@ def guards_rows_along_axis_1(Q, K, V, mask=None):
 
 
 
+def float16_with_the_scale_on_each_side(Q, K, V, mask=None):
+    """All in float16, d_k^-1/4 on Q and on K so that no score overflows (st2, fwd2)."""
+    r = Q.shape[-1] ** -0.25
+    S = (Q * r) @ np.swapaxes(K * r, -1, -2)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    return _finish(S, V, Q)
+
+
+def casts_the_scores_to_float16(Q, K, V, mask=None):
+    """Scores in float32, then cast to float16 for the softmax (st2, fwd.py)."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)), mask).astype(np.float16)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def epsilon_in_the_normaliser(Q, K, V, mask=None):
+    """E / (sum + 1e-6), masked by a -1e30 fill and E * mask (st2, fwd.py)."""
+    S = _scores(Q, K, mask, fill=-1e30)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = E * (1.0 if mask is None else mask)
+    A = E / (E.sum(axis=-1, keepdims=True) + 1e-6)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
     (correct, "Q K^T was formed in float16"),
@@ -407,6 +436,9 @@ WRONG = [
     (adds_minus_1e9, "finite negative bias"),
     (output_from_the_unguarded_weights, "compute O = A V from the guarded weights"),
     (guards_rows_along_axis_1, "a fully masked row gives NaN"),
+    (float16_with_the_scale_on_each_side, "scores rounded to float16"),
+    (casts_the_scores_to_float16, "scores rounded to float16"),
+    (epsilon_in_the_normaliser, "a small constant in the normaliser"),
 ]
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.

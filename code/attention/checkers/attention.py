@@ -20,6 +20,7 @@ tests. Messages are wrapped to 76 columns.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -200,6 +201,33 @@ def _same(got: np.ndarray, want: np.ndarray, atol: float) -> bool:
                                                    equal_nan=True)
 
 
+def _float16_scores(A, A_ref, Q, K, mask) -> str:
+    """What weights ``A`` are told that lie much closer to a softmax of scores rounded
+    to float16 (formed in float16 some usual way, or cast to it) than to the reference;
+    otherwise ""."""
+    d_k = Q.shape[-1]
+    h = [np.asarray(x, dtype=np.float16) for x in (Q, K)]
+    c, r = 1.0 / math.sqrt(d_k), d_k ** -0.25
+    with np.errstate(all="ignore"):
+        ways = [_S(Q, K).astype(np.float16),
+                (h[0] @ np.swapaxes(h[1], -1, -2)) * np.float16(c),
+                (h[0] * np.float16(c)) @ np.swapaxes(h[1], -1, -2),
+                (h[0] * np.float16(r)) @ np.swapaxes(h[1] * np.float16(r), -1, -2)]
+        err = float(np.abs(A - A_ref).max())
+        for S16, work in itertools.product(ways, (np.float64, np.float16)):
+            if not np.isfinite(S16).all():  # the softmax in float64 or in float16
+                continue
+            A16 = _soft(_fill(S16.astype(work), mask)).astype(np.float64)
+            if np.abs(A - A16).max() <= 0.5 * err:
+                return (f"the weights differ from the reference by up to {err:.3g}, "
+                        "as a softmax of scores rounded to float16 does (float16 "
+                        "keeps about 3 digits: a score near 1000 is off by up to "
+                        "0.25): form Q K^T and the softmax in float32, "
+                        "Q.astype(np.float32) and so on, and cast O and A back at "
+                        "the end")
+    return ""
+
+
 def _call(fn, Q, K, V, mask):
     """The attempt's (O, A) as arrays."""
     O, A = _results(fn, dict(Q=Q, K=K, V=V), None if mask is None else dict(mask=mask))
@@ -252,6 +280,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     if matches:  # this case cannot tell them apart: say so, and name each
         return matches[0][0], ("this case cannot tell which of these it is: "
                                + "; or: ".join(message for _, message in matches))
+    half = _float16_scores(Af, A_ref, Q, K, mask) if np.isfinite(Af).all() else ""
+    if half:
+        return "float16-scores", half
     clipped = _clipped_scores(Af, A_ref, _fill(_S(Q, K), mask)) if np.isfinite(Af).all() else ""
     if clipped:
         return "clipped", clipped
@@ -278,7 +309,8 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5):
         err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
         return "float32", (
-            f"the weights and the output agree with the reference only to {err:.1e}, "
+            f"the weights and the output agree with the reference only to {err:.1e}: "
+            "a small constant in the normaliser, such as E / (E.sum() + 1e-6), or "
             "float32 precision: float64 inputs need float64 throughout (something "
             "was cast to float32, such as .astype(np.float32) or torch's .float())")
     if _same(Af, A_ref, atol):
