@@ -397,6 +397,29 @@ def mask_after_the_softmax_renormalised(Q, K, V, dO, mask=None):
     return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
+def scores_in_float16(Q, K, V, dO, mask=None):
+    """Q K^T formed in float16 for float32 inputs, the rest right (st2, bwd3.py)."""
+    if Q.dtype != np.float32:
+        return correct(Q, K, V, dO, mask)
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = (c * (Q.astype(np.float16) @ swap(K.astype(np.float16)))).astype(Q.dtype)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def everything_in_float16(Q, K, V, dO, mask=None):
+    """float32 inputs computed wholly in float16 and cast back (st2, bwd3.py)."""
+    if Q.dtype != np.float32:
+        return correct(Q, K, V, dO, mask)
+    grads = correct(*(x.astype(np.float16) for x in (Q, K, V, dO)), mask)
+    return tuple(g.astype(Q.dtype) for g in grads)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
     (adds_not_mask_times_minus_inf, "(~mask) * -inf"),
@@ -445,6 +468,8 @@ WRONG = [
     (D_without_keepdims, "keepdims=True"),
     (forward_without_the_row_maximum, "subtract each row's maximum"),
     (mask_after_the_softmax_renormalised, "and the weights renormalised"),
+    (scores_in_float16, "as float16 rounding does"),
+    (everything_in_float16, "as float16 rounding does"),
 ]
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
