@@ -631,3 +631,15 @@ def test_the_opening_keeps_dS_the_gradient_of_each_heads_own_scores():
     assert "for rows whose gradients are uncorrelated, sets the size of a batch's summed" in text
     assert "the same for every key." not in text
     assert "passes little gradient to the query. Spread is not flow." not in text
+
+
+def test_a_uniform_row_passes_about_one_over_T_k_and_needs_tiny_differences_not_tiny_scores():
+    """The spread-is-not-flow sentence: tr(J^2) = (T_k - 1)/T_k^2 at a uniform row; a row
+    with large but equal scores is just as uniform (so the sentence speaks of differences)."""
+    T_k = 32
+    a = np.full(T_k, 1 / T_k)
+    J = np.diag(a) - np.outer(a, a)
+    assert np.trace(J @ J) == pytest.approx((T_k - 1) / T_k**2)
+    assert attention.softmax(np.full(T_k, 100.0)) == pytest.approx(a)
+    text = " ".join(SOURCE.split())
+    assert "near-uniform only when the score *differences* are tiny" in text
