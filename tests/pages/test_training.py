@@ -71,6 +71,9 @@ def test_configuration_as_the_prose_states_it():
     assert g(PAGE, "tr_threshold") == THRESHOLD
     assert g(PAGE, "tr_n_runs") == len(HEADS) * len(WIDTHS) * sum(len(v) for v in GRID.values())
     assert g(PAGE, "tr_add_dk") == ADD_DK
+    # "a head 256 wide, eight times wider than the model (the fixed design)"
+    assert g(PAGE, "tr_add_dk") == 8 * g(PAGE, "tr_d_model")
+    assert [g(PAGE, "tr_d_model"), ADD_DK] in held_sweep.load_sweep()["widths"]["fixed"]
     assert g(PAGE, "tr_add_n_lrs") == len(ADD_LRS)
     assert g(PAGE, "tr_add_lr_min") == pytest.approx(ADD_LRS[0])
     assert g(PAGE, "tr_check_steps") == 100
@@ -655,7 +658,9 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert g_bool(PAGE, "ho_un_top_single")
     others = [f(o, n, 4096) for o in GRID for n in ("scaled", "1/d_k")]
     assert all(x["works"].all() for x in others) and g_bool(PAGE, "ho_top_others_all")
-    assert g(PAGE, "ho_top_others_min_dec") == min(np.min(x["hi"] - x["lo"]) for x in others) + 0.5
+    # "over windows of at least 3 rates of the grid" (rates half a decade apart)
+    n_rates = [int(round(d / 0.5)) + 1 for x in others for d in x["hi"] - x["lo"]]
+    assert g(PAGE, "ho_top_others_min_n") == min(n_rates) >= 2
     # SGD: "the scaled head's lowest working rate is 0.32 at every width and seed"
     lows = np.array([f("sgd", "scaled", d)["lo"] for d in (16, 64, 256, 1024, 4096)])
     assert np.all(lows == lows.flat[0]) and g_bool(PAGE, "ho_sgd_sc_lo_const")
@@ -664,6 +669,8 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
         hi = 10 ** f("sgd", "scaled", d)["hi"]
         assert (g(PAGE, f"ho_sgd_sc_{key}_lo"), g(PAGE, f"ho_sgd_sc_{key}_hi")) == pytest.approx((hi.min(), hi.max()))
     assert g(PAGE, "ho_sgd_sc_hitop_lo") > g(PAGE, "ho_sgd_sc_hi64_hi")  # "climbs"
+    hi64 = f("sgd", "scaled", 64)["hi"]
+    assert hi64.min() == hi64.max()  # "from 10 at d_k = 64 in every seed"
     # the unscaled head's highest rate, the whole path: "1 at 64 in every seed, 0.32 or 1 at
     # 256, 0.32 at 1024 in every seed and 0.1 in the seeds that work at 4096 ... (at 16 it
     # is 0.32, below its value at 64)"
@@ -678,6 +685,28 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert hi[16].max() < hi[64].min()  # "below its value at 64"
     assert math.log10(hi[64].min() / hi[1024].max()) == pytest.approx(0.5)  # "half a decade"
     assert g(PAGE, "ho_count_64_1024") == pytest.approx(math.log10(16))
+    # both edges (T1): "Its lowest working rate moves from 64 to 1024 by -0.5 to +0.5
+    # decades", so the window does not slide down whole by the count's 1.2
+    move = lambda o, n, e, d: f(o, n, d)[e] - f(o, n, 64)[e]
+    m = move("sgd", "unscaled", "lo", 1024)
+    assert (g(PAGE, "ho_sgd_un_lo_move_lo"), g(PAGE, "ho_sgd_un_lo_move_hi")) == (m.min(), m.max())
+    assert np.abs(m).max() <= 0.5 < math.log10(16)  # "at most half a decade either way"
+    assert np.all(move("sgd", "unscaled", "hi", 1024) == -0.5)
+    # "its highest by 1.5 to 2" (1/d_k, 64 to 4096)
+    m = move("sgd", "1/d_k", "hi", 4096)
+    assert (g(PAGE, "ho_sgd_dk_hi_rise_lo"), g(PAGE, "ho_sgd_dk_hi_rise_hi")) == (m.min(), m.max())
+    assert m.min() > 0
+    # Adam, scaled: "its lowest working rate falls by 0.5 to 1 decades from 64 to 1024"
+    m = -move("adam", "scaled", "lo", 1024)
+    assert (g(PAGE, "ho_adam_sc_lo_fall_lo"), g(PAGE, "ho_adam_sc_lo_fall_hi")) == (m.min(), m.max())
+    assert m.min() > 0 and g(PAGE, "ho_count_sqrt_64_1024") == pytest.approx(math.log10(16) / 2)
+    # Adam, unscaled: "narrows from above": its highest falls by more than its lowest
+    m = -move("adam", "unscaled", "lo", 1024)
+    assert (g(PAGE, "ho_adam_un_lo_fall_lo"), g(PAGE, "ho_adam_un_lo_fall_hi")) == (m.min(), m.max())
+    assert np.all(-move("adam", "unscaled", "hi", 1024) > m) and m.min() >= 0
+    # Adam, 1/d_k: "its highest lies between 0.032 and 0.1" from 64 up
+    hi = 10 ** np.array([f("adam", "1/d_k", d)["hi"] for d in (64, 256, 1024, 4096)])
+    assert (g(PAGE, "ho_adam_dk_hi_lo"), g(PAGE, "ho_adam_dk_hi_hi")) == pytest.approx((hi.min(), hi.max()))
     # "its lowest working rate rises, in every seed, by 2 decades from 64 ... against 1.8"
     rise = f("sgd", "1/d_k", 4096)["lo"] - f("sgd", "1/d_k", 64)["lo"]
     assert rise.min() == rise.max() == g(PAGE, "ho_sgd_dk_rise_lo") == g(PAGE, "ho_sgd_dk_rise_hi") > 0
@@ -694,6 +723,8 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert g(PAGE, "ho_count_sqrt_64_top") == pytest.approx(math.log10(64) / 2)
     # "does not follow its count": the spread over widths is below the count's climb
     assert math.log10(hi.max() / hi.min()) < g(PAGE, "ho_count_sqrt_64_top")
+    # summary: "its highest stays within half a decade"
+    assert math.log10(hi.max() / hi.min()) <= 0.5 + 1e-9
     # "How well": ranges over seeds at the training-picked rates
     for opt in GRID:
         r = f(opt, "unscaled", 1024)["best"] / f(opt, "scaled", 1024)["best"]
