@@ -668,5 +668,6 @@ def test_adafactors_invariance_needs_a_negligible_eps1_in_float32(seed):
     assert gap(torch.float32, 1e-3, 1e-30) < 1e-5     # the paper's eps_1: together again
     # the threshold the page quotes: sqrt(float32 eps) is about 3.4e-4
     assert math.sqrt(torch.finfo(torch.float32).eps) == pytest.approx(3.4e-4, rel=0.05)
+    assert math.sqrt(torch.finfo(torch.bfloat16).eps) == pytest.approx(0.09, rel=0.05)
     assert "falls below about\n$(3 \\times 10^{-4})^2$" in SOURCE
     assert "eps=(1e-30" not in SOURCE  # 1e-30 squared is 0 in float32: NaN on a zero row
