@@ -22,6 +22,8 @@ by ``tests/site/test_navigation.py`` or ``tests/site/test_theme_fixes.py``):
 * a solution's bar ("Solution to Exercise N") is one control that opens the solution:
   sphinx-exercise made its middle a link back to the exercise (just above it), so the first
   click on the bar jumped away instead of opening it;
+* ``site/static/book-figure-zoom.js``: a figure drawn smaller than its own size (a phone,
+  a wide figure) opens at full size on a tap, so that its text can be read;
 * a heading written as a reference (``## {ref}`masks```) is listed in the page's contents
   under the title it shows, not its label ("masks").
 
@@ -75,6 +77,7 @@ def setup(app):
     for part in (book_markup, book_math, book_downloads, book_weight):
         part.setup(app)
     app.add_js_file("book-theme-fixes.js", loading_method="defer")
+    app.add_js_file("book-figure-zoom.js", loading_method="defer")
     app.connect("doctree-resolved", _solution_bars_without_links)
     app.connect("env-updated", _contents_show_reference_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
