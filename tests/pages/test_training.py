@@ -215,6 +215,12 @@ def windows(F, lrs):
     return out
 
 
+def test_the_chaotic_rate_is_the_unscaled_heads_best_at_64(page_grid):
+    """"At learning rate 0.32, its best rate in the sweep below" (d_k = 64, SGD)."""
+    best = windows(page_grid[0]["sgd"], GRID["sgd"])["unscaled", 64][3]
+    assert g(PAGE, "tr_chaos_lr") == pytest.approx(best) == pytest.approx(10 ** -0.5)
+
+
 def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
     final, add = page_grid
     W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
@@ -728,6 +734,11 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     # "How well": ranges over seeds at the training-picked rates
     for opt in GRID:
         r = f(opt, "unscaled", 1024)["best"] / f(opt, "scaled", 1024)["best"]
+        # "at each head's best held-out rate instead the ratios are ..." (T6)
+        L = held["fixed"][opt]["loss"][3]  # d_k = 1024: (seeds, heads, rates)
+        o_ = L[:, HEADS.index("unscaled")].min(1) / L[:, HEADS.index("scaled")].min(1)
+        assert (g(PAGE, f"ho_{opt}_oracle_1024_lo"), g(PAGE, f"ho_{opt}_oracle_1024_hi")) == pytest.approx(
+            (o_.min(), o_.max()))
         assert (g(PAGE, f"ho_{opt}_ratio_1024_lo"), g(PAGE, f"ho_{opt}_ratio_1024_hi")) == pytest.approx((r.min(), r.max()))
         assert r.min() > 1  # "learns less well ... in every seed"
         # "the gap widens from 64 to 256": higher at 256 than at 64 for the unscaled head,
