@@ -58,6 +58,9 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (rho**2 * math.sqrt(d_k), var(d_k, rho, kurtosis)), "linear in rho"),
     (lambda d_k, rho, kurtosis: (0.0, var(d_k, rho, kurtosis)), "zero only when rho = 0"),
     # the variance
+    # a variance looked up per kurtosis, right only at the checker's own kurtoses
+    (lambda d_k, rho, kurtosis: (rho * math.sqrt(d_k), {1.0: 1 - rho**2, 1.8: 1 - 0.2 * rho**2,
+     3.0: 1 + rho**2, 6.0: 1 + 4 * rho**2}.get(kurtosis, 1 + rho**2)), "variance"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0), "forgot the rho^2 term"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho), "not squared"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho * (kurtosis - 2)), "not squared"),

@@ -25,7 +25,7 @@ from ._engine import _RNG_SEED, Rejected, _named, _report, _run
 
 D_KS = (1, 2, 3, 5, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
-KURTOSES = (1.0, 1.8, 3.0, 6.0)
+KURTOSES = (1.0, 1.8, 2.5, 3.0, 4.5, 6.0)
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
 REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
@@ -339,7 +339,7 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     results.append(_run("variance for normal entries (kurtosis 3)",
                         lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal,
                                                                      "variance"), values)))
-    results.append(_run("variance for other entries (kurtosis 1, 1.8 and 6)",
+    results.append(_run("variance for other entries (kurtosis 1, 1.8, 2.5, 4.5 and 6)",
                         lambda: _diagnose(values, 1, other, "variance")))
     results.append(_run("agrees with 40,000 sampled scores, random-sign entries",
                         lambda: _agrees_with_sampling(fn, "signs", 16, -0.6, 40_000, _RNG_SEED)))
