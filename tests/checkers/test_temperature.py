@@ -273,8 +273,18 @@ def casts_to_float64(Q, K, V, tau):
     return O, A
 
 
+def first_order_expansion_when_hot(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau > 50:  # "exp(x) = 1 + x for small x"
+        A = (1 + S - S.mean(axis=-1, keepdims=True)) / S.shape[-1]
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (first_order_expansion_when_hot, "weights at tau = 100"),
     (np_sqrt_turns_float32_into_float64, "np.sqrt(d_k) is a NumPy float64 scalar"),
     (clips_the_scores, "were the scores clipped"),
     (uniform_when_hot, "exactly 1/T_k, uniform"),
