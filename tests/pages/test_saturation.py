@@ -83,6 +83,12 @@ def test_opening_gradient_is_tiny_for_most_unscaled_rows_but_larger_in_total():
     assert g(PAGE, "open_dQ_median_scaled") == pytest.approx(np.median(scaled), rel=1e-9)
     assert g(PAGE, "open_dQ_ratio") == pytest.approx(np.median(scaled) / np.median(raw), rel=1e-6)
     assert g(PAGE, "open_dQ_frac_tiny") == pytest.approx(np.mean(raw < 0.01))
+    # "at this length, T = 32, it leaves a third of the rows almost silent"
+    assert abs(np.mean(raw < 0.01) - 1 / 3) < 0.05
+    text = " ".join(SOURCE.split())
+    for phrase in ("silences most rows", "Most rows fall silent", "most rows fall silent",
+                   "most rows pass almost nothing"):
+        assert phrase not in text, phrase
     assert g(PAGE, "open_dQ_max_raw") == pytest.approx(raw.max(), rel=1e-9)
     assert g(PAGE, "open_dQ_max_scaled") == pytest.approx(scaled.max(), rel=1e-9)
     tot_raw, tot_sc = np.linalg.norm(dQ_raw), np.linalg.norm(dQ_sc)
@@ -605,6 +611,11 @@ def test_the_mean_gradient_levels_off_while_the_90th_percentile_falls():
     assert g(PAGE, "far_dq_mean_8") == pytest.approx(dq[8].mean(), rel=1e-6)
     assert g(PAGE, "far_dq_mean_32") == pytest.approx(dq[32].mean(), rel=1e-6)
     assert g(PAGE, "far_dq_mean_2048") == pytest.approx(dq[2048].mean(), rel=1e-6)
+    for sd in (32, 2048):  # "± one standard error" of the mean over the rows
+        assert g(PAGE, f"far_dq_se_{sd}") == pytest.approx(dq[sd].std() / math.sqrt(dq[sd].size), rel=1e-6)
+    # "differs a little from the one above": by under a tenth, and not zero
+    diff = abs(g(PAGE, "far_dq_mean_32") - g(PAGE, "sw_dq_mean_32"))
+    assert 0 < diff < 0.1 * g(PAGE, "sw_dq_mean_32")
     assert g(PAGE, "far_dq_p90_32") == pytest.approx(np.percentile(dq[32], 90), rel=1e-6)
     assert g(PAGE, "far_dq_p90_128") == pytest.approx(np.percentile(dq[128], 90), rel=1e-6)
     for seed in (1, 2, 3):  # "only reaches": at other seeds too
