@@ -282,8 +282,25 @@ def first_order_expansion_when_hot(Q, K, V, tau):
     return A @ V, A
 
 
+def tau_plus_a_tiny_epsilon(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau + 1e-15))  # "never divide by 0"
+    return A @ V, A
+
+
+def argmax_below_1e_10(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 1e-10:
+        A = (S == S.max(axis=-1, keepdims=True)).astype(float)
+        A /= A.sum(axis=-1, keepdims=True)
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (tau_plus_a_tiny_epsilon, "differ by tau sqrt(d_k)"),
+    (argmax_below_1e_10, "differ by tau sqrt(d_k)"),
     (first_order_expansion_when_hot, "weights at tau = 100"),
     (np_sqrt_turns_float32_into_float64, "np.sqrt(d_k) is a NumPy float64 scalar"),
     (clips_the_scores, "were the scores clipped"),
@@ -341,7 +358,7 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mist
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     "divided by tau twice": {tau_squared, tau_on_both_q_and_k},
-    "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau},
+    "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10},
     "were the scores clipped": {clips_the_scores},
     "exactly 1/T_k": {uniform_when_hot},
 }
@@ -451,7 +468,7 @@ def tau_clamped_from_below(floor):
     return attempt
 
 
-@pytest.mark.parametrize("floor", [1e-3, 1e-4, 1e-6])
+@pytest.mark.parametrize("floor", [1e-3, 1e-4, 1e-6, 1e-10])
 def test_a_temperature_clamped_from_below_is_rejected_and_told_so(floor, capsys):
     # Found while making the checkers one engine: max(tau, 1e-3) passed every case, the
     # weights at 1e-3 and at 1e-12 being one-hot on the checker's inputs alike.

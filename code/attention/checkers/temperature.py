@@ -41,6 +41,8 @@ COLDEST = 1e-12
 #: The temperature of a near tie (a scaled score gap of 1), far below COLD: rounding in the
 #: raw scores (about 1e-16) moves its weights by about 1e-7 only.
 NEAR = 1e-9
+#: A far colder near tie, on small scores: a clamp or an epsilon below NEAR shows.
+NEAREST = 1e-15
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
 
@@ -307,7 +309,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     K_near = K.copy()
     q = q_tie[0]
     K_near[other] = K[j] - (NEAR * np.sqrt(D_K) / (q @ q)) * q  # a scaled gap of 1 at NEAR
-    O_near, A_near = scaled_dot_product_attention(q_tie, K_near, V, temperature=NEAR)
+    # the same near tie at NEAREST, on a query scaled down so that its scores (about 1e-6)
+    # round far below the gap: a clamp, an added epsilon or an argmax below NEAR shows
+    q_small = 1e-6 * q_tie
+    K_nearest = K.copy()
+    K_nearest[other] = K[j] - (NEAREST * np.sqrt(D_K) / (q_small[0] @ q_small[0])) * q_small[0]
+    near_ties = [(NEAR, q_tie, K_near), (NEAREST, q_small, K_nearest)]
 
     def tied_keys_share_the_weight():
         # at COLD and far colder, so that an argmax taken below some small tau shows too
@@ -334,11 +341,19 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         # the softmax gives the two e/(1 + e) and 1/(1 + e); a tau clamped from below
         # (max(tau, 1e-3)), which the cases above cannot see (their weights are one-hot
         # at 1e-3 already), shows here.
-        pair, error = _attempt(fn, q_tie, K_near, V, NEAR)
+        for tau, q_n, K_n in near_ties:
+            ok, detail = near_tie(tau, q_n, K_n)
+            if not ok:
+                return ok, detail
+        return True, ""
+
+    def near_tie(tau, q_tie, K_near):
+        O_near, A_near = scaled_dot_product_attention(q_tie, K_near, V, temperature=tau)
+        pair, error = _attempt(fn, q_tie, K_near, V, tau)
         if pair is None:
             return False, error
-        what = f"at tau = {NEAR:g} with two keys whose scores differ by tau sqrt(d_k)"
-        ok, detail = _check_weights(pair[1], A_near, q_tie, K_near, V, NEAR, f"weights {what}",
+        what = f"at tau = {tau:g} with two keys whose scores differ by tau sqrt(d_k)"
+        ok, detail = _check_weights(pair[1], A_near, q_tie, K_near, V, tau, f"weights {what}",
                                     atol=1e-6, shortcuts=ordinary_ok)
         A = np.asarray(pair[1], dtype=np.float64) if pair[1] is not None else None
         if not ok and A is not None and A.shape == A_near.shape and \
