@@ -671,3 +671,26 @@ def test_adafactors_invariance_needs_a_negligible_eps1_in_float32(seed):
     assert math.sqrt(torch.finfo(torch.bfloat16).eps) == pytest.approx(0.09, rel=0.05)
     assert "falls below about\n$(3 \\times 10^{-4})^2$" in SOURCE
     assert "eps=(1e-30" not in SOURCE  # 1e-30 squared is 0 in float32: NaN on a zero row
+
+
+def test_a_fused_qkv_tensor_breaks_adafactors_cancellation():
+    """The page's condition 'W_Q its own tensor': fused with an untrained block of the same
+    size into one parameter, the smaller W_Q no longer takes smaller steps."""
+    rng = np.random.default_rng(6)
+    X = torch.tensor(rng.standard_normal((10, 64)))
+    W_Q = rng.standard_normal((64, 256)) / 8
+    W_K = torch.tensor(rng.standard_normal((64, 256)) / 8)
+    other = rng.standard_normal((64, 256)) / 8
+
+    def first_step(W0, c):
+        W = torch.tensor(np.concatenate([W0, other], axis=1), requires_grad=True)
+        opt = torch.optim.Adafactor([W])
+        S0 = (c * (X @ W[:, :256]) @ (X @ W_K).T).detach()
+        opt.zero_grad()
+        (-torch.log_softmax(c * (X @ W[:, :256]) @ (X @ W_K).T, -1).diagonal().mean()).backward()
+        opt.step()
+        return ((c * (X @ W[:, :256]) @ (X @ W_K).T).detach() - S0).abs().mean().item()
+
+    ratio = first_step(W_Q / 16, 1.0) / first_step(W_Q, 1 / 16)
+    assert ratio > 4  # separate tensors give exactly 1 (the page's cell)
+    assert "is a parameter tensor of its own" in SOURCE
