@@ -336,7 +336,14 @@ def vjp_recomputes_a_dot_g_on_every_row(a, g):
     return out
 
 
+def vjp_builds_j_except_at_powers_of_two(a, g):
+    if len(a) in (64, 512, 4096):  # "the lengths the checker measures"
+        return a * (g - a @ g)
+    return (np.diag(a) - np.outer(a, a)) @ g
+
+
 WRONG_VJPS = [
+    (vjp_builds_j_except_at_powers_of_two, "it builds J"),
     (vjp_row_by_row_after_asarray, "one row of J at a time"),
     (vjp_row_by_row_after_np_array, "one row of J at a time"),
     (vjp_pure_python_double_loop, "a loop inside a loop over the keys"),

@@ -5,7 +5,8 @@ The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq
 ``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
 both give zero for a one-hot row; both return float64 NumPy arrays (not lists, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
-cost grows, at rows of 64, 512 and 4096 keys (``SIZES``), each against a budget that grows
+cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; J on a row
+shorter than 64 keys is too small to tell from a library's own overhead), each against a budget that grows
 like T_k, far above what a * (g - a.g) needs and far below what J needs, so that an attempt
 that builds J only on short rows, or only on long ones, shows. What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
@@ -216,7 +217,7 @@ def _resident_growth(func: Callable):
 #: Row lengths at which the VJP's cost is measured, far apart: a cost that grows like T_k
 #: grows 64-fold from the first to the last, one that grows like T_k^2 4096-fold. A VJP
 #: that builds J only on short rows shows at the short ones.
-SIZES = (64, 512, LONG)
+SIZES = (64, 100, 512, 1500, LONG)  # not all powers of two
 #: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors, a
 #: dozen lines) and far below what J, or J g computed row by row, needs at n = 512: the
 #: traced memory's peak (J alone is 8 n^2 bytes), the lines of Python run (a loop over the
