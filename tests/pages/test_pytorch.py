@@ -768,3 +768,18 @@ def test_the_flash_kernel_keeps_a_full_mask_in_the_inputs_dtype_and_a_key_mask_s
                 node = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).grad_fn
             assert node._saved_attn_mask.dtype == dtype
             assert node._saved_attn_mask.shape == mask.shape
+
+
+def test_torchs_own_varlen_entry_point_takes_cu_seqlens_and_a_block_table_and_refuses_the_cpu():
+    import inspect
+
+    import torch
+    from torch.nn.attention.varlen import varlen_attn
+    params = inspect.signature(varlen_attn).parameters
+    assert {"cu_seq_q", "cu_seq_k", "block_table"} <= set(params)
+    q = torch.randn(16, 2, 8)
+    cu = torch.tensor([0, 5, 8, 16], dtype=torch.int32)
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        varlen_attn(q, q, q, cu, cu, 8, 8)
+    from tests.pages._common import CHAPTERS
+    assert "torch.nn.attention.varlen.varlen_attn" in (CHAPTERS / f"{PAGE}.md").read_text()
