@@ -5,7 +5,8 @@
 Reads the built pages in the order of ``_toc.yml``, takes each page's article (the text,
 its rendered math, figures and outputs; not the site's navigation), and joins them into one
 print document after a title page and a table of contents. Widgets appear as their static
-fallback figures (the page's scripts do not run; the fallback is what print media shows).
+fallback figures (the page's scripts do not run; the fallback is what print media shows), each
+numbered "Explorer N" in its caption, in reading order.
 Ids are prefixed by their page, so that links between pages become links inside the PDF.
 A link to anything else of the site (the downloads, the index) leads to the published site
 when its address is known (``html: baseurl:`` in ``_config.yml``: Sphinx then gives every page
@@ -176,12 +177,33 @@ def _assemble(styles, parts, chapters, numbers: dict[str, int] | None, site: str
             f'<p class="pdf-subtitle">An interactive chapter, printed</p>{where}</section>'
             f'<nav class="pdf-toc" aria-label="Contents"><h1 class="pdf-toc-heading">Contents</h1>'
             f'<ol>{entries}</ol></nav>'
-            f'<article class="bd-article">{"".join(parts)}</article>')
+            f'<article class="bd-article">{_printable(_number_explorers("".join(parts)))}</article>')
     print_css = PRINT_CSS.read_text(encoding="utf-8")
     page = (f'<!DOCTYPE html><html lang="en" data-theme="light" data-mode="light"><head><meta charset="utf-8">'
             f"<title>{title}</title>{head}<style>{print_css}</style></head>"
             f'<body class="pdf">{body}</body></html>')
     return page
+
+
+EXPLORER_CAPTION = re.compile(r'<figcaption class="attn-fallback-caption">')
+
+
+# Emoji that the printing machine has no font for (Debian's chromium without an emoji font
+# printed the execution table's status as a box), and the signs its text fonts have.
+PRINTABLE = {"\u2705": "\u2713", "\u274c": "\u2717"}  # check mark, cross
+
+
+def _printable(article: str) -> str:
+    for emoji, sign in PRINTABLE.items():
+        article = article.replace(emoji, sign)
+    return article
+
+
+def _number_explorers(article: str) -> str:
+    """Each explorer's printed figure numbered in its caption: Explorer 1, 2, ... in reading order."""
+    count = iter(range(1, 1_000))
+    return EXPLORER_CAPTION.sub(lambda m: f'{m.group(0)}<span class="caption-number">Explorer {next(count)}. </span>',
+                                article)
 
 
 def outline_starts(reader) -> list[tuple[str, int]]:

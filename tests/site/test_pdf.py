@@ -302,3 +302,35 @@ def test_print_only_text_is_hidden_on_the_site(published_book, guarded_page):
         assert not page.get_by_text("Printed copies only.").is_visible()
         assert page.get_by_text("Use the download arrow at the top right.").is_visible()
         guarded_page.assert_clean()
+
+
+def test_each_explorer_prints_as_a_numbered_figure_with_its_caption(built_html, reader, texts):
+    # The site's fallback figure carries the caption; the PDF numbers it "Explorer N", in
+    # reading order.
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "_ext"))
+    import book_pdf
+
+    captions = []
+    for name in book_pdf.toc_pages():
+        soup = BeautifulSoup((built_html / f"{name}.html").read_text(encoding="utf-8"), "html.parser")
+        captions += [" ".join(c.get_text(" ", strip=True).split()) for c in soup.select("figure.attn-fallback figcaption")]
+    assert len(captions) >= 3 and all(len(c) > 60 for c in captions), captions
+
+    text, _ = book_pdf.document(built_html)
+    numbered = re.findall(r'<figcaption class="attn-fallback-caption"><span class="caption-number">Explorer (\d+)\. </span>',
+                          text)
+    assert numbered == [str(n) for n in range(1, len(captions) + 1)], numbered
+    everything = squash(" ".join(texts[i] for i in range(len(reader.pages))))
+    for number, caption in enumerate(captions, 1):
+        start = " ".join(caption.split()[:4])  # before "figure" (its "fi" prints as a ligature)
+        assert re.search(rf"Explorer {number}\.\s*" + re.escape(start).replace(r"\ ", r"\s*"), everything), \
+            f"the PDF lacks 'Explorer {number}. {start}...'"
+
+
+def test_every_character_of_the_pdf_is_drawn(reader, texts):
+    # A character no font of the printing machine has prints as a box (the execution table's
+    # status emoji did); pypdf reads such a glyph back as U+0000.
+    missing = [number for number in range(1, len(reader.pages) + 1) if "\x00" in texts[number - 1]]
+    assert not missing, f"pages with an undrawn character: {missing}"

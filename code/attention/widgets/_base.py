@@ -93,6 +93,9 @@ class GridWidget(anywidget.AnyWidget):
 
     #: Alt text of the static fallback figure (each widget sets its own).
     fallback_alt = ""
+    #: Its caption (HTML), shown with it where the live widget is not (no JavaScript, print):
+    #: what the figure shows and what to look for. The chapter's PDF numbers it.
+    fallback_caption = ""
 
     def fallback_figure(self):  # pragma: no cover - each widget overrides it
         raise NotImplementedError
@@ -111,8 +114,10 @@ class GridWidget(anywidget.AnyWidget):
             finally:
                 plt.close(fig)
         alt = html.escape(self.fallback_alt, quote=True)
+        caption = (f'<figcaption class="attn-fallback-caption">{self.fallback_caption}</figcaption>'
+                   if self.fallback_caption else "")
         return (f'{FALLBACK_STYLE}<figure class="attn-fallback" hidden data-model-id="{self.model_id}">'
-                f'<img src="{uri}" alt="{alt}"></figure>')
+                f'<img src="{uri}" alt="{alt}">{caption}</figure>')
 
     def _ipython_display_(self):
         from IPython.display import HTML, display

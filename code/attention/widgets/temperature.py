@@ -112,6 +112,12 @@ class TemperatureExplorer(GridWidget):
                     "for the worked example's query (from the corner v2 toward the centroid) "
                     "and for two other queries, one of which runs along an edge; no path "
                     "leaves the triangle.")
+    fallback_caption = ("The temperature explorer as a static figure. Left: the three attention "
+                        "weights of the worked example's query at three temperatures τ. Right: "
+                        "the triangle of the values and the path the output <i>o</i> takes as τ "
+                        "varies, for the worked example's query (from the corner "
+                        "<i>v</i><sub>2</sub> toward the centroid) and for two other queries, "
+                        "one of which runs along an edge: no path leaves the triangle.")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

@@ -190,6 +190,11 @@ class WidthExplorer(GridWidget):
     fallback_alt = ("Static figure for a key independent of its query: histograms of raw scores "
                     "q.k at three widths, spreading out as d_k grows, and of the scaled scores "
                     "q.k / sqrt(d_k), whose spread stays about the same at every width.")
+    fallback_caption = ("The variance explorer as a static figure, for a key independent of its "
+                        "query: histograms of the raw scores <i>q</i>·<i>k</i> (left) and of the "
+                        "scaled scores <i>q</i>·<i>k</i>/√<i>d</i><sub>k</sub> (right) at three "
+                        "widths, each drawn to the height of its own tallest bar. The raw spread "
+                        "grows with <i>d</i><sub>k</sub>; the scaled one stays about the same.")
 
     def __init__(self, seed: int = 0, **kwargs):
         super().__init__(**kwargs)
