@@ -132,7 +132,10 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     dtypes, or an additive mask neither float32 nor of their dtype (TypeError, as the
     built-in refuses them), NaN or inf in q, k, v (ValueError), d_k = 0, mismatched
     shapes, a mask that does not broadcast, NaN or +inf in an additive mask, a
-    non-positive scale, ``attn_mask`` together with ``is_causal`` (ValueError). T_q = 0
+    non-positive scale, ``attn_mask`` together with ``is_causal`` (ValueError). Not detected
+    (the body stays the page's ten lines): finite inputs whose scaled scores c q . k
+    overflow the working dtype; +inf then raises ValueError from ``safe_softmax``, but a
+    row that overflows to -inf passes for a fully masked one and gives zeros. T_q = 0
     gives an empty output; T_k = 0 (no keys) a zero output, like a fully masked row and
     like the built-in.
     """

@@ -954,3 +954,21 @@ def test_kernel_functions_raise_when_an_intermediate_overflows_instead_of_nan():
         attention.additive_scores([[1e308]], [[-1e308]], [[2.0]], [[2.0]], [1.0])
     with pytest.raises(ValueError, match="pre-activation"):
         attention.additive_scores([[1e308]], [[1.0]], [[2.0]], [[2.0]], [1.0])
+
+
+
+def test_torch_attentions_docstring_says_what_an_overflow_of_the_scores_does():
+    """The library's torch twin keeps the page's ten lines and does not detect scores that
+    overflow: its docstring says so, and says what each sign does."""
+    import torch
+
+    import attention.torch as at
+    from attention.torch import scaled_dot_product_attention as sdpa
+    u = torch.ones(1, 1, 1, 4)
+    q, v = 3e19 * u, torch.randn(1, 1, 2, 3)
+    k = 3e19 * torch.cat([u, u * 1.1], dim=-2)
+    with pytest.raises(ValueError, match=r"\+inf"):
+        sdpa(q, k, v)
+    assert torch.equal(sdpa(q, -k, v), torch.zeros(1, 1, 1, 3))  # passes for fully masked
+    doc = " ".join(at.scaled_dot_product_attention.__doc__.split())
+    assert "a row that overflows to -inf passes for a fully masked one and gives zeros" in doc
