@@ -137,8 +137,8 @@ def sample_statistics(x) -> dict[str, float]:
     moments). Returns a dict with keys ``mean, mean_se, var, var_se, excess_kurtosis,
     excess_kurtosis_se`` (population moments, dividing by n). The kurtosis error needs
     moments up to the eighth, estimated from the same sample: for heavy tails it is
-    optimistic (scaled scores at d_k = 1, n = 20,000: its median about a seventh below the
-    estimate's spread over seeds).
+    optimistic (scaled scores at d_k = 1, n = 20,000: its median about a fifth below the
+    standard deviation of the estimate over seeds).
     """
     x = np.asarray(x, dtype=np.float64).ravel()
     n = x.size

@@ -116,7 +116,7 @@ def test_the_pooled_excess_kurtosis_is_the_row_to_row_spread_not_any_rows_shape(
 
 def test_the_kurtosis_error_is_optimistic_for_the_heavy_tails_at_d_k_1():
     # the docstring: at d_k = 1, n = 20,000 the median reported error is about a
-    # seventh below the estimate's spread over seeds (the page says "optimistic")
+    # fifth below the estimate's standard deviation over seeds (the page says "optimistic")
     from attention import moments
     est, se = [], []
     for seed in range(200):
