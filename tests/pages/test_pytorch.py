@@ -769,6 +769,13 @@ def test_the_flash_kernel_keeps_a_full_mask_in_the_inputs_dtype_and_a_key_mask_s
                 node = F.scaled_dot_product_attention(q, q, q, attn_mask=mask).grad_fn
             assert node._saved_attn_mask.dtype == dtype
             assert node._saved_attn_mask.shape == mask.shape
+    # "a float mask as it is given": a float32 bias with half-precision inputs stays float32
+    for dtype in (torch.float16, torch.bfloat16):
+        q = torch.randn(1, 1, 32, 8, dtype=dtype, requires_grad=True)
+        bias = torch.zeros(32, 32)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            node = F.scaled_dot_product_attention(q, q, q, attn_mask=bias).grad_fn
+        assert node._saved_attn_mask.dtype == torch.float32
 
 
 def test_torchs_own_varlen_entry_point_takes_cu_seqlens_and_a_block_table_and_refuses_the_cpu():
