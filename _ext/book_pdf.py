@@ -19,7 +19,8 @@ numbers the pages in the footer and writes the PDF outline from the headings. Th
 contents gets its page numbers from a quick first printing (untagged: the page each
 contents link points to, from the PDF's named destinations); they are written into the
 loaded document, which is printed again, tagged and with its outline, and the outline must
-give the same numbers (else it is printed a third time).
+give the same numbers (else it is printed a third time). Each page then gets its chapter's
+title as a running head (add_running_heads).
 """
 
 from __future__ import annotations
@@ -258,6 +259,55 @@ FILL_NUMBERS = """numbers => {
 }"""
 
 
+RUNNING_HEAD_PT = 8.5
+# Where the running head's baseline sits: in the top margin (18 mm), 8 mm from the page's top.
+RUNNING_HEAD_FROM_TOP_MM = 10.5
+
+
+def _pdf_string(text: str) -> str:
+    """Text as a PDF literal string in WinAnsi (Helvetica's encoding); other characters as '?'."""
+    raw = text.encode("cp1252", errors="replace").decode("latin-1")
+    return "(" + raw.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
+
+
+def add_running_heads(pdf: Path, out: Path, chapters: list[tuple[str, str]], starts: dict[str, int]):
+    """Write ``pdf`` to ``out`` with each page's chapter title at its top left, except on the
+    title page, the contents and the first page of each chapter (which shows its title large).
+
+    Chromium cannot print a header that changes with the chapter, so the heads are drawn
+    into the printed pages: Helvetica (one of PDF's standard fonts, nothing embedded), marked
+    as a pagination artifact so that the tagged PDF's reading order leaves it out.
+    """
+    from pypdf import PageObject, PdfReader, PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    reader = PdfReader(str(pdf))
+    writer = PdfWriter(clone_from=reader)
+    order = sorted((page, dict(chapters)[stem]) for stem, page in starts.items() if stem in dict(chapters))
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica"),
+                             NameObject("/Encoding"): NameObject("/WinAnsiEncoding")})
+    margin_x = 16 / 25.4 * 72
+    for number, page in enumerate(writer.pages, 1):
+        current = [title for start, title in order if start <= number]
+        if not current or number in {start for start, _ in order}:
+            continue
+        width, height = float(page.mediabox.width), float(page.mediabox.height)
+        y = height - RUNNING_HEAD_FROM_TOP_MM / 25.4 * 72
+        overlay = PageObject.create_blank_page(width=width, height=height)
+        overlay[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/FRunningHead"): font})})
+        stream = DecodedStreamObject()
+        stream.set_data((f"/Artifact <</Type /Pagination /Subtype /Header>> BDC BT /FRunningHead "
+                         f"{RUNNING_HEAD_PT} Tf 0.27 g {margin_x:.2f} {y:.2f} Td {_pdf_string(current[-1])} Tj "
+                         f"ET EMC").encode("latin-1"))
+        overlay[NameObject("/Contents")] = writer._add_object(stream)
+        page.merge_page(overlay)
+        page.compress_content_streams()  # merging leaves the page's content uncompressed
+    with open(out, "wb") as handle:
+        writer.write(handle)
+
+
 def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
@@ -301,7 +351,7 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
                 raise RuntimeError(f"the contents' page numbers did not settle: printed {numbers}, "
                                    f"the outline gives {found}")
             guard.assert_clean()
-            out.write_bytes(target.read_bytes())
+            add_running_heads(target, out, chapters, numbers)
         finally:
             browser.close()
     return numbers or {}

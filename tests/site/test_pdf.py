@@ -374,3 +374,24 @@ def test_in_print_long_blocks_may_break_and_figures_and_formulas_stay_whole(buil
         assert breaks[name] == "auto", (name, breaks)
     for name in ("figure", "formula", "explorer"):
         assert breaks[name] == "avoid", (name, breaks)
+
+
+def test_every_page_of_a_chapter_after_its_first_has_the_chapters_title_as_running_head(built_html, reader, texts):
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "_ext"))
+    import book_pdf
+
+    starts = sorted((page, " ".join(title.split())) for title, page in book_pdf.outline_starts(reader)
+                    if page >= 3)
+    titles = [squash(t) for t in chapter_titles(built_html)]
+    starts = [(page, next(t for t in titles if title.startswith(t))) for page, title in starts]
+    assert len(starts) == len(titles)
+    first_pages = {page for page, _ in starts}
+    for number in range(1, len(reader.pages) + 1):
+        last_line = texts[number - 1].rstrip().splitlines()[-1].strip()  # drawn after the page's own text
+        chapter = [title for start, title in starts if start <= number]
+        if number in first_pages or not chapter:
+            assert last_line not in titles, f"page {number} (a chapter's first, or before them) has a running head"
+        else:
+            assert last_line == chapter[-1], f"page {number}: running head {last_line!r}, not {chapter[-1]!r}"
