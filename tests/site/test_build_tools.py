@@ -157,7 +157,11 @@ def test_pages_start_slowest_first_in_sphinxs_parallel_tasks(tmp_path):
     started = log.read_text(encoding="utf-8").split()
     assert sorted(started) == names
     slow = list(book_build.SLOW_FIRST)
-    assert started[:len(slow)] == slow, started
+    # Two tasks run at once (one per process), and which of two starting together writes to
+    # the log first is up to the machine's scheduler: each slow page starts within one place
+    # of its place in SLOW_FIRST.
+    for k, name in enumerate(slow):
+        assert abs(started.index(name) - k) <= 1, started
 
 
 def test_only_each_formulas_own_markup_is_parsed_for_its_faces():
