@@ -304,7 +304,8 @@ POINT_SHOWN = """([i, selector, k, offset, frac]) => {
   const w = document.querySelectorAll('.attn-live')[i];
   const el = w.querySelectorAll(selector)[k];
   const b = el.getBoundingClientRect();
-  const y = b.top + scrollY + Math.min(offset, b.height - 2);
+  // offset < 0: the box's middle (a readout's top edge may touch its label's box)
+  const y = b.top + scrollY + (offset < 0 ? b.height / 2 : Math.min(offset, b.height - 2));
   window.scrollTo(0, y - innerHeight * frac);
   const r = el.getBoundingClientRect(), at = y - scrollY;
   const hit = document.elementFromPoint(r.left + Math.min(r.width / 2, 40), at);
@@ -324,7 +325,7 @@ def test_phone_explorer_controls_stay_in_view_with_the_drawing_and_readouts_they
         for i in range(n):
             drawing = page.evaluate(f"document.querySelectorAll('.attn-live')[{i}].querySelector('svg').getBoundingClientRect().height")
             targets = [("svg", 0, y) for y in range(0, int(drawing), 120)]
-            targets += [("dd", k, 0) for k in range(page.locator(".attn-live").nth(i).locator("dd").count())]
+            targets += [("dd", k, -1) for k in range(page.locator(".attn-live").nth(i).locator("dd").count())]
             for selector, k, offset in targets:
                 shown, at = page.evaluate(POINT_SHOWN, [i, selector, k, offset, 0.7])
                 page.wait_for_timeout(30)
