@@ -26,6 +26,7 @@ title as a running head (add_running_heads).
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import re
 import sys
@@ -100,14 +101,20 @@ def _clean(article):
 
 def document(html: Path, numbers: dict[str, int] | None = None) -> tuple[str, list[tuple[str, str]]]:
     """The print document and its chapters [(page, title)]."""
-    styles, parts, chapters, site = _articles(html)
-    return _assemble(styles, parts, chapters, numbers, site), list(chapters)
+    styles, parts, chapters, site, solutions = _articles(html)
+    if solutions:
+        chapters = (*chapters, (SOLUTIONS, "Solutions"))
+    return _assemble(styles, parts, chapters, numbers, site, solutions), list(chapters)
+
+
+SOLUTIONS = "pdf-solutions"  # the id of the Solutions section, the last of the PDF
 
 
 @functools.lru_cache(maxsize=4)
-def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], str | None]:
-    """Every page's stylesheets, article and (page, title), parsed once per printing, and the
-    published site's address (None if the build does not know it).
+def _articles(html: Path):
+    """Every page's stylesheets, article and (page, title), parsed once per printing, the
+    published site's address (None if the build does not know it) and the solutions taken out
+    of the pages, [(chapter title, solutions)].
 
     Parsing is most of the time, so the pages are parsed in parallel processes (one per core).
     """
@@ -119,14 +126,16 @@ def _articles(html: Path) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple
     with ProcessPoolExecutor(max_workers=min(len(names), os.cpu_count() or 1) or 1) as pool:
         pages = list(pool.map(_page, [html / f"{n}.html" for n in names], [stems] * len(names), names))
     styles: list[str] = []
-    parts, chapters, sites = [], [], []
-    for page_styles, chapter, part, site in pages:
+    parts, chapters, sites, solutions = [], [], [], []
+    for page_styles, chapter, part, site, taken in pages:
         styles.extend(s for s in page_styles if s not in styles)
         sites.append(site)
         if chapter is not None:
             chapters.append(chapter)
             parts.append(part)
-    return tuple(styles), tuple(parts), tuple(chapters), (sites[0] if sites else None)
+            if taken:
+                solutions.append((chapter[1], taken))
+    return tuple(styles), tuple(parts), tuple(chapters), (sites[0] if sites else None), tuple(solutions)
 
 
 def _page(path: Path, stems: frozenset[str], name: str = ""):
@@ -148,18 +157,46 @@ def _page(path: Path, stems: frozenset[str], name: str = ""):
             styles.append(str(style))
     article = soup.find("article", class_="bd-article")
     if article is None:
-        return styles, None, None, site
+        return styles, None, None, site, ()
     stem = path.stem
     _clean(article)
     heading = article.find("h1")
     title = heading.get_text(" ", strip=True) if heading else stem
     _prefix_ids(article, stem, stems, canonical if site else None)
+    solutions = _take_solutions(article, stem, soup)
     part = f'<section class="pdf-chapter" id="{stem}">{article.decode_contents()}</section>'
-    return styles, (stem, title), part, site
+    return styles, (stem, title), part, site, solutions
 
 
-def _assemble(styles, parts, chapters, numbers: dict[str, int] | None, site: str | None = None) -> str:
-    """The print document: cover, contents (with page numbers once known), the articles."""
+def _take_solutions(article, stem: str, soup) -> tuple[str, ...]:
+    """Take the page's solutions out of its text, for the Solutions section at the end (a
+    printed textbook does not print the answer right under its question); each leaves a line
+    naming the page it is printed on (filled in between printings, as the contents are)."""
+    taken = []
+    for k, solution in enumerate(article.find_all("div", class_="solution"), 1):
+        anchor = f"{stem}--solution-{k}"
+        title = solution.find(class_="admonition-title")
+        reference = soup.new_tag("p", attrs={"class": "pdf-solution-ref"})
+        for child in (title.contents if title else ["Solution"]):  # its formulas as rendered
+            if getattr(child, "name", None) != "button":
+                reference.append(copy.copy(child))
+        reference.append(": in Solutions, ")
+        link = soup.new_tag("a", href=f"#{anchor}")
+        link.append("page ")
+        link.append(soup.new_tag("span", attrs={"class": "pdf-page-of", "data-of": anchor}))
+        reference.append(link)
+        reference.append(".")
+        solution.replace_with(reference)
+        solution["id"] = anchor
+        solution["class"] = [c for c in solution.get("class", []) if c not in {"dropdown", "toggle", "toggle-hidden"}]
+        taken.append(str(solution))
+    return tuple(taken)
+
+
+def _assemble(styles, parts, chapters, numbers: dict[str, int] | None, site: str | None = None,
+              solutions=()) -> str:
+    """The print document: cover, contents (with page numbers once known), the articles, and
+    the solutions, by chapter."""
     from html import escape
 
     def head_item(item: str) -> str:
@@ -178,12 +215,21 @@ def _assemble(styles, parts, chapters, numbers: dict[str, int] | None, site: str
             f'<p class="pdf-subtitle">An interactive chapter, printed</p>{where}</section>'
             f'<nav class="pdf-toc" aria-label="Contents"><h1 class="pdf-toc-heading">Contents</h1>'
             f'<ol>{entries}</ol></nav>'
-            f'<article class="bd-article">{_printable(_number_explorers("".join(parts)))}</article>')
+            f'<article class="bd-article">{_printable(_number_explorers("".join(parts)))}'
+            f'{_solutions_section(solutions)}</article>')
     print_css = PRINT_CSS.read_text(encoding="utf-8")
     page = (f'<!DOCTYPE html><html lang="en" data-theme="light" data-mode="light"><head><meta charset="utf-8">'
             f"<title>{title}</title>{head}<style>{print_css}</style></head>"
             f'<body class="pdf">{body}</body></html>')
     return page
+
+
+def _solutions_section(solutions) -> str:
+    if not solutions:
+        return ""
+    body = "".join(f'<section class="pdf-solutions-chapter"><h2>{title}</h2>{"".join(taken)}</section>'
+                   for title, taken in solutions)
+    return f'<section class="pdf-chapter pdf-solutions" id="{SOLUTIONS}"><h1>Solutions</h1>{_printable(body)}</section>'
 
 
 EXPLORER_CAPTION = re.compile(r'<figcaption class="attn-fallback-caption">')
@@ -256,7 +302,11 @@ FILL_NUMBERS = """numbers => {
   for (const entry of document.querySelectorAll('.pdf-toc a[href^="#"]')) {
     entry.querySelector('.pdf-toc-page').textContent = numbers[entry.getAttribute('href').slice(1)] ?? '';
   }
+  for (const page of document.querySelectorAll('.pdf-page-of[data-of]')) {
+    page.textContent = numbers[page.dataset.of] ?? '';
+  }
 }"""
+SOLUTION_ANCHOR = re.compile(r'data-of="([^"]+)"')
 
 
 RUNNING_HEAD_PT = 8.5
@@ -278,9 +328,13 @@ def add_running_heads(pdf: Path, out: Path, chapters: list[tuple[str, str]], sta
     into the printed pages: Helvetica (one of PDF's standard fonts, nothing embedded), marked
     as a pagination artifact so that the tagged PDF's reading order leaves it out.
     """
+    import logging
+
     from pypdf import PageObject, PdfReader, PdfWriter
     from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
+    # Chromium's PDF declares a trailer /Size a few objects short; pypdf says so, and mends it.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
     reader = PdfReader(str(pdf))
     writer = PdfWriter(clone_from=reader)
     order = sorted((page, dict(chapters)[stem]) for stem, page in starts.items() if stem in dict(chapters))
@@ -336,14 +390,15 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
             # learn where each chapter starts.
             first = Path(tmp, "numbers.pdf")
             page.pdf(path=str(first), format="A4", margin=margin)
-            numbers = destination_pages(first, chapters)
+            solutions = [(anchor, "") for anchor in SOLUTION_ANCHOR.findall(text)]
+            numbers = destination_pages(first, chapters + solutions)
             for attempt in range(2):
                 page.evaluate(FILL_NUMBERS, numbers)  # the same loaded document, numbered
                 target = Path(tmp, f"pass{attempt}.pdf")
                 page.pdf(path=str(target), format="A4", print_background=True, outline=True, tagged=True,
                          display_header_footer=True, header_template="<span></span>", footer_template=FOOTER,
                          margin=margin)
-                found = chapter_pages(target, chapters)
+                found = chapter_pages(target, chapters) | destination_pages(target, solutions)
                 if found == numbers:
                     break
                 numbers = found
@@ -351,10 +406,10 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
                 raise RuntimeError(f"the contents' page numbers did not settle: printed {numbers}, "
                                    f"the outline gives {found}")
             guard.assert_clean()
-            add_running_heads(target, out, chapters, numbers)
+            add_running_heads(target, out, chapters, {k: v for k, v in numbers.items() if k in dict(chapters)})
         finally:
             browser.close()
-    return numbers or {}
+    return {k: v for k, v in (numbers or {}).items() if k in dict(chapters)}
 
 
 def main(argv=None) -> int:

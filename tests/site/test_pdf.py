@@ -384,7 +384,7 @@ def test_every_page_of_a_chapter_after_its_first_has_the_chapters_title_as_runni
 
     starts = sorted((page, " ".join(title.split())) for title, page in book_pdf.outline_starts(reader)
                     if page >= 3)
-    titles = [squash(t) for t in chapter_titles(built_html)]
+    titles = [squash(t) for t in chapter_titles(built_html)] + ["Solutions"]
     starts = [(page, next(t for t in titles if title.startswith(t))) for page, title in starts]
     assert len(starts) == len(titles)
     first_pages = {page for page, _ in starts}
@@ -395,3 +395,35 @@ def test_every_page_of_a_chapter_after_its_first_has_the_chapters_title_as_runni
             assert last_line not in titles, f"page {number} (a chapter's first, or before them) has a running head"
         else:
             assert last_line == chapter[-1], f"page {number}: running head {last_line!r}, not {chapter[-1]!r}"
+
+
+def test_solutions_print_at_the_end_and_each_exercise_names_the_page_of_its_own(built_html, reader, texts):
+    # A printed textbook does not print the answer under its question: the solutions are the
+    # PDF's last section, by chapter; where each was, a line names the page it is on.
+    solutions = 0
+    for page in harness.book_pages(built_html):
+        soup = BeautifulSoup((built_html / page).read_text(encoding="utf-8"), "html.parser")
+        solutions += len(soup.select("article div.solution"))
+    assert solutions >= 5
+    total = len(reader.pages)
+    pages = [squash(texts[n]) for n in range(total)]
+    refs = [(n + 1, int(m.group(1)), int(m.group(2)))
+            for n, text in enumerate(pages)
+            for m in re.finditer(r"Solution to Exercise (\d+)\b[^:]*: in Solutions, page (\d+)\.", text)]
+    assert len(refs) == solutions, refs
+    import sys
+
+    sys.path.insert(0, str(harness.ROOT / "_ext"))
+    import book_pdf
+
+    starts = book_pdf.outline_starts(reader)
+    assert starts[-1][0].startswith("Solutions"), starts[-3:]
+    section = starts[-1][1]
+    for at, exercise, page in refs:
+        assert at < section <= page <= total, (at, exercise, page)
+        assert re.search(rf"Solution to Exercise {exercise}\b", pages[page - 1]), \
+            f"page {page} lacks the solution to exercise {exercise}"
+    # None is printed in its chapter any more: before the section, each mention is a page line.
+    for n in range(section - 1):
+        mentions = len(re.findall(r"Solution to Exercise \d+", pages[n]))
+        assert mentions == sum(1 for at, _, _ in refs if at == n + 1), f"page {n + 1} prints a solution"
