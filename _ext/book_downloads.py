@@ -5,6 +5,8 @@
   the set-up check (SETUP_CELL): when ``import attention`` cannot work it stops "Run All"
   with a short message (no traceback) saying what is missing and where to get it; on Colab,
   when the repository is configured, it installs the package from the repository instead.
+  Its Markdown cells get the page's glued values written in (written_in): the numbers as the
+  page shows them and each glued figure as the build's image with its number and caption.
 * One archive that runs, ``downloads/ARCHIVE``: every notebook page as ``chapters/*.ipynb``,
   the ``attention`` package (``code/``), the static diagrams the notebooks show, pinned
   requirements and a README whose two commands install everything into a virtual
@@ -73,10 +75,11 @@ figures) are live there. On Windows, use `py -m venv .venv`, then
 `.venv\\Scripts\\python -m pip install -r requirements.txt` and
 `.venv\\Scripts\\jupyter lab chapters`.
 
-The notebooks come without their outputs: no figures, no printed
-results and no explorers until you run them. Open a notebook and run
-it from the top first (Run > Run All Cells): its later cells use what
-the earlier ones computed. Each takes seconds; the longest took about
+The notebooks come without their cells' outputs: no printed results and
+no explorers until you run them (the numbers and numbered figures the
+text quotes are written into it, as on the site). Open a notebook and
+run it from the top first (Run > Run All Cells): its later cells use
+what the earlier ones computed. Each takes seconds; the longest took about
 10 s on the two-core machine the chapter was written on.
 
 The package is installed in editable mode: change `code/attention/` and
@@ -138,8 +141,67 @@ def setup_cell_source(app) -> str:
         archive=ARCHIVE, where=_where(app)).rstrip("\n")
 
 
-def notebook_of(app, pagename: str):
-    """The page's downloadable notebook (jupytext conversion + set-up cell), or None."""
+# myst-nb's roles and directives that paste a value computed by the page's cells.
+GLUE_TEXT = re.compile(r"\{glue:text\}`([^`]+)`")
+GLUE_FIGURE = re.compile(r"^(```+|:::+)\{glue:figure\}[ \t]*(\S+)[ \t]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
+
+
+def _glued_text(text: str, glued: dict, where: str) -> str:
+    """``{glue:text}`key:format``` as the page shows it (myst-nb's own formatting)."""
+    from myst_nb.core.variables import format_plain_text
+
+    def paste(match):
+        key, _, spec = match.group(1).rpartition(":") if ":" in match.group(1) else (match.group(1), "", "s")
+        if "::" in key or key not in glued or "text/plain" not in glued[key].get("data", {}):
+            raise ValueError(f"{where}: no glued text for {match.group(0)}")
+        return MARKDOWN_SPECIAL.sub(r"\\\1", format_plain_text(glued[key]["data"]["text/plain"], spec))
+
+    return GLUE_TEXT.sub(paste, text)
+
+
+def _figure_cell_text(match, numbers: dict, glued: dict, where: str) -> str:
+    """A glued figure as Markdown: the figure the page shows (the build's image, as a data
+    address: stock JupyterLab renders no SVG attachment), its number as on the site, and its
+    caption."""
+    import base64
+
+    key, body = match.group(2), match.group(3)
+    options, _, caption = body.partition("\n\n")
+    if not options.lstrip().startswith(":"):  # no options: all of it is the caption
+        options, caption = "", body
+    name = re.search(r"^:name:\s*(\S+)", options, re.M)
+    alt = re.search(r"^:alt:\s*(.+)$", options, re.M)
+    number = numbers.get(name.group(1)) if name else None
+    images = {m: d for m, d in glued.get(key, {}).get("data", {}).items() if m.startswith("image/")}
+    if not images:
+        raise ValueError(f"{where}: no glued figure {key!r}")
+    mime = "image/svg+xml" if "image/svg+xml" in images else sorted(images)[0]
+    data = images[mime] if isinstance(images[mime], str) else "".join(images[mime])
+    if mime == "image/svg+xml":  # text in the glue data; other images are base64 already
+        data = base64.b64encode(data.encode()).decode("ascii")
+    label = f"Fig. {'.'.join(map(str, number))}" if number else "Figure"
+    text = MARKDOWN_SPECIAL.sub(r"\\\1", alt.group(1).strip() if alt else label)
+    return f"![{text}](data:{mime};base64,{data})\n\n**{label}** {caption.strip()}"
+
+
+def written_in(app, pagename: str, cell) -> None:
+    """A Markdown cell with the page's glued values written in: its numbers as the page shows
+    them and its glued figures as images with their numbers and captions, so that it reads in
+    stock JupyterLab as on the site, without myst-nb."""
+    from myst_nb.ext.glue.crossref import read_glue_cache
+
+    if "{glue:" not in cell.source:
+        return
+    glued = read_glue_cache(str(app.env.mystnb_config.output_folder), pagename)
+    numbers = getattr(app.env, "toc_fignumbers", {}).get(pagename, {}).get("figure", {})
+    source = GLUE_FIGURE.sub(lambda m: _figure_cell_text(m, numbers, glued, pagename), cell.source)
+    cell.source = _glued_text(source, glued, pagename)
+
+
+def notebook_of(app, pagename: str, write_in: bool = False):
+    """The page's downloadable notebook (jupytext conversion + set-up cell), or None; with
+    ``write_in``, its glued values written into the Markdown cells (see written_in)."""
     import jupytext
     import nbformat
 
@@ -149,6 +211,10 @@ def notebook_of(app, pagename: str):
     notebook = jupytext.read(source, fmt="md:myst")
     if "kernelspec" not in notebook.metadata:  # plain Markdown, not a notebook page
         return None
+    if write_in:
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                written_in(app, pagename, cell)
     setup = nbformat.v4.new_code_cell(setup_cell_source(app))
     setup.metadata["tags"] = ["setup-check"]
     notebook.cells.insert(0, setup)
@@ -173,7 +239,7 @@ def _write_notebook(app, pagename, templatename, context, doctree):
         return
     import jupytext
 
-    notebook = notebook_of(app, pagename)
+    notebook = notebook_of(app, pagename, write_in=True)
     target = Path(app.outdir, "_sources", pagename + ".ipynb")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(jupytext.writes(notebook, fmt="ipynb"), encoding="utf-8")

@@ -103,7 +103,7 @@ def test_archive_readme_says_the_notebooks_have_no_outputs_and_debian_needs_pyth
             cells = json.loads(archive.read(name))["cells"]
             with_output = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and c["outputs"]]
             assert not with_output, f"{name}: cells {with_output} carry outputs"
-    assert "The notebooks come without their outputs" in readme
+    assert "The notebooks come without their cells' outputs" in readme
     assert "Run All Cells" in readme
     # Debian's and Ubuntu's python3 has no venv module without this package.
     assert "python3-venv" in readme and "apt-get install python3-venv" in readme

@@ -10,7 +10,9 @@ nbclient) covers the download too; the result is shared, not run twice.
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import urllib.request
 from urllib.parse import urljoin
 
@@ -74,7 +76,11 @@ def test_download_menu_serves_the_page_as_the_notebook_make_lab_opens(built_html
     downloaded.cells = cells
     assert notebooks.code_sources(downloaded) == notebooks.code_sources(lab), (
         f"the downloaded {source.stem}.ipynb and the notebook jupytext makes of {source.name} differ in code")
-    assert [c.source for c in downloaded.cells] == [c.source for c in lab.cells]
+    # Markdown cells: jupytext's, with the glued values written in (the next test checks them).
+    assert [c.cell_type for c in downloaded.cells] == [c.cell_type for c in lab.cells]
+    for mine, theirs in zip(downloaded.cells, lab.cells):
+        if "{glue:" not in theirs.source:
+            assert mine.source == theirs.source
     assert all(not c.get("outputs") for c in downloaded.cells if c.cell_type == "code"), "outputs in a download"
 
 
@@ -101,3 +107,100 @@ def test_downloaded_notebooks_have_fixed_cell_ids_so_two_builds_write_the_same_b
         path = built_html / "_sources" / source.relative_to(notebooks.ROOT).with_suffix(".ipynb")
         ids = [cell["id"] for cell in json.loads(path.read_text())["cells"]]
         assert ids == [f"cell-{i}" for i in range(len(ids))], f"{path.name}: cell ids {ids[:3]}..."
+
+
+GLUE_TEXT = re.compile(r"\{glue:text\}`[^`]+`")
+GLUE_FIGURE = re.compile(r"^(```+|:::+)\{glue:figure\}[ \t]*(\S+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+
+
+def page_text(built_html, source) -> str:
+    """The page as a reader sees it: its article's text, formulas once (their MathML)."""
+    soup = BeautifulSoup((built_html / html_of(source)).read_text(encoding="utf-8"), "html.parser")
+    for tag in soup.select(".katex-html, annotation, script, style"):
+        tag.decompose()
+    return " ".join(soup.select_one("article").get_text(" ").split())
+
+
+def unescape(text: str) -> str:
+    return re.sub(r"\\([\\`*_\[\]<>|])", r"\1", text)
+
+
+def with_values(text: str) -> str:
+    """A regex of ``text`` whose glue roles match any written-in value (captured)."""
+    return "(.+?)".join(re.escape(part) for part in GLUE_TEXT.split(text))
+
+
+def written_in_pattern(source: str) -> str:
+    """A regex of the Markdown a cell becomes: each glued figure an image (its data captured),
+    its number (captured) and its caption; each glued value captured."""
+    out, at = [], 0
+    for figure in GLUE_FIGURE.finditer(source):
+        out.append(with_values(source[at:figure.start()]))
+        caption = figure.group(3).partition("\n\n")[2] or figure.group(3)
+        out.append(r"!\[[^\n]*\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)\n\n"
+                   r"\*\*(Fig\. \d+)\*\* " + with_values(caption.strip()))
+        at = figure.end()
+    out.append(with_values(source[at:]))
+    return "".join(out)
+
+
+@pytest.mark.parametrize("source", [s for s in NOTEBOOKS if "{glue:" in s.read_text()],
+                         ids=[notebooks.page_id(s) for s in NOTEBOOKS if "{glue:" in s.read_text()])
+def test_a_downloaded_notebook_has_the_pages_glued_numbers_and_figures_written_in(built_html, source):
+    # Stock JupyterLab does not know myst-nb's glue: the numbers and figures are written into
+    # the Markdown at build time, as the page showed them: each value is in the page's text,
+    # each figure is the page's (its number, and the build's image in the cell).
+    path = built_html / "_sources" / source.relative_to(notebooks.ROOT).with_suffix(".ipynb")
+    downloaded = nbformat.read(path, as_version=4).cells[1:]
+    lab = notebooks.jupytext_notebook(source).cells
+    text = page_text(built_html, source)
+    soup = BeautifulSoup((built_html / html_of(source)).read_text(encoding="utf-8"), "html.parser")
+    numbers = {f["id"]: f.select_one(".caption-number").get_text(strip=True).rstrip(".")
+               for f in soup.select("figure[id]") if f.select_one(".caption-number")}
+    values = figures = 0
+    for mine, theirs in zip(downloaded, lab):
+        if theirs.cell_type != "markdown" or "{glue:" not in theirs.source:
+            continue
+        assert "{glue:" not in mine.source, f"{path.name}: a glue role left: {mine.source[:200]}"
+        match = re.fullmatch(written_in_pattern(theirs.source), mine.source, re.S)
+        assert match, f"{path.name}: a cell differs from jupytext's beyond its glued values:\n{mine.source[:300]}"
+        images = [base64.b64decode(v) for v in match.groups() if len(v) > 200 and re.fullmatch(r"[A-Za-z0-9+/=]+", v)]
+        assert len(images) == len(GLUE_FIGURE.findall(theirs.source))
+        assert all(svg.lstrip().startswith(b"<?xml") and b"<svg" in svg for svg in images)
+        for value in match.groups():
+            if re.fullmatch(r"Fig\. \d+", value) or (len(value) > 200 and re.fullmatch(r"[A-Za-z0-9+/=]+", value)):
+                continue
+            value = " ".join(unescape(value).split())
+            assert value in text, f"{path.name}: {value!r} is not on the page"
+            values += 1
+        for figure in GLUE_FIGURE.finditer(theirs.source):
+            name = re.search(r"^:name:\s*(\S+)", figure.group(3), re.M).group(1)
+            assert f"**{numbers[name]}** " in mine.source, f"{path.name}: {name} is not {numbers[name]}"
+            figures += 1
+    assert values > 0 and figures == len(GLUE_FIGURE.findall(source.read_text()))
+
+
+@pytest.mark.slow
+def test_in_jupyterlab_a_downloaded_notebook_shows_its_glued_numbers_and_figures(built_html, tmp_path, browser):
+    # The book's JupyterLab (the version the archive pins), no extension: the rendered Markdown
+    # holds no glue role, and each glued figure is an image that loaded.
+    import shutil
+
+    from tests.site.test_widgets_jupyterlab import jupyterlab
+
+    source = next(s for s in NOTEBOOKS if "{glue:figure}" in s.read_text())
+    root = tmp_path / "lab"
+    root.mkdir()
+    shutil.copy(built_html / "_sources" / source.relative_to(notebooks.ROOT).with_suffix(".ipynb"), root)
+    with jupyterlab(root) as (url, token):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        guard = harness.GuardedPage.open(context)
+        page = guard.page
+        page.goto(f"{url}lab/tree/{source.stem}.ipynb?token={token}", wait_until="domcontentloaded")
+        page.wait_for_selector(".jp-Notebook .jp-MarkdownCell .jp-RenderedMarkdown", timeout=60000)
+        page.wait_for_function("""n => document.querySelectorAll('.jp-RenderedMarkdown img').length >= n
+            && [...document.querySelectorAll('.jp-RenderedMarkdown img')].every(i => i.complete && i.naturalWidth > 0)""",
+                               arg=source.read_text().count("{glue:figure}"), timeout=60000)
+        rendered = page.eval_on_selector_all(".jp-MarkdownCell .jp-RenderedMarkdown", "cs => cs.map(c => c.innerText)")
+        assert rendered and not [t for t in rendered if "{glue" in t], "a glue role shows raw"
+        context.close()
