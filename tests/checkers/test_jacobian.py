@@ -342,7 +342,51 @@ def vjp_builds_j_except_at_powers_of_two(a, g):
     return (np.diag(a) - np.outer(a, a)) @ g
 
 
+def vjp_builds_j_on_saturated_rows(a, g):
+    if a.max() > 0.99:  # "near one-hot: J is nearly zero, build it exactly"
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
+def vjp_builds_j_on_masked_rows(a, g):
+    if np.any(a == 0):  # "masked keys: the cheap formula might leak"
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
+def vjp_builds_j_on_dense_rows_only(a, g):
+    if a.max() > 0.99 or np.any(a == 0):  # the vice versa
+        return a * (g - a @ g)
+    return (np.diag(a) - np.outer(a, a)) @ g
+
+
+def vjp_builds_j_on_saturated_masked_rows(a, g):
+    if a.max() > 0.99 and np.any(a == 0):
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
+def vjp_row_by_row_on_saturated_rows(a, g):
+    if a.max() < 0.99:
+        return a * (g - a @ g)
+    a = np.asarray(a)
+    return np.array([a[i] * g[i] - a[i] * (a @ g) for i in range(len(a))])
+
+
+def vjp_builds_j_in_torch_on_masked_rows(a, g):
+    if not np.any(a == 0):
+        return a * (g - a @ g)
+    t, u = torch.as_tensor(a), torch.as_tensor(g)
+    return ((torch.diag(t) - torch.outer(t, t)) @ u).numpy()
+
+
 WRONG_VJPS = [
+    (vjp_builds_j_on_saturated_rows, "(saturated)"),
+    (vjp_builds_j_on_masked_rows, "(masked)"),
+    (vjp_builds_j_on_dense_rows_only, "on a row of 64 keys"),
+    (vjp_builds_j_on_saturated_masked_rows, "(saturated and masked)"),
+    (vjp_row_by_row_on_saturated_rows, "one row of J at a time"),
+    (vjp_builds_j_in_torch_on_masked_rows, "PyTorch operations touched"),
     (vjp_builds_j_except_at_powers_of_two, "it builds J"),
     (vjp_row_by_row_after_asarray, "one row of J at a time"),
     (vjp_row_by_row_after_np_array, "one row of J at a time"),

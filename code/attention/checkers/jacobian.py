@@ -5,10 +5,14 @@ The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq
 ``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
 both give zero for a one-hot row; both return float64 NumPy arrays (not lists, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
-cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; J on a row
-shorter than 64 keys is too small to tell from a library's own overhead), each against a budget that grows
-like T_k, far above what a * (g - a.g) needs and far below what J needs, so that an attempt
-that builds J only on short rows, or only on long ones, shows. What the checker sees: the
+cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``), each against a
+budget that grows like T_k, far above what a * (g - a.g) needs and far below what J needs,
+so that an attempt that builds J only on short rows, or only on long ones, shows. At each
+length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one weight
+above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
+so that an attempt that builds J only on one kind of row shows. J on a row shorter than
+64 keys is too small to tell from a library's own overhead: an attempt that builds J
+only below 64 keys passes this checker, undetected. What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
 of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
 not); the traced memory allocated line by line, summed (a loop that builds one row of J per
@@ -18,7 +22,7 @@ the growth of the resident memory (any library's memory); and the entries NumPy 
 on the arguments touch (an ndarray subclass: ``a @ g`` recomputed on every row). What it
 cannot see: work inside one call of compiled code that neither allocates what it traces nor
 runs Python lines (a C extension, Numba, or such a loop after ``np.asarray``), and memory
-outside NumPy and PyTorch on rows shorter than the longest. Nothing is timed.
+outside NumPy and PyTorch on rows other than the longest dense one. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches.
 """
@@ -320,30 +324,50 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
     return cost
 
 
-def _over_message(cost: dict, n: int) -> str:
+#: The kinds of row each length is measured on: an attempt that builds J only on some
+#: kind (a saturated row, whose largest weight is above 0.99, or a masked one, with
+#: weights exactly 0) shows on that kind.
+ROW_KINDS = ("dense", "saturated", "masked", "saturated and masked")
+
+
+def _cost_rows(rng, n: int) -> dict:
+    """A row of n keys of each kind in ROW_KINDS: a softmax of standard normal scores,
+    one score 20 above the others (its weight above 0.99999 at 4096 keys), a quarter of
+    the keys masked (weight 0), and both."""
+    s = rng.standard_normal(n)
+    top = s.copy()
+    top[n // 3] += 20.0
+    hidden = rng.random(n) < 0.25
+    hidden[n // 3] = False
+    return {kind: softmax(np.where(hidden, -np.inf, x) if "masked" in kind else x)
+            for kind, x in zip(ROW_KINDS, (s, top, s, top))}
+
+
+def _over_message(cost: dict, n: int, kind: str = "dense") -> str:
     """What a cost over its budget at a row of n keys says about the attempt."""
     J_KiB = n * n * 8 / 2**10
     name = cost["over"]
+    row = f"{n} keys" + ("" if kind == "dense" else f" ({kind})")
     if name == "volume" and cost["lines"] > 8 * n:  # many lines per key: a nested loop
         name = "lines"
     if name == "peak":
-        return (f"on a row of {n} keys your vjp's memory passed {cost['peak'] / 2**10:.0f} "
+        return (f"on a row of {row} your vjp's memory passed {cost['peak'] / 2**10:.0f} "
                 f"KiB at its peak; a {n} x {n} matrix takes {J_KiB:.0f} KiB: it builds J, "
                 "the full T_k x T_k Jacobian (or another T_k x T_k array), at least at "
                 "this length. Use a * (g - a.g), which needs O(T_k) memory at every length")
     if name == "lines":
-        return (f"on a row of {n} keys your vjp ran {cost['lines']:,} lines of Python "
+        return (f"on a row of {row} your vjp ran {cost['lines']:,} lines of Python "
                 f"and was stopped, more than {8 * n:,} (8 per key): the number grows like "
                 "T_k^2, a loop inside a loop over the keys "
                 "(over a.tolist() or range(len(a))) computes J g entry by entry of J, "
                 "O(T_k^2) work. Use a * (g - a.g), one dot product a.g and one pass")
     if name == "volume":
-        return (f"on a row of {n} keys your vjp allocated more than "
+        return (f"on a row of {row} your vjp allocated more than "
                 f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
                 f"once (J is {J_KiB:.0f} KiB): it computes J g one row of J at a time (or a "
                 "block of rows), O(T_k^2) work, the full Jacobian built piece by piece. "
                 "Use a * (g - a.g), which needs one dot product a.g and one pass")
-    return (f"on a row of {n} keys your vjp's PyTorch operations touched more than "
+    return (f"on a row of {row} your vjp's PyTorch operations touched more than "
             f"{BUDGETS['torch'](n):,} entries, about T_k^2 where a * (g - a.g) touches a few "
             "T_k: it builds J, the full T_k x T_k Jacobian, whole or one row (or block "
             "of rows) at a time, O(T_k^2) work. Use a * (g - a.g), one dot product a.g "
@@ -357,19 +381,21 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
     rng = np.random.default_rng(5)
     seen = []
     for n in SIZES:
-        a = softmax(rng.standard_normal(n))
         g = rng.standard_normal(n)
-        want = softmax_vjp(a, g)
-        _measured(vjp, a, g, limits=False)  # what a library sets up on a first call
-        cost = _measured(vjp, a, g)
-        if "over" in cost:
-            return False, _over_message(cost, n)
-        ok, detail = _close(cost["result"], want, f"VJP on a row of {n} keys")
-        if not ok:
-            return ok, detail
+        for kind, a in _cost_rows(rng, n).items():
+            want = softmax_vjp(a, g)
+            _measured(vjp, a, g, limits=False)  # what a library sets up on a first call
+            cost = _measured(vjp, a, g)
+            if "over" in cost:
+                return False, _over_message(cost, n, kind)
+            ok, detail = _close(cost["result"], want, f"VJP on a {kind} row of {n} keys")
+            if not ok:
+                return ok, detail
         seen.append(f"{n}: {cost['peak'] / 2**10:.0f} KiB, {cost['lines']} lines")
-    a, g = softmax(rng.standard_normal(LONG)), rng.standard_normal(LONG)
-    work = _vjp_work(vjp, a, g)
+    g = rng.standard_normal(LONG)
+    rows = _cost_rows(rng, LONG)
+    work = max(_vjp_work(vjp, row, g) for row in rows.values())
+    a = rows["dense"]
     resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
     if resident is not None and resident > VJP_RESIDENT_LIMIT:
