@@ -125,6 +125,41 @@ WRONG = [
     # the variance divided by d_k once more: right at d_k = 1 only
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 2) / d_k),
      "right at d_k = 1 only"),
+    # the kurtosis handled before the formula: right at the checker's former kurtoses
+    # (1, 1.8, 2.5, 3, 4.5, 6), wrong at 2.37 or at 9
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 1))),
+     "the kurtosis was rounded (to one decimal)"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
+     "the kurtosis was clipped (above 6 it becomes the bound"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
+     "(kurtosis 9 as 6): the kurtosis was clipped"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
+     "the kurtosis was rounded (to a whole number)"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
+     "cut to a whole number"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
+        1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
+     "(kurtosis 2.37 as 3, 9 as 3): was a value looked up per kurtosis"),
+    # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
+                                 + (1 - rho**2) * kurtosis / 3),
+     "wrong at rho = 0, where only the noise term sqrt(1 - rho^2) q.z is"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
+                                 + (1 - rho**2) * (kurtosis - 2)),
+     "whatever the kurtosis, since Var(q_m z_m) = E[q_m^2] E[z_m^2] = 1"),
+    # Var(q_m^2) taken as (kurtosis - 1)^2 / 2 (2 at kurtosis 3): right at rho = 0 only
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1) ** 2 / 2
+                                 + 1 - rho**2),
+     "wrong at rho = +-1, where only the term rho |q|^2 is"),
+    # tuned to the checker's grid of widths and correlations: the sampled scores, at
+    # d_k = 4 and rho = -0.6, lie off that grid
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho) if d_k in (1, 2, 3, 5, 16, 64, 256)
+                                 else rho * d_k / math.sqrt(d_k + 1), var(d_k, rho, kurtosis)),
+     "Laplace entries: formula (1.252"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
+                                 if rho in (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
+                                 else 1 + abs(rho) * (kurtosis - 2)),
+     "random-sign entries: formula (-2.4, 0.4)"),
 ]
 
 
@@ -173,3 +208,12 @@ def test_a_function_without_a_default_kurtosis_is_not_failed_for_it():
 def test_the_d_k_1_hint_is_not_given_to_a_mean_right_at_other_widths_too(capsys):
     checkers.check_scaled_score_moments(lambda d_k, rho, kurtosis: (rho * math.isqrt(d_k), 1.0))
     assert "right at d_k = 1 only" not in capsys.readouterr().out
+
+
+def test_the_probed_kurtoses_are_not_all_round_and_reach_past_every_named_one():
+    # A kurtosis rounded to one decimal, or clipped to the named distributions' range
+    # [1, 6], passed while every probed kurtosis was such a number.
+    from attention.checkers.moments import KURTOSES
+
+    assert any(round(k, 1) != k for k in KURTOSES)
+    assert max(KURTOSES) > 6 and min(KURTOSES) == 1
