@@ -9,8 +9,8 @@ excess kurtosis, each with its standard error (:func:`attention.sample_statistic
 them beside the predictions of :func:`attention.scaled_score_moments` and
 :func:`attention.score_excess_kurtosis`. Over the scaled histogram the browser draws the counts
 a normal distribution with the predicted mean and variance would put in each bin
-(:func:`normal_bin_counts`, computed there from the stored predictions): same variance does
-not mean same shape. Finally it computes one attention row: a query against 16 keys of
+(:func:`normal_bin_counts`): same variance does not mean same shape. The grid holds every
+number the browser draws, so that no computation here has a twin in the ES module. Finally it computes one attention row: a query against 16 keys of
 which key 1 is correlated with it (rho) and the other 15 are independent, scaled and unscaled.
 """
 
@@ -85,25 +85,9 @@ def _row(d_k: int, rho: float, seed: int) -> tuple[list[int], list[int]]:
             [int(round(float(a) * ROW_UNIT)) for a in unscaled])
 
 
-def pack_counts(counts) -> list[int]:
-    """Histogram counts without their zero ends: [index of the first kept bin, counts...]."""
-    counts = [int(c) for c in counts]
-    nonzero = [j for j, c in enumerate(counts) if c]
-    if not nonzero:
-        return [0]
-    return [nonzero[0], *counts[nonzero[0] : nonzero[-1] + 1]]
-
-
-def unpack_counts(packed) -> list[int]:
-    """The N_BINS counts that :func:`pack_counts` packed (the ES module does the same)."""
-    out = [0] * N_BINS
-    out[packed[0] : packed[0] + len(packed) - 1] = packed[1:]
-    return out
-
-
 def _hist(x: np.ndarray, lo: float, hi: float) -> list[int]:
     counts, _ = np.histogram(x, bins=N_BINS, range=(lo, hi))
-    return pack_counts(counts)
+    return [int(c) for c in counts]
 
 
 def _r(x: float) -> float:
@@ -118,20 +102,18 @@ STATS = ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")
 def width_grid(seed: int = 0, n: int = N_SAMPLES) -> dict:
     """Every result the d_k and rho sliders reach, as a JSON-ready dict (cached per seed).
 
-    Compact, since it is embedded in the page: each per-point field is a list over d_k of lists
-    over rho. ``raw_hist`` and ``scaled_hist`` hold the exact counts without their zero ends
-    (:func:`pack_counts`); ``stats`` the measured mean, variance (raw and scaled) and excess
-    kurtosis, each followed by its standard error; ``pred`` their predictions; ``rows`` the
-    scaled then the unscaled attention row in units of 1/ROW_UNIT. The normal curve over the
-    scaled histogram is not stored: the module computes it from the predicted mean and variance
-    (:func:`normal_bin_counts` gives the same counts, rounded). :meth:`WidthExplorer.readout`
-    unpacks one point.
+    It is embedded in the page: each per-point field is a list over d_k of lists over rho.
+    ``raw_hist`` and ``scaled_hist`` hold the N_BINS exact counts; ``scaled_normal`` the counts
+    of the normal curve drawn over the scaled histogram (:func:`normal_bin_counts`); ``stats``
+    the measured mean, variance (raw and scaled) and excess kurtosis, each followed by its
+    standard error; ``pred`` their predictions; ``rows`` the scaled then the unscaled attention
+    row in units of 1/ROW_UNIT. :meth:`WidthExplorer.readout` names one point's numbers.
     """
-    raw_hist, scaled_hist, stats, pred, rows = [], [], [], [], []
+    raw_hist, scaled_hist, scaled_normal, stats, pred, rows = [], [], [], [], [], []
     for d_k in D_KS:
         parts = sample_score_parts(d_k, n, seed=seed)
         root = np.sqrt(d_k)
-        for field in (raw_hist, scaled_hist, stats, pred, rows):
+        for field in (raw_hist, scaled_hist, scaled_normal, stats, pred, rows):
             field.append([])
         for rho in RHOS:
             raw = scores_from_parts(*parts, rho)
@@ -139,6 +121,7 @@ def width_grid(seed: int = 0, n: int = N_SAMPLES) -> dict:
             mean_s, var_s = scaled_score_moments(d_k, rho)
             raw_hist[-1].append(_hist(raw, *axis_range(rho, False)))
             scaled_hist[-1].append(_hist(raw / root, *axis_range(rho, True)))
+            scaled_normal[-1].append(normal_bin_counts(_r(mean_s), _r(var_s), *axis_range(rho, True), n))
             # Scaling by 1/sqrt(d_k) scales a mean and its error by 1/sqrt(d_k), a variance
             # and its error by 1/d_k, and leaves the kurtosis as it is.
             stats[-1].append([_r(v) for v in (
@@ -153,23 +136,21 @@ def width_grid(seed: int = 0, n: int = N_SAMPLES) -> dict:
         "seed": seed, "row_unit": ROW_UNIT,
         "raw_range": {f"{r:.1f}": axis_range(r, False) for r in RHOS},
         "scaled_range": {f"{r:.1f}": axis_range(r, True) for r in RHOS},
-        "raw_hist": raw_hist, "scaled_hist": scaled_hist, "stats": stats, "pred": pred, "rows": rows,
+        "raw_hist": raw_hist, "scaled_hist": scaled_hist, "scaled_normal": scaled_normal,
+        "stats": stats, "pred": pred, "rows": rows,
     }
 
 
 def grid_point(grid: dict, d_k: int, rho: float) -> dict:
-    """One point of :func:`width_grid`, unpacked: histograms of N_BINS counts, each statistic by
-    name (``raw_mean``, ``raw_mean_se``, ``pred_raw_mean``, ...), the rows as weights, and the
-    normal curve's counts ``scaled_normal``."""
+    """One point of :func:`width_grid` by name: histograms of N_BINS counts, the normal curve's
+    counts ``scaled_normal``, each statistic (``raw_mean``, ``raw_mean_se``, ``pred_raw_mean``,
+    ...) and the rows as weights (as the ES module names them)."""
     i, j = grid["d_ks"].index(d_k), grid["rhos"].index(rho)
-    point = {"raw_hist": unpack_counts(grid["raw_hist"][i][j]),
-             "scaled_hist": unpack_counts(grid["scaled_hist"][i][j])}
+    point = {name: grid[name][i][j] for name in ("raw_hist", "scaled_hist", "scaled_normal")}
     values = grid["stats"][i][j]
     for k, name in enumerate(STATS):
         point[name], point[f"{name}_se"] = values[2 * k], values[2 * k + 1]
         point[f"pred_{name}"] = grid["pred"][i][j][k]
-    point["scaled_normal"] = normal_bin_counts(point["pred_scaled_mean"], point["pred_scaled_var"],
-                                               *grid["scaled_range"][f"{rho:.1f}"], grid["n"])
     scaled, unscaled = grid["rows"][i][j]
     point["row_scaled"] = [c / grid["row_unit"] for c in scaled]
     point["row_unscaled"] = [c / grid["row_unit"] for c in unscaled]
