@@ -342,6 +342,14 @@ def right_only_at_the_checkers_d_k(Q, K, V, mask=None):
     return _finish(S.astype(np.promote_types(Q.dtype, np.float32)), V, Q)
 
 
+def computed_in_float32_for_float64_inputs(Q, K, V, mask=None):
+    """Right to float32 precision only: float64 inputs cast down, the results cast back."""
+    from attention import scaled_dot_product_attention
+
+    O, A = scaled_dot_product_attention(*(x.astype(np.float32) for x in (Q, K, V)), mask=mask)
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
 def in_float32(fn):
     """fn computed in float32 (or wider) and cast back: the page's rule."""
     def attempt(Q, K, V, mask=None):
@@ -394,8 +402,122 @@ def epsilon_in_the_normaliser(Q, K, V, mask=None):
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def _adds_a_finite_bias(Q, K, V, mask, bias, zero_empty_rows=False):
+    """S + (~mask) * bias in float32 or wider, fully masked rows zeroed if asked."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)))
+    if mask is not None:
+        S = S + (~np.asarray(mask)) * bias
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None and zero_empty_rows:
+        seen = np.broadcast_to(mask, A.shape).any(axis=-1, keepdims=True)
+        A = np.where(seen, A, 0.0)
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def adds_minus_1e4(Q, K, V, mask=None):
+    return _adds_a_finite_bias(Q, K, V, mask, -1e4)
+
+
+def adds_minus_1e4_and_zeroes_empty_rows(Q, K, V, mask=None):
+    return _adds_a_finite_bias(Q, K, V, mask, -1e4, zero_empty_rows=True)
+
+
+def adds_minus_1e9_and_zeroes_empty_rows(Q, K, V, mask=None):
+    return _adds_a_finite_bias(Q, K, V, mask, -1e9, zero_empty_rows=True)
+
+
+def adds_float32_min_and_zeroes_empty_rows(Q, K, V, mask=None):
+    """-3.4e38, "the most negative float32": tuned to any score a float32 holds."""
+    return _adds_a_finite_bias(Q, K, V, mask, float(np.finfo(np.float32).min),
+                               zero_empty_rows=True)
+
+
+def _softmax_in(work, S):
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    return E / np.where(total == 0, 1.0, total)
+
+
+def clips_to_80_in_float16(Q, K, V, mask=None):
+    """Scores clipped to +-80 "so that float16 cannot overflow", all in float16."""
+    S = np.clip(_scores(Q, K), -80, 80)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = _softmax_in(Q.dtype, S)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def clips_to_80_instead_of_the_shift(Q, K, V, mask=None):
+    """Scores clipped to +-80 and no row maximum subtracted, in float32 or wider."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = np.clip(_scores(*(x.astype(work) for x in (Q, K))), -80, 80)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    E = np.exp(S)
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def nan_to_num_hides_the_overflow(Q, K, V, mask=None):
+    """No shift; np.nan_to_num on the weights turns inf / inf into 0."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)), mask)
+    with np.errstate(all="ignore"):
+        E = np.exp(S)
+        A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True))
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def nan_to_num_on_the_exponentials(Q, K, V, mask=None):
+    """No shift; np.nan_to_num(np.exp(S)) turns inf into the largest float."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)), mask)
+    with np.errstate(all="ignore"):
+        E = np.nan_to_num(np.exp(S))
+        total = E.sum(axis=-1, keepdims=True)
+        A = np.nan_to_num(E / np.where(total == 0, 1.0, total))
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def torch_float_for_float64_inputs(Q, K, V, mask=None):
+    """torch's .float() on every input, the results cast back with .double()."""
+    import torch
+
+    work = np.promote_types(Q.dtype, np.float32)
+    t = [torch.as_tensor(x.astype(work)).float() for x in (Q, K, V)]
+    S = t[0] @ t[1].transpose(-1, -2) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
+    A = torch.nan_to_num(torch.softmax(S, dim=-1))
+    return (A @ t[2]).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
+
+
+def epsilon_1e7_in_the_normaliser(Q, K, V, mask=None):
+    """E / (E.sum() + 1e-7): right to about 1e-7, as float32 is."""
+    S = _scores(Q, K, mask)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    A = E / (E.sum(axis=-1, keepdims=True) + 1e-7)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (adds_minus_1e4, "a finite mask value (use -inf"),
+    (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (clips_to_80_in_float16, "were the scores clipped"),
+    (clips_to_80_instead_of_the_shift, "were the scores clipped"),
+    (nan_to_num_hides_the_overflow, "np.nan_to_num"),
+    (nan_to_num_on_the_exponentials, "np.nan_to_num"),
+    (torch_float_for_float64_inputs, "computed in float32"),
+    (computed_in_float32_for_float64_inputs, "computed in float32"),
+    (epsilon_1e7_in_the_normaliser, "a small constant in the normaliser"),
     (correct, "Q K^T was formed in float16"),
     (masks_after_softmax_without_renormalising,
      "after the softmax without renormalising"),
@@ -433,7 +555,7 @@ WRONG = [
     (uniform_weights_for_an_empty_row, "uniform weights"),
     (puts_the_new_mask_axis_in_the_middle, "any new axes go in front"),
     (reads_d_k_from_axis_1, "Q.shape[1]"),
-    (adds_minus_1e9, "finite negative bias"),
+    (adds_minus_1e9, "a finite mask value (use -inf"),
     (output_from_the_unguarded_weights, "compute O = A V from the guarded weights"),
     (guards_rows_along_axis_1, "a fully masked row gives NaN"),
     (float16_with_the_scale_on_each_side, "scores rounded to float16"),
@@ -449,8 +571,11 @@ EXCLUSIVE = {
     "runs along the wrong axis": {wrong_axis},
     "maximum of the whole array": {shifts_by_the_global_maximum},
     "maximum is taken along the wrong axis": {shifts_by_the_column_maximum},
-    "finite negative bias": {adds_minus_1e9},
-    "maximum before exp()": {naive_softmax},
+    "a finite mask value": {adds_minus_1e9, adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
+                            adds_minus_1e9_and_zeroes_empty_rows,
+                            adds_float32_min_and_zeroes_empty_rows},
+    "maximum before exp()": {naive_softmax, nan_to_num_hides_the_overflow,
+                             nan_to_num_on_the_exponentials},
     "after the softmax and the weights renormalised": {
         masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask},
     "mask is ignored": {ignores_the_mask},
@@ -528,20 +653,13 @@ def test_the_checker_leaves_no_warnings_behind(recwarn):
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
-def computed_in_float32_for_float64_inputs(Q, K, V, mask=None):
-    """Right to float32 precision only: float64 inputs cast down, the results cast back."""
-    from attention import scaled_dot_product_attention
-
-    O, A = scaled_dot_product_attention(*(x.astype(np.float32) for x in (Q, K, V)), mask=mask)
-    return O.astype(Q.dtype), A.astype(Q.dtype)
-
-
 def test_an_attempt_computed_in_float32_for_float64_inputs_is_told_so(capsys):
     # Found while making the checkers one engine: it was rejected with "the weights
     # differ from the reference by up to 2.71e-08", which names nothing.
     assert checkers.check_scaled_dot_product_attention(computed_in_float32_for_float64_inputs) is False
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
-    assert failed and all("float32 precision" in line for line in failed), failed
+    assert failed and all("float32 precision" in line or "beyond float32's range" in line
+                          for line in failed), failed
 
 
 def clips_the_scores(Q, K, V, mask=None):
@@ -570,5 +688,33 @@ def test_clipped_scores_are_named_as_clipped(capsys):
 
 @pytest.mark.parametrize("fn, phrase", WRONG, ids=[fn.__name__ for fn, _ in WRONG])
 def test_no_other_wrong_attempt_is_told_its_scores_were_clipped(fn, phrase, capsys):
+    if phrase == "were the scores clipped":
+        return
     assert "were the scores clipped" not in "\n".join(_failures(fn, capsys)), fn.__name__
 
+
+
+# Attempts whose every failing case must name their mistake (each was told another
+# mistake's name, or none, on some case before).
+EVERY_LINE = [
+    (adds_minus_1e4, "a finite mask value (use -inf"),
+    (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (clips_to_80_in_float16, "were the scores clipped"),
+    (clips_to_80_instead_of_the_shift, "were the scores clipped"),
+    (nan_to_num_hides_the_overflow, "np.nan_to_num"),
+    (nan_to_num_on_the_exponentials, "np.nan_to_num"),
+    (torch_float_for_float64_inputs, "float32"),
+]
+
+
+@pytest.mark.parametrize("fn, phrase", EVERY_LINE, ids=[fn.__name__ for fn, _ in EVERY_LINE])
+def test_every_failing_case_of_these_attempts_names_their_mistake(fn, phrase, capsys):
+    failures = _failures(fn, capsys)
+    assert failures and all(phrase in line for line in failures), failures
+
+
+def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(capsys):
+    failures = _failures(adds_minus_1e9_and_zeroes_empty_rows, capsys)
+    assert len(failures) == 1 and "near 1e300" in failures[0], failures

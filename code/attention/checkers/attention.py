@@ -8,7 +8,9 @@ The contract the exercise states, and this checker tests:
 * scores Q K^T / sqrt(d_k); A is their softmax along the keys (each row sums to 1),
   computed stably (the row maximum subtracted), so that large scores do not overflow;
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k); a masked
-  key gets weight exactly 0; a query whose every key is masked gets all-zero weights and
+  key gets weight exactly 0, whatever its score (one case has a masked key scoring near
+  1e300, which any finite bias added to it leaves on top); a query whose every key is
+  masked gets all-zero weights and
   a zero output, never NaN;
 * the outputs have the inputs' dtype (float16, float32 or float64);
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array).
@@ -99,6 +101,34 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
         "it broadcasts without an error, but along the wrong axis; use "
         "S.max(axis=-1, keepdims=True) and E.sum(axis=-1, keepdims=True)")
     nokeep_max = _fill(S, mask).max(axis=-1)[..., None, :]
+    allowed = None if mask is None else np.broadcast_to(mask, S.shape)
+    seen = M and allowed.any(axis=-1)
+    far = M and bool(np.any(seen & (np.where(allowed, -np.inf, S).max(axis=-1)
+                                    > np.where(allowed, S, -np.inf).max(axis=-1) + 1e4)))
+    empty = M and not seen.all()
+    bias_msg = (
+        "masked scores are shifted by a finite bias, as S + (~mask) * -1e9 does: a finite "
+        "mask value (use -inf, np.where(mask, S, -np.inf)) only moves a masked score down"
+        + (" by a fixed amount, and a masked key whose score is far above the others (here "
+           "near 1e300) stays on top and takes the weight" if far else "")
+        + (("; and" if far else ":") + " a fully masked row is shifted as a whole and "
+           "keeps the weights it would have without the mask, where the contract asks "
+           "for zero weights and a zero output" if empty else ""))
+
+    def biased(zero_empty, bias):
+        def A():
+            W = _soft(S + np.where(mask, 0.0, -bias))
+            return np.where(allowed.any(axis=-1, keepdims=True), W, 0.0) if zero_empty else W
+        return out(A)
+
+    def nan_to_num(work, on_exp):  # no shift, the overflow's inf / inf hidden
+        def A():
+            S_w = _fill(S, mask).astype(work)
+            E = np.nan_to_num(np.exp(S_w)) if on_exp else np.exp(S_w)
+            t = E.sum(axis=-1, keepdims=True)
+            return np.nan_to_num(E / np.where(t == 0, 1, t)).astype(np.float64)
+        return out(A)
+
     after_msg = ("the mask is applied after the softmax and the weights renormalised: when "
                  "a masked key's score is far above the allowed ones, their exponentials "
                  "underflow to 0")
@@ -136,11 +166,15 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
             "masked scores are set to a large negative number (such as -1e9) instead of "
             "-inf: a fully masked row then gets uniform weights and averages keys it must "
             "not see; the contract asks for zero weights and a zero output", filled(-1e9)),
-           ("additive-negative",
-            "a finite negative bias (such as -1e9) is added to the masked scores instead "
-            "of -inf: a fully masked row is shifted as a whole and keeps the weights it "
-            "would have without the mask; the contract asks for zero weights and a zero "
-            "output", filled(-1e9, add=True))] if M else []),
+           *[("additive", bias_msg, biased(zero_empty, bias))
+             for bias in (1e4, 1e9) for zero_empty in (False, True)]] if M else []),
+        *[("nan-to-num",
+           "the softmax does not subtract each row's maximum before exp(): a large score "
+           "overflows to inf, and np.nan_to_num (or another NaN-to-number replacement) "
+           "hides the NaN of inf / inf, leaving rows of zeros or all weight on one key; "
+           "subtract each row's maximum first, exp(S - S.max(-1, keepdims=True))",
+           nan_to_num(work, on_exp)) for work in (np.float64, np.float32)
+          for on_exp in (False, True)],
         ("axis", axis_msg, soft(axis=-2)),
         ("axis!", axis_msg, soft(axis=-2, guard=False)),
         ("global-max", global_max_msg, soft(m=_fill(S, mask).max())),
@@ -201,10 +235,10 @@ def _same(got: np.ndarray, want: np.ndarray, atol: float) -> bool:
                                                    equal_nan=True)
 
 
-def _float16_scores(A, A_ref, Q, K, mask) -> str:
+def _float16_scores(A, A_ref, Q, K, mask, tol=None) -> str:
     """What weights ``A`` are told that lie much closer to a softmax of scores rounded
     to float16 (formed in float16 some usual way, or cast to it) than to the reference;
-    otherwise ""."""
+    otherwise "". Given ``tol``, they must lie within it of such a softmax."""
     d_k = Q.shape[-1]
     h = [np.asarray(x, dtype=np.float16) for x in (Q, K)]
     c, r = 1.0 / math.sqrt(d_k), d_k ** -0.25
@@ -218,7 +252,7 @@ def _float16_scores(A, A_ref, Q, K, mask) -> str:
             if not np.isfinite(S16).all():  # the softmax in float64 or in float16
                 continue
             A16 = _soft(_fill(S16.astype(work), mask)).astype(np.float64)
-            if np.abs(A - A16).max() <= 0.5 * err:
+            if np.abs(A - A16).max() <= (0.5 * err if tol is None else tol):
                 return (f"the weights differ from the reference by up to {err:.3g}, "
                         "as a softmax of scores rounded to float16 does (float16 "
                         "keeps about 3 digits: a score near 1000 is off by up to "
@@ -263,6 +297,15 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         # square weights (T_q = T_k): the shape alone cannot show a transpose
         return "transposed", ("the weights are transposed: row i of A must hold query "
                               "i's weights over the keys, A[i, j] = weight of key j")
+    finite = np.isfinite(Af).all()
+    clipped = _clipped_scores(Af, A_ref, _fill(_S(Q, K), mask)) if finite else ""
+    spread = lambda X: np.ptp(X, axis=-1)  # noqa: E731
+    if clipped and np.any((spread(Af) == 0) & (spread(A_ref) > 1e-3)):
+        # rows made exactly flat (every score clipped): at float16's tolerance a
+        # mistake that nearly flattens them would match too, but is not exact; scores
+        # rounded to float16 can flatten them too, and are named as such
+        half = _float16_scores(Af, A_ref, Q, K, mask, tol=1e-3)
+        return ("float16-scores", half) if half else ("clipped", clipped)
     table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)]
     pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     matches = []
@@ -280,10 +323,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     if matches:  # this case cannot tell them apart: say so, and name each
         return matches[0][0], ("this case cannot tell which of these it is: "
                                + "; or: ".join(message for _, message in matches))
-    half = _float16_scores(Af, A_ref, Q, K, mask) if np.isfinite(Af).all() else ""
+    half = _float16_scores(Af, A_ref, Q, K, mask) if finite else ""
     if half:
         return "float16-scores", half
-    clipped = _clipped_scores(Af, A_ref, _fill(_S(Q, K), mask)) if np.isfinite(Af).all() else ""
     if clipped:
         return "clipped", clipped
     if mask is not None:
@@ -306,13 +348,22 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         return "", ("the result contains NaN where the reference has none: exp() of a score "
                 "that overflowed (inf / inf), or a row whose every score is -inf "
                 "(-inf - (-inf))")
-    if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5):
-        err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
+    err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
+    in_float32 = Q.dtype == np.float64 and _float32_valued(Af, A_ref) and \
+        _float32_valued(Of, O_ref)
+    if in_float32 and _same(Af, A_ref, 1e-3):
         return "float32", (
+            f"the weights and the output agree with the reference only to {err:.1e}, "
+            "and every entry is a float32 number: they were computed in float32 "
+            "(float32 precision, about 7 digits), but float64 inputs need float64 "
+            "throughout (something was cast to float32, such as .astype(np.float32) "
+            "or torch's .float())")
+    if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5):
+        return "epsilon", (
             f"the weights and the output agree with the reference only to {err:.1e}: "
-            "a small constant in the normaliser, such as E / (E.sum() + 1e-6), or "
-            "float32 precision: float64 inputs need float64 throughout (something "
-            "was cast to float32, such as .astype(np.float32) or torch's .float())")
+            "a small constant in the normaliser, such as E / (E.sum() + 1e-6), makes "
+            "every row sum to a little less than 1; a row's sum is at least 1 once its "
+            "maximum is subtracted, and a fully masked row needs a guard, not a constant")
     if _same(Af, A_ref, atol):
         if _same(Of, (Af @ V.astype(np.float64)) / math.sqrt(d_k), atol):
             return "output-scaled", ("the output is A V divided by sqrt(d_k): the scale belongs on the "
@@ -327,7 +378,18 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
             f"your weights are softmax(c Q K^T) with c = {c:.4g}, but at d_k = "
             f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
             "d_k from the inputs, Q.shape[-1], not a constant or another size")
-    return "", f"the weights differ from the reference by up to {err:.3g}"
+    return "", (f"the weights differ from the reference by up to {err:.3g}"
+                + (" (every entry is a float32 number: float64 inputs need float64 "
+                   "throughout)" if in_float32 else ""))
+
+
+def _float32_valued(X: np.ndarray, ref: np.ndarray) -> bool:
+    """Whether every entry of X is a float32 number where the reference's are not: the
+    sign of a computation in float32 cast back to float64."""
+    def exact(Y):
+        with np.errstate(all="ignore"):
+            return bool(np.array_equal(Y, Y.astype(np.float32).astype(np.float64)))
+    return exact(X) and not exact(ref)
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None):
@@ -351,7 +413,8 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
                 _same(O.astype(np.float64), O_ref, atol):
             return True, ""
-        key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol)
+        with np.errstate(all="ignore"):
+            key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol)
         extra = (notes or {}).get(key, "") if key else what
         return False, f"{detail}{extra}"
     return case
@@ -403,6 +466,16 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     K_far[0] = [3000.0, 0.0, 0.0, 0.0]
     not_key_0 = np.ones((T_q, T_k), dtype=bool)
     not_key_0[1:, 0] = False  # query 0 may see key 0; the others may not
+    # And a masked key far from the origin: key 4, masked for every query, scores
+    # near +1e300 for queries 0 and 1 (near -1e300 for query 2, whose weights stay
+    # as above), beyond any finite bias a mask could add (-1e4, -1e9, float32's
+    # -3.4e38): a bias leaves it on top, where -inf gives it weight 0.
+    Q_far[:, 1] = np.array([1.0, 1.0, -1.0]) * (np.abs(Q_far[:, 1]) + 1.0)
+    K_far[4] = [0.0, 1e300, 0.0, 0.0]
+    not_key_0[:, 4] = False
+    far_note = ("; here key 0 outscores every other key by over 1000 for query 1, "
+                "which may not see it, and masked key 4 scores near 1e300, beyond "
+                "float32's range (3.4e38; float64 inputs need float64 throughout)")
 
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing
@@ -448,10 +521,12 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             what="; the scores here exceed 700, where exp() overflows float64")),
         _run("a causal mask: masked keys get weight exactly 0",
              _case(fn, Q, K, V, causal_mask(T_q, T_k))),
-        _run("a masked key whose score is far above the others", _case(
-            fn, Q_far, K_far, V, not_key_0,
-            what="; here key 0 outscores every other key by over 1000 for "
-                 "query 1, which may not see it")),
+    ]
+    ran = not results[0][2].startswith("raised")  # the attempt ran on the first case
+    results += [
+        _run("masked keys whose scores are far above the others", _case(
+            fn, Q_far, K_far, V, not_key_0, what=far_note,
+            on_error=far_note if ran else "")),
         _run("a fully masked row gets zero weights and a zero output",
              _case(fn, Q, K, V, empty_row)),
         _run("self-attention (T_q = T_k) with a causal mask",
