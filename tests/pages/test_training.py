@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from tests.glue import glued
-from tests.pages._common import g, g_bool
+from tests.pages._common import g, g_bool, g_text
 
 PAGE = "training"
 WIDTHS = [16, 64, 256, 1024]
@@ -33,8 +33,8 @@ D_MODEL, T_K, D_V, BATCH, STEPS = 32, 16, 16, 32, 200
 ADD_DK = 256
 ADD_SKIP = 2  # the additive head runs at the Adam rates from the third up
 ADD_LRS = GRID["adam"][ADD_SKIP:]
-N_EVAL = 128
-N_BIG = 4096  # the larger fresh batch (seed 2) that scores one too-fast run
+N_EVAL = 128  # the fresh batch (seed 1) whose first rows the patterns figure shows
+N_SHOW = 12
 
 
 def glued_list(name):
@@ -58,8 +58,6 @@ def test_configuration_as_the_prose_states_it():
     assert (g(PAGE, "tr_batch"), g(PAGE, "tr_steps")) == (BATCH, STEPS)
     assert g(PAGE, "tr_uniform_loss") == pytest.approx(1 - 1 / T_K)
     assert g(PAGE, "tr_dk_max") == WIDTHS[-1] and g(PAGE, "tr_n_widths") == len(WIDTHS)
-    assert g(PAGE, "tr_width_ratio") == WIDTHS[-1] // WIDTHS[0]
-    assert g(PAGE, "tr_width_ratio_sqrt") ** 2 == WIDTHS[-1] // WIDTHS[0]
     assert g(PAGE, "tr_n_lr_sgd") == len(GRID["sgd"]) and g(PAGE, "tr_n_lr_adam") == len(GRID["adam"])
     assert g(PAGE, "tr_lr_sgd_min") == pytest.approx(GRID["sgd"][0])
     assert g(PAGE, "tr_lr_sgd_max") == pytest.approx(GRID["sgd"][-1])
@@ -69,19 +67,17 @@ def test_configuration_as_the_prose_states_it():
     for lrs in GRID.values():
         np.testing.assert_allclose(np.diff(np.log10(lrs)), 0.5)
     assert g(PAGE, "tr_threshold") == THRESHOLD
-    assert g(PAGE, "tr_n_runs") == len(HEADS) * len(WIDTHS) * sum(len(v) for v in GRID.values())
     assert g(PAGE, "tr_add_dk") == ADD_DK
     # "a head 256 wide, eight times wider than the model (the fixed design)"
     assert g(PAGE, "tr_add_dk") == 8 * g(PAGE, "tr_d_model")
     assert [g(PAGE, "tr_d_model"), ADD_DK] in held_sweep.load_sweep()["widths"]["fixed"]
-    assert g(PAGE, "tr_add_n_lrs") == len(ADD_LRS)
     assert g(PAGE, "tr_add_lr_min") == pytest.approx(ADD_LRS[0])
     assert g(PAGE, "tr_check_steps") == 100
-    assert (g(PAGE, "tr_dk_min"), g(PAGE, "tr_dk_second")) == tuple(WIDTHS[:2])
+    assert g(PAGE, "tr_dk_min") == WIDTHS[0]
     assert g(PAGE, "tr_width_factor") == 4 and all(b == 4 * a for a, b in zip(WIDTHS, WIDTHS[1:]))
     assert g(PAGE, "tr_last") == 20
     assert g(PAGE, "tr_rows_per_mistake") == round(2 / THRESHOLD)
-    assert (g(PAGE, "tr_n_eval"), g(PAGE, "tr_n_big")) == (N_EVAL, N_BIG)
+    assert g(PAGE, "tr_n_show") == 12
 
 
 def test_uniform_weights_loss_is_one_minus_one_over_T_k_by_sampling():
@@ -228,58 +224,16 @@ def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
     first = int(np.argmin(np.abs(np.log10(sgd) - np.log10(3))))
     low = int(np.argmin(np.abs(np.log10(sgd) + 1)))
     assert g(PAGE, "tr_lr_first") == pytest.approx(sgd[first])
+    assert sgd[first] == pytest.approx(10 ** 0.5)
     assert g(PAGE, "tr_lr_low") == pytest.approx(0.1)
     works = final["sgd"] < THRESHOLD
     for name, key in (("scaled", "sc"), ("unscaled", "un")):
         assert g(PAGE, f"tr_sgd_n_{key}_first") == works[HEADS.index(name), :, first].sum()
         assert g(PAGE, f"tr_sgd_n_{key}_low") == works[HEADS.index(name), :, low].sum()
-    for opt in GRID:
-        assert g(PAGE, f"tr_{opt}_worst_best") == pytest.approx(final[opt].min(axis=2).max())
-    best = {(o, n, d): W[o][n, d][3] for o in GRID for n in HEADS for d in WIDTHS}
-    loss = {(o, n, d): W[o][n, d][4] for o in GRID for n in HEADS for d in WIDTHS}
-    dec = {(o, n, d): W[o][n, d][2] for o in GRID for n in HEADS for d in WIDTHS}
-    un = [best["sgd", "unscaled", d] for d in WIDTHS]
-    assert g(PAGE, "tr_sgd_un_common") == works[1].all(axis=0).sum() >= 1
-    assert g(PAGE, "tr_sgd_un_best_min") == pytest.approx(min(un))
-    assert g(PAGE, "tr_sgd_un_best_max") == pytest.approx(max(un))
-    un_dec = [dec["sgd", "unscaled", d] for d in WIDTHS]
-    assert (g(PAGE, "tr_sgd_un_dec_min"), g(PAGE, "tr_sgd_un_dec_max")) == (min(un_dec), max(un_dec))
-    for name, key in (("scaled", "sc"), ("1/d_k", "dk")):
-        assert g(PAGE, f"tr_sgd_{key}_best_first") == pytest.approx(best["sgd", name, 16])
-        assert g(PAGE, f"tr_sgd_{key}_best_last") == pytest.approx(best["sgd", name, 1024])
-        assert g(PAGE, f"tr_sgd_{key}_dec_first") == dec["sgd", name, 16]
-        assert g(PAGE, f"tr_sgd_{key}_dec_last") == dec["sgd", name, 1024]
-    assert g(PAGE, "tr_sgd_dk_overlap") == (works[2, 0] & works[2, -1]).sum()
-    assert g(PAGE, "tr_sgd_dk_best_ratio") == pytest.approx(
-        best["sgd", "1/d_k", 1024] / best["sgd", "1/d_k", 16])
-    lows = [W["sgd"]["scaled", d][0] for d in WIDTHS]
-    assert g(PAGE, "tr_sgd_sc_lo_min") == pytest.approx(min(lows))
-    assert g(PAGE, "tr_sgd_sc_lo_max") == pytest.approx(max(lows))
-    assert g(PAGE, "tr_sgd_ratio_last") == pytest.approx(
-        loss["sgd", "unscaled", 1024] / loss["sgd", "scaled", 1024])
-    assert g(PAGE, "tr_adam_dk_best") == pytest.approx(best["adam", "1/d_k", 64])
-    for name, key in (("scaled", "sc"), ("unscaled", "un")):
-        assert g(PAGE, f"tr_adam_{key}_best_first") == pytest.approx(best["adam", name, 16])
-        assert g(PAGE, f"tr_adam_{key}_best_last") == pytest.approx(best["adam", name, 1024])
-    for name, key in (("scaled", "sc"), ("unscaled", "un"), ("1/d_k", "dk")):
-        assert g(PAGE, f"tr_adam_{key}_loss_last") == pytest.approx(loss["adam", name, 1024])
-        assert g(PAGE, f"tr_adam_{key}_dec_last") == dec["adam", name, 1024]
-        assert g(PAGE, f"tr_sgd_{key}_loss_last") == pytest.approx(loss["sgd", name, 1024])
     bracketed = all(W[o][n, d][0] is not None and W[o][n, d][0] > GRID[o][0]
                     and W[o][n, d][1] < GRID[o][-1] for o in GRID for n in HEADS for d in WIDTHS)
     assert g_bool(PAGE, "tr_bracketed") == bracketed
-    # The additive comparison.
-    w = WIDTHS.index(ADD_DK)
-    assert g(PAGE, "tr_add_best") == pytest.approx(add.min())
-    assert g(PAGE, "tr_add_best_lr") == pytest.approx(ADD_LRS[int(np.argmin(add))])
-    assert g(PAGE, "tr_add_n_works") == (add < THRESHOLD).sum()
-    for name, key in (("scaled", "sc"), ("unscaled", "un")):
-        assert g(PAGE, f"tr_add_{key}_best") == pytest.approx(final["adam"][HEADS.index(name), w].min())
-        assert g(PAGE, f"tr_add_{key}_n_works") == (final["adam"][HEADS.index(name), w] < THRESHOLD).sum()
-    assert g(PAGE, "tr_add_ratio_un") == pytest.approx(final["adam"][1, w].min() / add.min())
-    assert g(PAGE, "tr_add_ratio_sc") == pytest.approx(final["adam"][0, w].min() / add.min())
-    # "also ... times lower than the scaled head's best" (this seed, as the prose says)
-    assert g(PAGE, "tr_add_ratio_sc") > 1
+    assert add.shape == (len(ADD_LRS),) and np.isfinite(add).all()
 
 
 # --- the claims, as predicates on a grid -------------------------------------------------------
@@ -300,8 +254,6 @@ def claims(final, add):
     c["scaled works at all widths but at most one there"] = works["sgd"][0, :, first].sum() >= N - 1
     c["unscaled works at every width at rate 0.1"] = works["sgd"][1, :, low].sum() == N
     c["scaled works at no width at rate 0.1"] = works["sgd"][0, :, low].sum() == 0
-    c["every head works somewhere at every width, both optimizers"] = all(
-        final[o].min(axis=2).max() < THRESHOLD for o in GRID)
     c["every window has failing rates on both sides"] = all(
         W[o][n, d][0] is not None and W[o][n, d][0] > GRID[o][0] and W[o][n, d][1] < GRID[o][-1]
         for o in GRID for n in HEADS for d in WIDTHS)
@@ -330,7 +282,6 @@ def test_the_prose_counts_match_the_words_around_them():
     assert g(PAGE, "tr_sgd_n_sc_first") >= g(PAGE, "tr_n_widths") - 1
     assert g(PAGE, "tr_sgd_n_un_low") == g(PAGE, "tr_n_widths")
     assert g(PAGE, "tr_sgd_n_sc_low") == 0
-    assert max(g(PAGE, "tr_sgd_worst_best"), g(PAGE, "tr_adam_worst_best")) < THRESHOLD
     assert g_bool(PAGE, "tr_bracketed")
 
 
@@ -378,112 +329,121 @@ def test_every_claim_holds_for_other_seeds(seed):
     c = claims(final, add)
     failed = [k for k, ok in c.items() if not ok]
     assert not failed, f"seed {seed}: {failed}"
-    stats = run_stats(final, trained, seed_eval=1)
-    failed = [k for k, ok in failure_claims(stats).items() if not ok]
-    assert not failed, f"seed {seed}: {failed}"
 
 
-# --- what failed runs look like, and the learned patterns ----------------------------------
+# --- what failed runs end with, and the learned patterns ----------------------------------
 
 
-def run_stats(final, trained, seed_eval=1):
-    """(opt, head, d_k, lr, where, mean largest weight, fraction right) for every run."""
-    gen = torch.Generator().manual_seed(seed_eval)
-    X = torch.randn(N_EVAL, T_K, D_MODEL, generator=gen).double().numpy()
-    j = torch.randint(T_K, (N_EVAL,), generator=gen).numpy()
-    x_q = X[np.arange(N_EVAL), j]
-    W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
-    out = []
-    for (opt, d_k), runs in trained.items():
-        lrs = GRID[opt]
-        for h, name in enumerate(HEADS):
-            lo, hi = W[opt][name, d_k][:2]
-            for i, lr in enumerate(lrs):
-                r = h * len(lrs) + i
-                W_Q = runs.params["W_Q"][r].double().numpy()
-                W_K = runs.params["W_K"][r].double().numpy()
-                A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", x_q @ W_Q, X @ W_K))
-                loss = final[opt][h, WIDTHS.index(d_k), i]
-                where = ("works" if loss < THRESHOLD else "none" if lo is None else
-                         "too fast" if lr > hi else "too slow" if lr < lo else "gap")
-                out.append((opt, name, d_k, lr, where, A.max(axis=-1).mean(),
-                            (A.argmax(axis=-1) == j).mean()))
-    return out
+def test_failed_runs_held_out_as_the_prose_states_them(held):
+    """"at the largest SGD rate of the one-seed grid, 3162, every head at every width from 16 to
+    1024 puts its largest weight on a wrong key in at least 75% of the held-out rows, in every
+    seed"; the runs one grid rate above their window (every seed, head, width and optimizer of
+    the fixed design): how many, their wrong-key rates and their loss per wrong row."""
+    fixed = [d for _, d in held["widths"]["fixed"]]
+    e = np.log10(held["lr_grid"]["sgd"])
+    i = int(np.flatnonzero(np.isclose(e, np.log10(GRID["sgd"][-1])))[0])
+    E = held["fixed"]["sgd"]["wrong"][[fixed.index(d) for d in WIDTHS]][..., i]  # (w, seeds, heads)
+    assert g(PAGE, "ho_fast_lr") == pytest.approx(GRID["sgd"][-1])
+    assert g(PAGE, "tr_dk_min") == WIDTHS[0] and g(PAGE, "tr_dk_max") == WIDTHS[-1]
+    assert g(PAGE, "ho_fast_wrong_min") == pytest.approx(E.min())
+    assert E.min() > 0.5  # "ends on wrong keys" (most rows), every seed, head and width
+    wrong, loss = [], []
+    for opt, lrs in held["lr_grid"].items():
+        L, Wr = held["fixed"][opt]["loss"], held["fixed"][opt]["wrong"]
+        for w in range(L.shape[0]):
+            for s_ in range(L.shape[1]):
+                for h in range(L.shape[2]):
+                    ok = [r for r in range(len(lrs)) if L[w, s_, h, r] < THRESHOLD]
+                    if ok and max(ok) + 1 < len(lrs):
+                        wrong.append(Wr[w, s_, h, max(ok) + 1])
+                        loss.append(L[w, s_, h, max(ok) + 1])
+                    else:  # no window (the unscaled head at 4096) or none above it
+                        assert not ok, (opt, w, s_, h)
+    wrong, loss = np.array(wrong), np.array(loss)
+    assert g(PAGE, "ho_above_n") == len(wrong)
+    assert (g(PAGE, "ho_above_wrong_lo"), g(PAGE, "ho_above_wrong_hi")) == pytest.approx((wrong.min(), wrong.max()))
+    assert wrong.min() < 0.05  # "can fail while right on almost every row"
+    per_row = loss / wrong
+    assert (g(PAGE, "ho_above_per_row_lo"), g(PAGE, "ho_above_per_row_hi")) == pytest.approx(
+        (per_row.min(), per_row.max()))
+    assert 1.4 < per_row.min() and per_row.max() < 2.1  # summary: "at about 2 each"
+    # "one wrong row in 40 is enough to hold the loss above the threshold" (at 2 a row)
+    assert g(PAGE, "tr_rows_per_mistake") == 40 and 2 / 40 >= THRESHOLD
 
 
-def failure_claims(stats):
-    fast = [(t, r) for o, n, d, lr, w, t, r in stats if w == "too fast"]
-    slow = {n: [t for o, nn, d, lr, w, t, r in stats if w == "too slow" and nn == n] for n in HEADS}
-    works_un = [t for o, n, d, lr, w, t, r in stats if w == "works" and n == "unscaled"]
-    return {
-        "too fast: saturated": min(t for t, _ in fast) > 0.95,
-        "the largest SGD rate: mostly wrong keys": max(_top_right(stats)) < 0.5,
-        # From nearly uniform (1/T_k) to below every too-fast run.
-        "too slow: scaled and 1/d_k from nearly uniform to not saturated": (
-            min(slow["scaled"] + slow["1/d_k"]) < 1.5 / T_K
-            and max(slow["scaled"] + slow["1/d_k"]) < min(t for t, _ in fast)),
-        "unscaled never spread out": min(slow["unscaled"] + works_un) > 0.6,
-        "unscaled working runs saturated": min(works_un) > 0.9,
-    }
+def test_one_wrong_row_costs_about_two_by_sampling():
+    """"A row whose weight sits on one wrong key costs about 2 (two independent values)"."""
+    rng = np.random.default_rng(1)
+    V = rng.standard_normal((20000, 2, D_V))
+    assert np.mean((V[:, 0] - V[:, 1]) ** 2) == pytest.approx(2, abs=0.03)
 
 
-def _top_right(stats):
-    return [r for o, n, d, lr, w, t, r in stats if o == "sgd" and lr == GRID["sgd"][-1]]
-
-
-@pytest.mark.slow
-def test_failed_run_numbers_recomputed_in_numpy(page_sweep):
-    final, _, trained = page_sweep
-    stats = run_stats(final, trained)
-    fast = np.array([(t, r) for o, n, d, lr, w, t, r in stats if w == "too fast"])
-    assert g(PAGE, "tr_fast_top_min") == pytest.approx(fast[:, 0].min(), rel=1e-4)
-    assert g(PAGE, "tr_fast_right_max") == pytest.approx(fast[:, 1].max(), abs=1.5 / N_EVAL)
-    assert g(PAGE, "tr_n_fast") == len(fast)  # "the most of the sweep's N too-fast runs"
-    assert len(_top_right(stats)) == len(HEADS) * len(WIDTHS)
-    assert g(PAGE, "tr_top_right_max") == pytest.approx(max(_top_right(stats)), abs=1.5 / N_EVAL)
-    slow = lambda n: [t for o, nn, d, lr, w, t, r in stats if w == "too slow" and nn == n]
-    assert g(PAGE, "tr_slow_un_top_min") == pytest.approx(min(slow("unscaled")), rel=1e-4)
-    assert g(PAGE, "tr_slow_sc_top_min") == pytest.approx(
-        min(slow("scaled") + slow("1/d_k")), rel=1e-4)
-    assert g(PAGE, "tr_slow_sc_top_max") == pytest.approx(
-        max(slow("scaled") + slow("1/d_k")), rel=1e-4)
-    assert g(PAGE, "tr_works_un_top_min") == pytest.approx(
-        min(t for o, n, d, lr, w, t, r in stats if w == "works" and n == "unscaled"), rel=1e-4)
-    failed = [k for k, ok in failure_claims(stats).items() if not ok]
-    assert not failed, failed
-
-
-@pytest.mark.slow
-def test_learned_pattern_numbers_recomputed_in_numpy(page_sweep):
-    final, _, trained = page_sweep
+def _pattern_rows(trained, name, when):
+    """The figure's rows (the first 12 of the seed-1 batch of 128), float64 here."""
     gen = torch.Generator().manual_seed(1)
-    X = torch.randn(N_EVAL, T_K, D_MODEL, generator=gen).double().numpy()
-    j = torch.randint(T_K, (N_EVAL,), generator=gen).numpy()
-    x_q = X[np.arange(N_EVAL), j]
+    X = torch.randn(N_EVAL, T_K, D_MODEL, generator=gen).double().numpy()[:N_SHOW]
+    j = torch.randint(T_K, (N_EVAL,), generator=gen).numpy()[:N_SHOW]
     d_k = WIDTHS[-1]
-    gen0 = torch.Generator().manual_seed(0)
-    W_Q0 = (torch.randn(D_MODEL, d_k, generator=gen0) / math.sqrt(D_MODEL)).double().numpy()
-    W_K0 = (torch.randn(D_MODEL, d_k, generator=gen0) / math.sqrt(D_MODEL)).double().numpy()
-    for name, key in (("scaled", "sc"), ("unscaled", "un")):
-        h = HEADS.index(name)
-        i = int(np.argmin(final["sgd"][h, -1]))
-        r = h * len(GRID["sgd"]) + i
-        runs = trained["sgd", d_k]
-        pairs = {"untrained": (W_Q0, W_K0),
-                 "trained": (runs.params["W_Q"][r].double().numpy(),
-                             runs.params["W_K"][r].double().numpy())}
-        for when, (W_Q, W_K) in pairs.items():
-            A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", x_q @ W_Q, X @ W_K))
-            right = (A.argmax(axis=-1) == j).mean()
-            # float32 on the page, float64 here: allow one near-tie row to flip.
-            assert g(PAGE, f"tr_right_{key}_{when}") == pytest.approx(right, abs=1.5 / N_EVAL)
-        assert g(PAGE, f"tr_right_{key}_untrained") < 0.2
-        assert g(PAGE, f"tr_right_{key}_trained") > 0.95
-    assert g(PAGE, "tr_n_show") == 12
+    if when == "untrained":
+        gen0 = torch.Generator().manual_seed(0)
+        W_Q, W_K = ((torch.randn(D_MODEL, d_k, generator=gen0) / math.sqrt(D_MODEL)).double().numpy()
+                    for _ in range(2))
+    else:
+        F = trained["final"]["sgd"][HEADS.index(name), -1]
+        r = HEADS.index(name) * len(GRID["sgd"]) + int(np.argmin(F))
+        W_Q, W_K = (trained["runs"]["sgd", d_k].params[k][r].double().numpy() for k in ("W_Q", "W_K"))
+    A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", X[np.arange(N_SHOW), j] @ W_Q, X @ W_K))
+    return A, j
+
+
+@pytest.mark.slow
+def test_the_patterns_figure_shows_what_its_caption_says(page_sweep):
+    """Caption and alt text: the untrained scaled head spreads its weight, the untrained unscaled
+    head is nearly one-hot, mostly on other keys; after training both put their weight on the
+    right key in every row shown."""
+    final, _, runs = page_sweep
+    trained = {"final": final, "runs": runs}
+    A, j = _pattern_rows(trained, "scaled", "untrained")
+    # "spreads its weight"; alt text: light grey over many keys in most rows
+    assert A.max(axis=1).mean() < 0.3 and (A.max(axis=1) < 0.3).mean() > 0.5
+    A, j = _pattern_rows(trained, "unscaled", "untrained")
+    assert A.max(axis=1).mean() > 0.9 and (A.argmax(axis=1) == j).mean() < 0.5
+    for name in ("scaled", "unscaled"):
+        A, j = _pattern_rows(trained, name, "trained")
+        assert np.all(A.argmax(axis=1) == j) and np.all(A[np.arange(N_SHOW), j] > 0.9), name
+    assert g_bool(PAGE, "tr_show_trained_all_right")
+
+
+def test_the_untrained_heads_are_wrong_about_as_often_as_chance_held_out(held):
+    """"before any training the largest weight is on a wrong key in 93.9% to 95.9% of the rows,
+    for either head: a chance pick among 16 keys misses 93.8% of the time" (d_k = 1024, every
+    seed's start, the held-out batch). A positive scale c does not move the argmax, so the
+    scaled and unscaled heads agree; recomputed here in float64 NumPy."""
+    from attention import sweep as held_sweep
+
+    d_k, n = WIDTHS[-1], held["n_held_out"]
+    gen = torch.Generator().manual_seed(held["held_out_seed"])
+    X = torch.randn(n, T_K, D_MODEL, generator=gen).double().numpy()
+    torch.randn(n, T_K, D_V, generator=gen)  # the values, drawn between
+    j = torch.randint(T_K, (n,), generator=gen).numpy()
+    wrong = []
+    for seed in held["seeds"]:
+        g0 = torch.Generator().manual_seed(seed)
+        W_Q, W_K = ((torch.randn(D_MODEL, d_k, generator=g0) / math.sqrt(D_MODEL)).double().numpy()
+                    for _ in range(2))
+        S = np.einsum("bd,de,bte->bt", X[np.arange(n), j], W_Q @ W_K.T, X)
+        wrong.append(np.mean(S.argmax(axis=1) != j))
+    wrong = np.array(wrong)
+    assert (g(PAGE, "ho_start_wrong_lo"), g(PAGE, "ho_start_wrong_hi")) == pytest.approx(
+        (wrong.min(), wrong.max()), abs=2 / n)
+    assert g(PAGE, "tr_chance_wrong") == pytest.approx(1 - 1 / T_K)
+    assert np.abs(wrong - (1 - 1 / T_K)).max() < 0.03  # "about as often as a chance pick"
+    assert held_sweep.N_HELD_OUT == n
 
 
 @pytest.mark.slow
 def test_additive_initial_score_spread_recomputed(page_sweep):
+
     gen = torch.Generator().manual_seed(0)
     W_Q = (torch.randn(D_MODEL, ADD_DK, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
     W_K = (torch.randn(D_MODEL, ADD_DK, generator=gen) / math.sqrt(D_MODEL)).double().numpy()
@@ -503,36 +463,6 @@ def test_additive_initial_score_spread_recomputed(page_sweep):
         w_ = rng.standard_normal((4000, d_k)) / math.sqrt(d_k)
         spreads.append((np.tanh(z) * w_).sum(axis=1).std())
     assert spreads[0] == pytest.approx(spreads[1], rel=0.05)
-
-
-@pytest.mark.slow
-def test_the_too_fast_run_on_a_large_batch(page_sweep):
-    """The too-fast run with the most right rows of the evaluation batch: on 4096 fresh rows it
-    is wrong on a few per cent, and its loss there is about 2 per wrong row."""
-    final, _, trained = page_sweep
-    stats = run_stats(final, trained)
-    o, h, d_k, lr = ast.literal_eval(glued(PAGE)["tr_big_run"].strip())
-    opt, name = list(GRID)[o], HEADS[h]
-    fast = [(oo, n, d, l, r) for oo, n, d, l, w, t, r in stats if w == "too fast"]
-    best_right = max(r for *_, r in fast)
-    # The glued run is the best-scoring too-fast run (float64 here: allow a one-row tie break).
-    assert any(oo == opt and n == name and d == d_k and l == pytest.approx(lr)
-               and r >= best_right - 1.5 / N_EVAL for oo, n, d, l, r in fast)
-    gen = torch.Generator().manual_seed(2)
-    X = torch.randn(N_BIG, T_K, D_MODEL, generator=gen).double().numpy()
-    V = torch.randn(N_BIG, T_K, D_V, generator=gen).double().numpy()
-    j = torch.randint(T_K, (N_BIG,), generator=gen).numpy()
-    r = h * len(GRID[opt]) + int(np.argmin(np.abs(GRID[opt] - lr)))
-    W_Q = trained[opt, d_k].params["W_Q"][r].double().numpy()
-    W_K = trained[opt, d_k].params["W_K"][r].double().numpy()
-    A = _softmax(SCALE[name](d_k) * np.einsum("bk,btk->bt", X[np.arange(N_BIG), j] @ W_Q, X @ W_K))
-    wrong = (A.argmax(axis=-1) != j).mean()
-    loss = np.mean((np.einsum("bt,btv->bv", A, V) - V[np.arange(N_BIG), j]) ** 2)
-    assert g(PAGE, "tr_big_wrong") == pytest.approx(wrong, abs=3 / N_BIG)
-    assert g(PAGE, "tr_big_loss") == pytest.approx(loss, rel=1e-2)
-    # The prose: wrong on some rows, a loss above the threshold, about 2 per wrong row.
-    assert wrong > 1 / g(PAGE, "tr_rows_per_mistake") and loss > THRESHOLD
-    assert 1.5 < loss / wrong < 2.5
 
 
 # --- the sweep over seeds, held out (the committed file) ----------------------------------
@@ -671,66 +601,45 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     lows = np.array([f("sgd", "scaled", d)["lo"] for d in (16, 64, 256, 1024, 4096)])
     assert np.all(lows == lows.flat[0]) and g_bool(PAGE, "ho_sgd_sc_lo_const")
     assert g(PAGE, "ho_sgd_sc_lo_rate") == pytest.approx(10 ** lows.flat[0])
-    for d, key in ((64, "hi64"), (4096, "hitop")):
-        hi = 10 ** f("sgd", "scaled", d)["hi"]
-        assert (g(PAGE, f"ho_sgd_sc_{key}_lo"), g(PAGE, f"ho_sgd_sc_{key}_hi")) == pytest.approx((hi.min(), hi.max()))
-    assert g(PAGE, "ho_sgd_sc_hitop_lo") > g(PAGE, "ho_sgd_sc_hi64_hi")  # "climbs"
-    hi64 = f("sgd", "scaled", 64)["hi"]
-    assert hi64.min() == hi64.max()  # "from 10 at d_k = 64 in every seed"
-    # the unscaled head's highest rate, the whole path: "1 at 64 in every seed, 0.32 or 1 at
-    # 256, 0.32 at 1024 in every seed and 0.1 in the seeds that work at 4096 ... (at 16 it
-    # is 0.32, below its value at 64)"
-    hi = {d: 10 ** f("sgd", "unscaled", d)["hi"] for d in (16, 64, 256, 1024, 4096)}
-    for d in (16, 64, 256, 1024, 4096):
-        key = "top" if d == 4096 else str(d)
-        assert (g(PAGE, f"ho_sgd_un_hi{key}_lo"), g(PAGE, f"ho_sgd_un_hi{key}_hi")) == pytest.approx(
-            (np.nanmin(hi[d]), np.nanmax(hi[d])))
-    for d in (16, 64, 1024, 4096):  # one value in every seed (that works)
-        assert np.nanmin(hi[d]) == np.nanmax(hi[d]), d
-    assert set(np.round(np.log10(hi[256]), 6)) == {-0.5, 0.0}  # "0.32 or 1"
-    assert hi[16].max() < hi[64].min()  # "below its value at 64"
-    assert math.log10(hi[64].min() / hi[1024].max()) == pytest.approx(0.5)  # "half a decade"
+    # "but its highest climbs from d_k = 64 to 1024 in every seed"
+    assert np.all(f("sgd", "scaled", 1024)["hi"] > f("sgd", "scaled", 64)["hi"])
+    assert g_bool(PAGE, "ho_sgd_sc_hi_climbs")
     assert g(PAGE, "ho_count_64_1024") == pytest.approx(math.log10(16))
-    # both edges (T1): "Its lowest working rate moves from 64 to 1024 by -0.5 to +0.5
-    # decades", so the window does not slide down whole by the count's 1.2
+    # the unscaled head: "from d_k = 64 to 1024 its highest rate falls half a decade in every
+    # seed and its lowest moves at most half a decade either way, depending on the seed", so the
+    # window does not slide down whole by the count's 1.2
     move = lambda o, n, e, d: f(o, n, d)[e] - f(o, n, 64)[e]
+    assert np.all(move("sgd", "unscaled", "hi", 1024) == -0.5) and g_bool(PAGE, "ho_sgd_un_hi_half")
     m = move("sgd", "unscaled", "lo", 1024)
-    assert (g(PAGE, "ho_sgd_un_lo_move_lo"), g(PAGE, "ho_sgd_un_lo_move_hi")) == (m.min(), m.max())
-    assert np.abs(m).max() <= 0.5 < math.log10(16)  # "at most half a decade either way"
-    assert np.all(move("sgd", "unscaled", "hi", 1024) == -0.5)
-    # "its highest by 1.5 to 2" (1/d_k, 64 to 4096)
-    m = move("sgd", "1/d_k", "hi", 4096)
-    assert (g(PAGE, "ho_sgd_dk_hi_rise_lo"), g(PAGE, "ho_sgd_dk_hi_rise_hi")) == (m.min(), m.max())
-    assert m.min() > 0
-    # Adam, scaled: "its lowest working rate falls by 0.5 to 1 decades from 64 to 1024"
-    m = -move("adam", "scaled", "lo", 1024)
-    assert (g(PAGE, "ho_adam_sc_lo_fall_lo"), g(PAGE, "ho_adam_sc_lo_fall_hi")) == (m.min(), m.max())
-    assert m.min() > 0 and g(PAGE, "ho_count_sqrt_64_1024") == pytest.approx(math.log10(16) / 2)
-    # Adam, unscaled: "narrows from above": its highest falls by more than its lowest
-    m = -move("adam", "unscaled", "lo", 1024)
-    assert (g(PAGE, "ho_adam_un_lo_fall_lo"), g(PAGE, "ho_adam_un_lo_fall_hi")) == (m.min(), m.max())
-    assert np.all(-move("adam", "unscaled", "hi", 1024) > m) and m.min() >= 0
-    # Adam, 1/d_k: "its highest lies between 0.032 and 0.1" from 64 up
-    hi = 10 ** np.array([f("adam", "1/d_k", d)["hi"] for d in (64, 256, 1024, 4096)])
-    assert (g(PAGE, "ho_adam_dk_hi_lo"), g(PAGE, "ho_adam_dk_hi_hi")) == pytest.approx((hi.min(), hi.max()))
-    # "its lowest working rate rises, in every seed, by 2 decades from 64 ... against 1.8"
+    assert np.abs(m).max() <= 0.5 < math.log10(16) and m.min() < m.max()
+    assert g_bool(PAGE, "ho_sgd_un_lo_half")
+    # "The 1/d_k head's window moves up: from 64 to 4096 its lowest rate rises by 2 decades in
+    # every seed, against the count's 1.8" (its highest rises too: the table)
     rise = f("sgd", "1/d_k", 4096)["lo"] - f("sgd", "1/d_k", 64)["lo"]
     assert rise.min() == rise.max() == g(PAGE, "ho_sgd_dk_rise_lo") == g(PAGE, "ho_sgd_dk_rise_hi") > 0
+    assert np.all(move("sgd", "1/d_k", "hi", 4096) > 0)
     assert g(PAGE, "ho_count_64_top") == pytest.approx(math.log10(64))
-    # Adam: "the 1/d_k head's lowest working rate is 0.0032 at every width from 64 up, every seed"
+    # Adam, 1/d_k: "lowest working rate 0.0032 at every width from 64 up, in every seed, and its
+    # highest moves by at most half a decade"
     a = np.array([f("adam", "1/d_k", d)["lo"] for d in (64, 256, 1024, 4096)])
     assert np.all(a == a.flat[0]) and g_bool(PAGE, "ho_adam_dk_lo_const")
     assert g(PAGE, "ho_adam_dk_lo_rate") == pytest.approx(10 ** a.flat[0])
-    slide = f("adam", "unscaled", 64)["hi"] - f("adam", "unscaled", 1024)["hi"]
-    assert (g(PAGE, "ho_adam_un_slide_lo"), g(PAGE, "ho_adam_un_slide_hi")) == (slide.min(), slide.max())
-    assert 0 < slide.min()  # "falls"
-    hi = 10 ** np.array([f("adam", "scaled", d)["hi"] for d in (64, 256, 1024, 4096)])
-    assert (g(PAGE, "ho_adam_sc_hi_lo"), g(PAGE, "ho_adam_sc_hi_hi")) == pytest.approx((hi.min(), hi.max()))
+    hi = np.array([f("adam", "1/d_k", d)["hi"] for d in (64, 256, 1024, 4096)])
+    assert hi.max() - hi.min() <= 0.5 + 1e-9 and g_bool(PAGE, "ho_adam_dk_hi_half")
+    # Adam, unscaled: "narrows from above: in every seed its highest rate falls further than its
+    # lowest from 64 to 1024"
+    assert np.all(move("adam", "unscaled", "hi", 1024) < move("adam", "unscaled", "lo", 1024))
+    assert np.all(move("adam", "unscaled", "hi", 1024) < 0) and g_bool(PAGE, "ho_adam_un_narrows")
+    # Adam, scaled: "its lowest rate falls by 0.5 to 1 decades from 64 to 1024 (the count: 0.6
+    # for the whole window), but its highest stays within half a decade at every width from 64
+    # up, against the count's 0.9 from 64 to 4096"
+    m = -move("adam", "scaled", "lo", 1024)
+    assert (g(PAGE, "ho_adam_sc_lo_fall_lo"), g(PAGE, "ho_adam_sc_lo_fall_hi")) == (m.min(), m.max())
+    assert m.min() > 0 and g(PAGE, "ho_count_sqrt_64_1024") == pytest.approx(math.log10(16) / 2)
+    hi = np.array([f("adam", "scaled", d)["hi"] for d in (64, 256, 1024, 4096)])
+    assert hi.max() - hi.min() <= 0.5 + 1e-9 and g_bool(PAGE, "ho_adam_sc_hi_half")
     assert g(PAGE, "ho_count_sqrt_64_top") == pytest.approx(math.log10(64) / 2)
-    # "does not follow its count": the spread over widths is below the count's climb
-    assert math.log10(hi.max() / hi.min()) < g(PAGE, "ho_count_sqrt_64_top")
-    # summary: "its highest stays within half a decade"
-    assert math.log10(hi.max() / hi.min()) <= 0.5 + 1e-9
+    assert hi.max() - hi.min() < g(PAGE, "ho_count_sqrt_64_top")  # "does not follow its count"
     # "How well": ranges over seeds at the training-picked rates
     for opt in GRID:
         r = f(opt, "unscaled", 1024)["best"] / f(opt, "scaled", 1024)["best"]
@@ -754,6 +663,61 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert (g(PAGE, "ho_grown_un_wrong_lo"), g(PAGE, "ho_grown_un_wrong_hi")) == pytest.approx((x.min(), x.max()))
     # "the scaled head on none of the 8192 rows in any seed"
     assert np.all(gr("sgd", "scaled", 256)["wrong"] == 0) and g_bool(PAGE, "ho_grown_sc_wrong_none")
+
+
+def test_the_windows_table_is_the_held_out_edges_over_the_seeds(held):
+    """Each cell of the list-table: log10 of the lowest or highest working rate, one value when
+    every seed agrees, else 'min to max' (U+2212 minus signs), and the count's move."""
+    W = _held_windows(held)
+    cell = lambda x: (lambda a, b: a if a == b else f"{a} to {b}")(
+        *(format(v, "+.1f").replace("-", "\u2212") for v in (np.nanmin(x), np.nanmax(x))))
+    count = {"sgd": {"scaled": 0, "unscaled": -1, "1/d_k": 1},
+             "adam": {"scaled": -0.5, "unscaled": -1, "1/d_k": 0}}  # powers of d_k
+    key = {"scaled": "sc", "unscaled": "un", "1/d_k": "dk"}
+    text = " ".join(SOURCE.split())
+    for opt in GRID:
+        for name in HEADS:
+            stem = f"ho_t_{opt}_{key[name]}"
+            assert g_text(PAGE, f"{stem}_count") == cell(count[opt][name] * math.log10(16))
+            assert f"{{glue:text}}`{stem}_count`" in text
+            for e in ("lo", "hi"):
+                for d in (64, 1024, 4096):
+                    assert g_text(PAGE, f"{stem}_{e}{d}") == cell(W["fixed", opt, name, d][e]), (stem, e, d)
+                    assert f"{{glue:text}}`{stem}_{e}{d}`" in text
+    # the caption's "the range over the seeds where they differ": some cells are ranges
+    assert g_text(PAGE, "ho_t_sgd_un_lo64") == "\u22121.5 to \u22121.0"
+    # "at 4096 the unscaled head's edges are those of the few seeds in which it works"
+    assert all(W["fixed", o, "unscaled", 4096]["works"].sum() < len(held["seeds"]) / 2 for o in GRID)
+
+
+def test_one_column_gives_the_same_verdicts_in_every_seed_held_out(held):
+    """"in each of the 8 seeds ..., at the same widths and scored on data no run trained on, the
+    unscaled head works at none of them at 3.2 and the scaled head at 3 or more, and at 0.1 the
+    unscaled head at all 4 and the scaled head at none"."""
+    e = np.log10(held["lr_grid"]["sgd"])
+    fixed = [d for _, d in held["widths"]["fixed"]]
+    L = held["fixed"]["sgd"]["loss"][[fixed.index(d) for d in WIDTHS]]  # (w, seeds, heads, rates)
+    n = lambda name, lr: (L[:, :, HEADS.index(name), int(np.flatnonzero(np.isclose(e, lr))[0])]
+                          < THRESHOLD).sum(axis=0)  # widths that work, per seed
+    assert np.all(n("unscaled", 0.5) == 0) and g_bool(PAGE, "ho_col_un_first_none")
+    assert n("scaled", 0.5).min() == g(PAGE, "ho_col_sc_first_lo") >= 3
+    assert np.all(n("unscaled", -1) == len(WIDTHS)) and g_bool(PAGE, "ho_col_un_low_all")
+    assert np.all(n("scaled", -1) == 0) and g_bool(PAGE, "ho_col_sc_low_none")
+    assert math.log10(g(PAGE, "tr_lr_first")) == pytest.approx(0.5)
+    assert len(held["seeds"]) == g(PAGE, "ho_n_seeds") and g(PAGE, "tr_n_widths") == len(WIDTHS)
+
+
+def test_the_one_seed_grid_brackets_every_window_held_out_too(held):
+    """"wide enough that every head's working rates, at every width, have failing rates on both
+    sides": true of the one-seed grid's training losses (tr_bracketed) and, held out, in every
+    seed at the page's widths."""
+    fixed = [d for _, d in held["widths"]["fixed"]]
+    for opt, grid in GRID.items():
+        e = np.log10(held["lr_grid"][opt])
+        inside = (e > np.log10(grid[0]) + 1e-9) & (e < np.log10(grid[-1]) - 1e-9)
+        L = held["fixed"][opt]["loss"][[fixed.index(d) for d in WIDTHS]]
+        assert not (L[..., ~inside] < THRESHOLD).any(), opt
+        assert (L[..., inside] < THRESHOLD).any(axis=-1).all(), opt
 
 
 def test_additive_head_held_out_over_seeds(held):
