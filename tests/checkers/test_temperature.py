@@ -18,8 +18,8 @@ def _softmax(S, axis=-1):
 
 
 def _scores(Q, K, tau):
-    # a Python float keeps float32 inputs float32
-    return Q @ np.swapaxes(K, -1, -2) / (tau * Q.shape[-1] ** 0.5)  # (..., T_q, T_k)
+    # a Python float keeps float32 inputs float32 (a NumPy float64 tau would not)
+    return Q @ np.swapaxes(K, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)  # (..., T_q, T_k)
 
 
 def right(Q, K, V, tau):
@@ -297,8 +297,101 @@ def argmax_below_1e_10(Q, K, V, tau):
     return A @ V, A
 
 
+def tau_clamped_at_1e_16(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, max(tau, 1e-16)))  # below the former coldest near tie
+    return A @ V, A
+
+
+def tau_clamped_at_the_machine_epsilon(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, max(tau, np.finfo(float).eps)))
+    return A @ V, A
+
+
+def tau_plus_1e_18(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, tau + 1e-18))
+    return A @ V, A
+
+
+def argmax_below_1e_16_ties_shared(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 1e-16:  # below the checker's former near ties
+        A = (S == S.max(axis=-1, keepdims=True)).astype(Q.dtype)
+        A /= A.sum(axis=-1, keepdims=True)
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
+def uniform_above_1e6(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    A = np.full(S.shape, 1 / S.shape[-1]) if tau > 1e6 else _softmax(S)
+    return A @ V, A
+
+
+def second_order_exp_when_hot(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau >= 100:  # "exp(x) = 1 + x + x^2/2 for small x"
+        E = 1 + S + S**2 / 2
+    else:
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def root_with_a_wrong_exponent(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (float(tau) * Q.shape[-1] ** 0.4999))
+    return A @ V, A
+
+
+def np_float64_tau_promotes_float32(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / (tau * Q.shape[-1] ** 0.5)  # tau as given
+    A = _softmax(S)
+    return A @ V, A
+
+
+def d_k_instead_of_sqrt_when_hot(Q, K, V, tau):
+    d_k = Q.shape[-1]
+    c = 1 / (float(tau) * (d_k if tau > 1e4 else d_k**0.5))
+    A = _softmax(c * (Q @ np.swapaxes(K, -1, -2)))
+    return A @ V, A
+
+
+def sqrt_d_v_when_hot(Q, K, V, tau):
+    width = V.shape[-1] if tau > 1e4 else Q.shape[-1]  # the wrong width, hot only
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (float(tau) * width**0.5))
+    return A @ V, A
+
+
+def d_k_from_the_second_axis_of_K(Q, K, V, tau):
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (float(tau) * K.shape[1] ** 0.5))  # 2-D
+    return A @ V, A
+
+
+def argmax_with_isclose_ties_when_cold(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 1e-6:  # ties "up to rounding" share the weight
+        top = np.isclose(S, S.max(axis=-1, keepdims=True))
+        A = top / top.sum(axis=-1, keepdims=True)
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (tau_clamped_at_1e_16, "the softmax at tau = 1e-16: was tau clamped from below"),
+    (tau_clamped_at_the_machine_epsilon, "at tau = 2.22e-16: was tau clamped from below"),
+    (tau_plus_1e_18, "or an epsilon added to it?"),
+    (argmax_below_1e_16_ties_shared, "at tau = 1e-18 the softmax still gives several keys"),
+    (uniform_above_1e6, "exactly 1/T_k, uniform, where at tau = 1e+07"),
+    (second_order_exp_when_hot, "the scale is right, so exp() or the normalisation was"),
+    (root_with_a_wrong_exponent, "with c = 0.7561, but at tau = 0.5 and d_k = 7 the"),
+    (np_float64_tau_promotes_float32, "with tau = np.float64(1.5), a NumPy float64 scalar"),
+    (d_k_instead_of_sqrt_when_hot, "at tau = 1e+06 differs from the reference by up to "
+     "1.93e-07: the scores are divided by tau d_k instead of tau sqrt(d_k)"),
+    (sqrt_d_v_when_hot, "tau sqrt(2), but 2 is not the width d_k = 7"),
+    (d_k_from_the_second_axis_of_K, "read d_k from the last axis, Q.shape[-1]"),
+    (argmax_with_isclose_ties_when_cold, "equal shares of a row's best keys"),
     (tau_plus_a_tiny_epsilon, "differ by tau sqrt(d_k)"),
     (argmax_below_1e_10, "differ by tau sqrt(d_k)"),
     (first_order_expansion_when_hot, "weights at tau = 100"),
@@ -358,9 +451,14 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mist
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     "divided by tau twice": {tau_squared, tau_on_both_q_and_k},
-    "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10},
+    "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10,
+                        argmax_below_1e_16_ties_shared},
     "were the scores clipped": {clips_the_scores},
-    "exactly 1/T_k": {uniform_when_hot},
+    "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6},
+    # the clamp's hint only for weights that are the softmax at a warmer tau
+    "was tau clamped from below": {tau_clamped_at_1e_16, tau_clamped_at_the_machine_epsilon,
+                                   tau_plus_1e_18, tau_plus_a_tiny_epsilon},
+    "the scale is right": {second_order_exp_when_hot},
 }
 
 
@@ -374,13 +472,13 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(attempt, capsys):
 
 
 def right_with_einsum(Q, K, V, tau):
-    S = np.einsum("...qd,...kd->...qk", Q, K) / (tau * Q.shape[-1] ** 0.5)
+    S = np.einsum("...qd,...kd->...qk", Q, K) / (float(tau) * Q.shape[-1] ** 0.5)
     A = _softmax(S)
     return np.einsum("...qk,...kd->...qd", A, V), A
 
 
 def right_with_tau_on_q_only(Q, K, V, tau):
-    A = _softmax(_scores(Q / tau, K, 1.0))  # (Q / tau) K^T = Q K^T / tau
+    A = _softmax(_scores(Q / Q.dtype.type(tau), K, 1.0))  # (Q / tau) K^T = Q K^T / tau
     return A @ V, A
 
 
@@ -468,7 +566,7 @@ def tau_clamped_from_below(floor):
     return attempt
 
 
-@pytest.mark.parametrize("floor", [1e-3, 1e-4, 1e-6, 1e-10])
+@pytest.mark.parametrize("floor", [1e-3, 1e-4, 1e-6, 1e-10, 1e-13, 1e-16, 2.2e-16])
 def test_a_temperature_clamped_from_below_is_rejected_and_told_so(floor, capsys):
     # Found while making the checkers one engine: max(tau, 1e-3) passed every case, the
     # weights at 1e-3 and at 1e-12 being one-hot on the checker's inputs alike.
@@ -490,3 +588,42 @@ def test_the_near_tie_gives_its_two_keys_e_over_1_plus_e_and_its_complement():
     A = right(Q[:1], K_near, V, t.NEAR)[1][0]
     assert A[j] == pytest.approx(np.e / (1 + np.e), abs=1e-6)
     assert A[(j + 1) % t.T_K] == pytest.approx(1 / (1 + np.e), abs=1e-6)
+
+
+def test_at_the_hotter_temperature_the_exact_weights_are_not_uniform_to_the_tolerance():
+    # Exactly uniform weights for tau > 1e6 passed while 1e6 was the hottest case; at
+    # 1e7 the softmax still differs from 1/T_k by more than the 1e-8 compared, at 1e8 not
+    # (there the shortcut is right to the checked precision).
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    assert t.HOTTER == 1e7
+    off = np.abs(right(Q, K, V, t.HOTTER)[1] - 1 / t.T_K).max()
+    assert 2e-8 < off < 5e-8
+    assert np.abs(right(Q, K, V, 1e8)[1] - 1 / t.T_K).max() < 1e-8
+
+
+def test_the_coldest_near_tie_gives_its_two_keys_e_over_1_plus_e():
+    # A clamp at 1e-16 (or at the machine epsilon) passed while 1e-15 was the coldest
+    # near tie: at 1e-18 the softmax still gives the two keys e/(1 + e) and 1/(1 + e).
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    q = 1e-9 * Q[0]  # scores about 1e-9: their rounding is about 1e-7 of the gap
+    j = int(np.argmax(K @ q))
+    K_near = K.copy()
+    K_near[(j + 1) % t.T_K] = K[j] - (t.COLDER * np.sqrt(t.D_K) / (q @ q)) * q
+    A = right(q[None], K_near, V, t.COLDER)[1][0]
+    assert A[j] == pytest.approx(np.e / (1 + np.e), abs=1e-6)
+    A_clamped = right(q[None], K_near, V, 1e-16)[1][0]
+    assert abs(A_clamped[j] - 0.5) < 0.01
+
+
+@pytest.mark.parametrize("attempt", [right, right_with_einsum, right_with_tau_on_q_only,
+                                     right_in_torch, right_by_the_library])
+def test_a_right_attempt_keeps_float32_for_a_numpy_float64_tau(attempt):
+    Q, K, V = (np.ones(s, np.float32) for s in ((2, 3), (4, 3), (4, 5)))
+    O, A = attempt(Q, K, V, np.float64(1.5))
+    assert O.dtype == A.dtype == np.float32

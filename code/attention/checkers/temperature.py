@@ -5,14 +5,19 @@ The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` i
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
 batch and head dimensions (..., T_q, d_k); at several temperatures; in both limits (the
 output becomes the best key's value as tau -> 0+, or the average of the tied best keys'
-values, at tau = 1e-3 and at 1e-12, and the average of all values as tau -> infinity;
-at tau = 1e-9 two keys whose scores differ by tau sqrt(d_k) share the weight as
-e/(1 + e) and 1/(1 + e), which a tau clamped from below does not give); with
-Q, K and V left unchanged; and, cold, on rows whose scores
+values, at tau = 1e-3 and at 1e-12, and the average of all values as tau -> infinity,
+at tau = 100, 1e3, 1e6 and 1e7, where the weights still differ from 1/T_k by about 3e-8,
+more than the tolerance; at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
+tau sqrt(d_k) share the weight as e/(1 + e) and 1/(1 + e), which a tau clamped from below
+(at 1e-16, or at the machine epsilon) or an epsilon added to it does not give; a clamp
+below 1e-18 is not seen, and exactly uniform weights from about tau = 1e8 on are right to
+the tolerance); with Q, K and V left unchanged; and, cold, on rows whose scores
 lie far apart, which only a shift by each row's own maximum survives. The inputs are
 float64 and the answers are compared to 1e-8, so an attempt that computes in float32 fails
-(and is told so). When an attempt fails, the checker compares it with the usual mistakes
-and names the one it matches.
+(and is told so); float32 inputs give float32 results, with tau a Python float and a
+NumPy float64 scalar alike. When an attempt fails, the checker compares it with the usual
+mistakes and names the one it matches (told apart, when hot, by how far their weights lie
+from uniform).
 
 Every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2, batch (5, 6)), so a
 transpose, a width read from the wrong axis or a softmax along the wrong axis shows; and at
@@ -33,6 +38,11 @@ from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _clipped_scores, _c
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
 TAUS = (0.5, 2.0, 5.0)
 COLD, HOT = 1e-3, 1e6
+#: A hotter temperature, checked with the hot case: the exact weights still differ from
+#: 1/T_k by about 3e-8 there, above the tolerance 1e-8, so that exactly uniform weights
+#: taken for tau > 1e6 show (from about tau = 1e8 on, 1/T_k is right to that tolerance on
+#: the checker's inputs, and a shortcut to it is right too).
+HOTTER = 1e7
 #: Temperatures between TAUS and HOT, checked with the hot case: an expansion of exp() to
 #: first order (A = (1 + S - mean S)/T_k), off by about 1e-5 at 100 and 1e-7 at 1e3, shows.
 WARM = (100.0, 1e3)
@@ -41,10 +51,18 @@ COLDEST = 1e-12
 #: The temperature of a near tie (a scaled score gap of 1), far below COLD: rounding in the
 #: raw scores (about 1e-16) moves its weights by about 1e-7 only.
 NEAR = 1e-9
-#: A far colder near tie, on small scores: a clamp or an epsilon below NEAR shows.
+#: Far colder near ties, on small scores: a clamp or an epsilon below NEAR shows, down to
+#: 1e-18 (a clamp at 1e-16 or at the machine epsilon 2.2e-16 included; one below 1e-18 is
+#: not seen).
 NEAREST = 1e-15
+COLDER = 1e-18
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
+
+def _apart(x: float, y: float) -> int:
+    """The fewest significant digits (3 at least) that print x and y differently."""
+    return next((n for n in range(3, 16) if f"{x:.{n}g}" != f"{y:.{n}g}"), 16)
+
 
 def _allclose(got, want) -> bool:
     return got.shape == want.shape and np.allclose(got, want, atol=1e-7)
@@ -128,6 +146,14 @@ def _shortcut(A, want, tau, S) -> str:
         return (f"your weights are exactly one-hot (an argmax?), where at tau = {tau:g} "
                 "the softmax still gives several keys weight: the limit tau -> 0+ is "
                 "approached, never reached; compute the softmax at every tau")
+    best = A.max(axis=-1, keepdims=True)
+    shares = (A == 0) | (A == best)
+    if np.all(shares) and np.all(np.isclose(best * (A > 0).sum(axis=-1, keepdims=True), 1)) \
+            and not np.allclose(want, A, atol=1e-6):
+        return (f"your weights are equal shares of a row's best keys (an argmax that "
+                f"shares ties, found with np.isclose or a tolerance?), where at "
+                f"tau = {tau:g} the softmax still tells those keys apart: the limit "
+                "tau -> 0+ is approached, never reached; compute the softmax at every tau")
     return _clipped_scores(A, want, S)
 
 
@@ -151,15 +177,33 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, f"{detail}: {shortcut}"
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
         return False, detail + ": " + _why_rows_do_not_sum_to_one(A, want, tau)
-    named = _named(A, _weight_mistakes(Q, K, V, tau), _allclose)
+    # Mistakes are told apart by how far their weights lie from uniform: when hot, every
+    # softmax lies within 1e-7 of 1/T_k, and a fixed tolerance would name the first.
+    spread = float(np.abs(want - want.mean(axis=-1, keepdims=True)).max())
+    atol = min(1e-7, 1e-3 * spread)
+    named = _named(A, _weight_mistakes(Q, K, V, tau),
+                   lambda got, w: got.shape == w.shape and
+                   np.allclose(got, w, rtol=0.0, atol=atol))
     if named:
         return False, f"{detail}: {named}"
     c = _fitted_scale(A, _raw_scores(Q, K))
     d_k = Q.shape[-1]
-    if c is not None and not np.isclose(c, 1 / (tau * np.sqrt(d_k)), rtol=1e-6):
-        return False, (f"{detail}: your weights are softmax(c Q K^T) with c = {c:.4g}, but at "
-                       f"tau = {tau:g} and d_k = {d_k} the factor is 1/(tau sqrt(d_k)) = "
-                       f"{1 / (tau * np.sqrt(d_k)):.4g}")
+    right = 1 / (tau * np.sqrt(d_k))
+    if c is not None and not np.isclose(c, right, rtol=1e-6):
+        digits = max(4, _apart(c, right))
+        # a softmax of scaled scores is reproduced to rounding; weights that are only
+        # near one (a series for exp()) are not, and their fitted c is no mistake
+        residual = np.abs(_softmax(c * _raw_scores(Q, K)) - A).max()
+        if residual > 1e-12 and np.isclose(c, right, rtol=1e-3):
+            return False, (f"{detail}: your weights are nearly, not exactly, the softmax "
+                           f"of Q K^T / (tau sqrt(d_k)): the scale is right, so exp() "
+                           "or the normalisation was approximated (a series for exp(), "
+                           "an epsilon in the sum, a rounding?); compute "
+                           "np.exp(S - S.max(axis=-1, keepdims=True)) and divide by its "
+                           "row sums")
+        return False, (f"{detail}: your weights are softmax(c Q K^T) with c = "
+                       f"{c:.{digits}g}, but at tau = {tau:g} and d_k = {d_k} the factor "
+                       f"is 1/(tau sqrt(d_k)) = {right:.{digits}g}")
     return False, detail
 
 
@@ -230,19 +274,39 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
 
 
 def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
-    """float32 in, float32 out, and the values right to float32 precision."""
+    """float32 in, float32 out, and the values right to float32 precision, with tau a
+    Python float and then the same tau as a NumPy float64 scalar (as np.linspace or an
+    array's entry gives it), which turns float32 arrays it multiplies into float64."""
+    ok, detail, _ = _float32_at(fn, Q, K, V, float(tau))
+    if not ok:
+        return ok, detail
+    ok, detail, dtypes = _float32_at(fn, Q, K, V, np.float64(tau))
+    promoted = [n for n, d in dtypes.items() if d == np.float64]
+    if not ok and promoted and "for float32 inputs" in detail:
+        detail = (f"with tau = np.float64({tau:g}), a NumPy float64 scalar (as np.linspace "
+                  f"or an array's entry gives it), {' and '.join(promoted)} "
+                  f"{'is' if len(promoted) == 1 else 'are'} float64 for float32 inputs, "
+                  f"where with tau = {tau:g}, a Python float, they were float32: a NumPy "
+                  "float64 scalar turns the float32 arrays it meets into float64 (NumPy "
+                  "2's promotion rules); build the factor in Q's dtype, "
+                  "Q.dtype.type(1 / (tau * d_k ** 0.5)), or cast the results with "
+                  ".astype(Q.dtype)")
+    return ok, detail
+
+
+def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
     pair, error = _attempt(fn, Q, K, V, tau)
     if pair is None:
-        return False, error
+        return False, error, {}
     want_O, want_A = scaled_dot_product_attention(*(x.astype(np.float64) for x in (Q, K, V)),
                                                   temperature=tau)
+    dtypes = {n: getattr(x, "dtype", None) for n, x in zip("OA", pair)}
     for name, got, want in (("A", pair[1], want_A), ("O", pair[0], want_O)):
         ok, detail = _close(got, want, f"{name} for float32 inputs", atol=1e-5)
         if not ok:
-            return ok, detail
-    wrong = _dtype_rejection(np.float32, {n: getattr(x, "dtype", None)
-                                          for n, x in zip("OA", pair)})
-    return not wrong, wrong
+            return ok, detail, dtypes
+    wrong = _dtype_rejection(np.float32, dtypes)
+    return not wrong, wrong, dtypes
 
 
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
@@ -306,15 +370,17 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     K_tie[other] = K_tie[j]  # two identical keys: exactly equal scores
     tie = np.zeros((1, T_K))
     tie[0, [j, other]] = 0.5
-    K_near = K.copy()
-    q = q_tie[0]
-    K_near[other] = K[j] - (NEAR * np.sqrt(D_K) / (q @ q)) * q  # a scaled gap of 1 at NEAR
-    # the same near tie at NEAREST, on a query scaled down so that its scores (about 1e-6)
-    # round far below the gap: a clamp, an added epsilon or an argmax below NEAR shows
-    q_small = 1e-6 * q_tie
-    K_nearest = K.copy()
-    K_nearest[other] = K[j] - (NEAREST * np.sqrt(D_K) / (q_small[0] @ q_small[0])) * q_small[0]
-    near_ties = [(NEAR, q_tie, K_near), (NEAREST, q_small, K_nearest)]
+    def near_tie_inputs(tau):
+        """A query and keys whose best two scores differ by tau sqrt(d_k), a scaled gap of
+        1: the query is scaled by tau 1e9, so that its scores (about tau 1e9) round to
+        about 1e-7 of the gap, and a clamp, an added epsilon or an argmax at this tau
+        shows."""
+        q_n = (tau * 1e9) * q_tie
+        K_n = K.copy()
+        K_n[other] = K[j] - (tau * np.sqrt(D_K) / (q_n[0] @ q_n[0])) * q_n[0]
+        return tau, q_n, K_n
+
+    near_ties = [near_tie_inputs(tau) for tau in (NEAR, NEAREST, COLDER)]
 
     def tied_keys_share_the_weight():
         # at COLD and far colder, so that an argmax taken below some small tau shows too
@@ -355,15 +421,32 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         what = f"at tau = {tau:g} with two keys whose scores differ by tau sqrt(d_k)"
         ok, detail = _check_weights(pair[1], A_near, q_tie, K_near, V, tau, f"weights {what}",
                                     atol=1e-6, shortcuts=ordinary_ok)
-        A = np.asarray(pair[1], dtype=np.float64) if pair[1] is not None else None
-        if not ok and A is not None and A.shape == A_near.shape and \
-                abs(A[0, j] - 0.5) < abs(A_near[0, j] - 0.5) - 1e-3 and \
-                abs(A[0, j] + A[0, other] - 1.0) < 1e-6:
-            detail += (f": the softmax gives these two keys {A_near[0, j]:.3f} and "
-                       f"{A_near[0, other]:.3f} at this tau; yours are nearer even, as at a "
-                       "larger tau: was tau clamped from below (max(tau, ...), so as not "
-                       "to divide by a tiny number)? Divide by tau itself at every tau")
+        named = detail != _compare(pair[1], A_near, f"weights {what}", 1e-6)[1]
+        if not ok and ordinary_ok and not named:  # the scale is right, and nothing named
+            detail += _warmer_than_asked(pair[1], A_near, q_tie, K_near, tau)
         return (ok, detail) if not ok else _compare(pair[0], O_near, f"output {what}", 1e-6)
+
+    def _warmer_than_asked(A, A_near, q_n, K_n, tau) -> str:
+        """What weights are told that are the softmax at a warmer temperature than tau,
+        the same one on every key (tau clamped from below, or an epsilon added)."""
+        if A is None or np.shape(A) != A_near.shape:
+            return ""
+        A = np.asarray(A, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            gap = np.log(A[0, j] / A[0, other])  # the scaled gap 1, at the attempt's tau
+        if not (np.isfinite(gap) and 0 < gap < 1 - 1e-6):
+            return ""
+        warmer = tau / gap
+        A_warm = scaled_dot_product_attention(q_n, K_n, V, temperature=warmer)[1]
+        if not np.allclose(A, A_warm, atol=1e-6):
+            return ""
+        n = _apart(A[0, j], A_near[0, j])
+        return (f": the softmax gives these two keys {A_near[0, j]:.{n}g} and "
+                f"{A_near[0, other]:.{n}g} at this tau; yours are {A[0, j]:.{n}g} and "
+                f"{A[0, other]:.{n}g}, the softmax at tau = "
+                f"{warmer:.{_apart(warmer, tau)}g}: was tau clamped "
+                "from below (max(tau, ...), so as not to divide by a tiny number), or "
+                "an epsilon added to it? Divide by tau itself at every tau")
 
     results.append(_run("tau -> 0+ with a tie: the tied keys share the weight", tied_keys_share_the_weight))
 
@@ -372,6 +455,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # weights differ from 1/T_k by about 1e-7 here), so that a shortcut to exactly
     # uniform weights at large tau shows.
     O_hot, A_hot = scaled_dot_product_attention(Q, K, V, temperature=HOT)
+    O_hotter, A_hotter = scaled_dot_product_attention(Q, K, V, temperature=HOTTER)
 
     def nearly_uniform_weights():
         # first at WARM temperatures between TAUS and HOT, where an expansion of exp()
@@ -382,14 +466,25 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
-        return _case(fn, Q, K, V, HOT, want_A=A_hot, what=f"at tau = {HOT:g}",
-                     shortcuts=ordinary_ok)
+        for tau, A in ((HOT, A_hot), (HOTTER, A_hotter)):
+            ok, detail = _case(fn, Q, K, V, tau, want_A=A, what=f"at tau = {tau:g}",
+                               shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
+        return True, ""
 
-    results.append(_run(f"tau -> infinity (tau = {HOT:g}): nearly uniform weights",
+    def output_near_the_mean():
+        for tau, O in ((HOT, O_hot), (HOTTER, O_hotter)):
+            ok, detail = _case(fn, Q, K, V, tau, want_O=O, what=f"at tau = {tau:g}",
+                               shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
+        return True, ""
+
+    results.append(_run(f"tau -> infinity (tau = {HOT:g}, {HOTTER:g}): nearly uniform weights",
                         nearly_uniform_weights))
-    results.append(_run(f"tau -> infinity (tau = {HOT:g}): output near the mean of the "
-                        "values", lambda: _case(fn, Q, K, V, HOT, want_O=O_hot,
-                                                what=f"at tau = {HOT:g}", shortcuts=ordinary_ok)))
+    results.append(_run(f"tau -> infinity (tau = {HOT:g}, {HOTTER:g}): output near the mean of the "
+                        "values", output_near_the_mean))
 
     # Other sizes and another temperature: an attempt right only at the checker's
     # d_k = 7 or at its temperatures shows here.
