@@ -564,8 +564,9 @@ def test_review_round_1_variance_sentences():
     assert (lin(x) != 0).any()  # nn.Linear's default bias is not zero
     torch.nn.init.zeros_(lin.bias)
     assert (lin(x) == 0).all()
-    # the kurtosis error bar at d_k = 1 is called optimistic
-    assert "the error bar, estimated from the sample's own moments, is optimistic" in SOURCE
+    # rv9: the explorer's seed-0 error bar at d_k = 1 (0.63) is larger than the estimate's
+    # spread over seeds (about 0.52), so the remark that it is optimistic was cut
+    assert "the error bar, estimated from the sample's own moments, is optimistic" not in SOURCE
 
 
 # --- review round 2 (rv2b): scopes of the kurtosis, the peak, the initializations ---------
@@ -597,20 +598,11 @@ def test_the_page_no_longer_gives_the_moments_exercise_away():
     assert "The derivation above took the entries normal." in before
 
 
-def test_peakedness_is_the_same_on_average_over_rows_roughly():
-    assert "how peaked a softmax row is on average over rows" in SOURCE
-    # mean largest of 32 weights, 1/sqrt(d_k), at d_k = 1 and 64: within 20%;
-    # the median row is not (it is why the sentence says "on average")
-    rng = np.random.default_rng(11)
-    mean_max, median_max = {}, {}
-    for d_k in (1, 64):
-        q = rng.standard_normal((2000, 1, d_k))
-        s = (q * rng.standard_normal((2000, 32, d_k))).sum(-1) / math.sqrt(d_k)
-        a = np.exp(s - s.max(-1, keepdims=True))
-        top = (a / a.sum(-1, keepdims=True)).max(-1)
-        mean_max[d_k], median_max[d_k] = top.mean(), np.median(top)
-    assert mean_max[1] == pytest.approx(mean_max[64], rel=0.2)
-    assert median_max[1] < 0.8 * median_max[64]
+def test_no_claim_that_rows_are_as_peaked_at_every_width():
+    # rv9: with 32 keys the mean largest weight is about the same at d_k = 1 and 64, with
+    # 2048 keys it is not (0.015 against 0.010): the sentence was cut, not scoped.
+    assert "how peaked a softmax row" not in SOURCE
+    assert "which is what sets the typical gap between two\nscores. *Not the same*" in SOURCE
 
 
 def test_gpt2s_fixed_std_is_below_1_only_up_to_its_widths():
