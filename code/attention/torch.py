@@ -41,19 +41,22 @@ def _check_tensor(x, name: str, *, allow_neg_inf: bool = False) -> None:
 def safe_softmax(S: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax in which a row that is entirely -inf gives zeros instead of NaN.
 
-    The policy of torch 2.13's built-in attention for fully masked rows, and of the
-    NumPy :func:`attention.softmax`. An empty ``dim`` (no keys) gives an empty result.
+    The policy of torch 2.13's built-in attention on the CPU (MATH and flash) for fully
+    masked rows, and of the NumPy :func:`attention.softmax`. An empty ``dim`` (no keys) gives an empty result.
     ``S`` must be a floating-point tensor (TypeError otherwise); NaN or +inf in it raise
-    ``ValueError``, -inf (a masked score) is allowed.
+    ``ValueError``, -inf (a masked score) is allowed. Computed in float32 at least and
+    returned in ``S``'s dtype, as ``torch.softmax`` does: a float16 sum of more than 65,504
+    terms near 1 would overflow and give zeros that look like a fully masked row.
     """
     _check_tensor(S, "S", allow_neg_inf=True)
     if S.shape[dim] == 0:
         return torch.zeros_like(S)
-    m = S.amax(dim=dim, keepdim=True)
+    work = S.to(torch.promote_types(S.dtype, torch.float32))
+    m = work.amax(dim=dim, keepdim=True)
     m = torch.where(torch.isneginf(m), torch.zeros_like(m), m).detach()
-    e = torch.exp(S - m)
+    e = torch.exp(work - m)
     total = e.sum(dim=dim, keepdim=True)
-    return e / torch.where(total > 0, total, torch.ones_like(total))
+    return (e / torch.where(total > 0, total, torch.ones_like(total))).to(S.dtype)
 
 
 def _check_inputs(q, k, v, attn_mask, dropout_p, is_causal, scale) -> None:
@@ -122,8 +125,8 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     MATH kernel raises, while its CPU flash kernel silently applies both masks).
     ``scale`` (the book's c) defaults to 1/sqrt(d_k). The scores, the softmax and the
     product with v run in float32 (or float64 for float64 inputs), and the result is cast
-    back to the inputs' dtype. A fully masked row gives a zero output, as the built-in
-    does in torch 2.13. ``dropout_p`` zeroes weights at random and rescales the rest by
+    back to the inputs' dtype. A fully masked row gives a zero output, as the built-in's
+    CPU kernels (MATH and flash) do in torch 2.13. ``dropout_p`` zeroes weights at random and rescales the rest by
     1/(1 - p) whenever it is positive, exactly like the built-in: pass 0 at evaluation time.
 
     The body is the page's ten lines with ``safe_softmax`` in place of ``torch.softmax``;

@@ -125,6 +125,16 @@ def test_safe_softmax_matches_torch_softmax_and_zeroes_fully_masked_rows():
     assert torch.isfinite(x.grad).all()
 
 
+@pytest.mark.parametrize("dtype,T_k", [(torch.float16, 70_000), (torch.bfloat16, 777), (torch.float16, 12)])
+def test_safe_softmax_in_half_precision_is_torch_softmax_even_where_a_half_sum_overflows(dtype, T_k):
+    # A float16 sum of 70,000 weights near one overflows to inf: computed in the input's
+    # dtype, every weight would be 0, the answer of a fully masked row.
+    x = (0.01 * torch.randn(2, T_k, generator=torch.Generator().manual_seed(4))).to(dtype)
+    ours, builtin = at.safe_softmax(x), torch.softmax(x, dim=-1)
+    assert ours.dtype == dtype
+    assert ours.float().sum(-1).sub(1).abs().max() < 0.01
+    torch.testing.assert_close(ours, builtin, atol=0, rtol=0.01)
+
 @pytest.mark.parametrize("kind", ["no mask", "boolean mask", "additive mask", "causal", "fully masked row"])
 def test_gradcheck_passes_on_the_torch_version(kind):
     q, k, v = (t[:1, :1].clone().requires_grad_(True) for t in _qkv(torch.float64, seed=3, T_q=3, T_k=4))
