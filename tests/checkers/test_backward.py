@@ -420,8 +420,78 @@ def everything_in_float16(Q, K, V, dO, mask=None):
     return tuple(g.astype(Q.dtype) for g in grads)
 
 
+def _adds_a_finite_bias(Q, K, V, dO, mask, bias, zero_empty_rows=False):
+    """S + (~mask) * bias, fully masked rows zeroed if asked; dtype kept."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = S + (~np.asarray(mask)) * np.asarray(bias, dtype=S.dtype)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None and zero_empty_rows:
+        A = np.where(np.broadcast_to(mask, A.shape).any(axis=-1, keepdims=True), A, 0)
+    return _backward_from(c, A.astype(Q.dtype), A @ V, Q, K, V, dO)
+
+
+def adds_minus_1e4(Q, K, V, dO, mask=None):
+    return _adds_a_finite_bias(Q, K, V, dO, mask, -1e4)
+
+
+def adds_minus_1e4_and_zeroes_empty_rows(Q, K, V, dO, mask=None):
+    return _adds_a_finite_bias(Q, K, V, dO, mask, -1e4, zero_empty_rows=True)
+
+
+def adds_minus_1e9_and_zeroes_empty_rows(Q, K, V, dO, mask=None):
+    return _adds_a_finite_bias(Q, K, V, dO, mask, -1e9, zero_empty_rows=True)
+
+
+def adds_float32_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):
+    """-3.4e38, "the most negative float32": tuned to any float32 score."""
+    return _adds_a_finite_bias(Q, K, V, dO, mask, np.finfo(np.float32).min,
+                               zero_empty_rows=True)
+
+
+def _with_epsilon(eps):
+    def attempt(Q, K, V, dO, mask=None):
+        c = 1 / math.sqrt(Q.shape[-1])
+        S = c * Q @ swap(K)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        m = S.max(axis=-1, keepdims=True)
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+        A = E / (E.sum(axis=-1, keepdims=True) + eps)  # "so that 0/0 cannot happen"
+        return _backward_from(c, A, A @ V, Q, K, V, dO)
+    attempt.__name__ = f"epsilon_{eps:.0e}_in_the_softmax".replace("-", "_minus_")
+    return attempt
+
+
+epsilon_1e6_in_the_softmax = _with_epsilon(1e-6)
+epsilon_1e9_in_the_softmax = _with_epsilon(1e-9)
+
+
+def computes_in_float32_via_torch(Q, K, V, dO, mask=None):
+    """torch's .float() on every input, autograd, the gradients cast back."""
+    import torch
+
+    t = [torch.tensor(x, dtype=torch.float32, requires_grad=True) for x in (Q, K, V)]
+    S = t[0] @ t[1].transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
+    A = torch.nan_to_num(torch.softmax(S, dim=-1))
+    (A @ t[2]).backward(torch.tensor(dO, dtype=torch.float32))
+    return tuple(x.grad.numpy().astype(Q.dtype) for x in t)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (adds_minus_1e4, "a finite mask value (use -inf"),
+    (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (epsilon_1e6_in_the_softmax, "plus a small constant"),
+    (epsilon_1e9_in_the_softmax, "plus a small constant"),
+    (computes_in_float32_via_torch, "computed in float32"),
+    (computes_in_float32, "computed in float32"),
     (adds_not_mask_times_minus_inf, "(~mask) * -inf"),
     (nan_to_num_on_the_gradients, "np.nan_to_num"),
     (scale_one_over_d_k, "the scale is 1/d_k instead of 1/sqrt(d_k)"),
@@ -475,6 +545,12 @@ WRONG = [
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     "'- D' term": {forgets_D},
+    "weights renormalised": {mask_after_the_softmax_renormalised},
+    "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
+                            adds_minus_1e9_and_zeroes_empty_rows,
+                            adds_float32_min_and_zeroes_empty_rows},
+    "plus a small constant": {epsilon_1e6_in_the_softmax, epsilon_1e9_in_the_softmax},
+    "computed in float32": {computes_in_float32, computes_in_float32_via_torch},
     "D has the wrong sign": {adds_D},
     "plain row sum": {D_as_a_plain_row_sum},
     "lacks the factor c": {no_scale_in_dQ_and_dK},
@@ -493,7 +569,7 @@ EXCLUSIVE = {
     "Q.shape[1]": {d_k_from_axis_1},
     "uses T_q": {scale_from_T_q},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye},
-    "float32 precision": {computes_in_float32},
+    "float32 precision": {computes_in_float32, computes_in_float32_via_torch},
     "inverse of V": {dA_through_a_pseudo_inverse},
     "no matrix inverse": {dV_through_an_inverse},
     "(batch item, head) pairs": {last_head_only, loop_without_the_batch_index},
@@ -617,3 +693,28 @@ def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(
     and the message still names the axis, not an overflow."""
     failures = _failures(softmax_over_queries, capsys)
     assert len(failures) == 11 and all("wrong axis" in f for f in failures), failures
+
+
+# Attempts whose every failing case must name their mistake (each was told another
+# mistake's name, or none, on some case before).
+EVERY_LINE = [
+    (adds_minus_1e4, "a finite mask value (use -inf"),
+    (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    (epsilon_1e6_in_the_softmax, "plus a small constant"),
+    (epsilon_1e9_in_the_softmax, "plus a small constant"),
+    (computes_in_float32, "float32"),
+    (computes_in_float32_via_torch, "float32"),
+]
+
+
+@pytest.mark.parametrize("fn, phrase", EVERY_LINE, ids=[fn.__name__ for fn, _ in EVERY_LINE])
+def test_every_failing_case_of_these_attempts_names_their_mistake(fn, phrase, capsys):
+    failures = _failures(fn, capsys)
+    assert failures and all(phrase in line for line in failures), failures
+
+
+def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(capsys):
+    failures = _failures(adds_minus_1e9_and_zeroes_empty_rows, capsys)
+    assert len(failures) == 1 and "near 1e300" in failures[0], failures

@@ -214,6 +214,17 @@ def _clipped_scores(A: np.ndarray, want: np.ndarray, S: np.ndarray) -> str:
     return ""
 
 
+def _float32_valued(X: np.ndarray, ref: np.ndarray) -> bool:
+    """Whether every entry of X is a float32 number where the reference's are not: the
+    sign of a computation in float32 cast back to float64."""
+    def exact(Y):
+        with np.errstate(all="ignore"):
+            Y = np.asarray(Y, dtype=np.float64)
+            return bool(np.array_equal(Y, Y.astype(np.float32).astype(np.float64),
+                                       equal_nan=True))
+    return exact(X) and not exact(ref)
+
+
 def _dtype_rejection(want, dtypes: dict) -> str:
     """What results whose dtypes (name -> dtype) are not the inputs' ``want`` are told, or ""."""
     want = np.dtype(want)

@@ -10,8 +10,7 @@ The contract the exercise states, and this checker tests:
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k); a masked
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
   1e300, which any finite bias added to it leaves on top); a query whose every key is
-  masked gets all-zero weights and
-  a zero output, never NaN;
+  masked gets all-zero weights and a zero output, never NaN;
 * the outputs have the inputs' dtype (float16, float32 or float64);
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array).
 
@@ -31,7 +30,7 @@ import numpy as np
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
-                      _clipped_scores, _fitted_scale, _keepdims_hint,
+                      _clipped_scores, _fitted_scale, _float32_valued, _keepdims_hint,
                       _matching, _report, _results, _run)
 
 
@@ -381,15 +380,6 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     return "", (f"the weights differ from the reference by up to {err:.3g}"
                 + (" (every entry is a float32 number: float64 inputs need float64 "
                    "throughout)" if in_float32 else ""))
-
-
-def _float32_valued(X: np.ndarray, ref: np.ndarray) -> bool:
-    """Whether every entry of X is a float32 number where the reference's are not: the
-    sign of a computation in float32 cast back to float64."""
-    def exact(Y):
-        with np.errstate(all="ignore"):
-            return bool(np.array_equal(Y, Y.astype(np.float32).astype(np.float64)))
-    return exact(X) and not exact(ref)
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None):

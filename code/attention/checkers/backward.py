@@ -17,8 +17,9 @@ The contract the exercise states, and this checker tests:
 Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
 missing transpose does not change a shape, only the values); one head with
-scores near 7000 (no row maximum subtracted overflows) and one with a masked key far
-above the others (masking after the softmax underflows); three with batch and head
+scores near 7000 (no row maximum subtracted overflows) and one with masked keys far
+above the others (masking after the softmax underflows; one scores near 1e300, which a
+finite bias added to it, such as -1e9, leaves on top); three with batch and head
 dimensions (B, H): no mask, one causal mask for every head, a (B, 1, 1, T_k) padding
 mask; other sizes, (1, 3, 2, 9) queries against 8 keys with d_v = 4; a full (B, H, T_q,
 T_k) mask in which some queries see no key; and float32 inputs. Every size differs from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6,
@@ -40,7 +41,8 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection, _named,
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
+                      _float32_valued, _named,
                       _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
@@ -54,17 +56,21 @@ def _swap(X):
 
 
 def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=True,
-           scores=None):
+           scores=None, bias=0.0, eps=0.0):
     """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
     forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
     ``mask_mode`` "ignored", "inverted", "zero" (masked scores 0), "large" (-1e9 for
     -inf: a query with no visible key gets uniform weights) or "after" (the unmasked
-    softmax times the mask, not renormalised); ``axis`` is the softmax's; ``guard=False``
-    lets a query with no visible key have NaN weights (0/0) instead of zeros."""
+    softmax times the mask, not renormalised), "bias" (``bias`` added to the masked
+    scores) or "bias-zeroed" (and a query with no visible key zeroed afterwards);
+    ``axis`` is the softmax's; ``guard=False`` lets a query with no visible key have NaN
+    weights (0/0) instead of zeros; ``eps`` is added to the softmax's denominator."""
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
     c = 1.0 / math.sqrt(Q.shape[-1] if d is None else d)
     S_free = S = c * (Q @ _swap(K)) if scores is None else np.asarray(scores, np.float64)
-    if mask is not None and mask_mode not in ("ignored", "after"):
+    if mask is not None and mask_mode.startswith("bias"):
+        S = S + np.where(mask, 0.0, bias)
+    elif mask is not None and mask_mode not in ("ignored", "after"):
         keep = ~np.asarray(mask) if mask_mode == "inverted" else np.asarray(mask)
         S = np.where(keep, S, {"zero": 0.0, "large": -1e9}.get(mask_mode, -np.inf))
     if guard:
@@ -72,6 +78,12 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     else:
         E = np.exp(S - S.max(axis=axis, keepdims=True))
         A = E / E.sum(axis=axis, keepdims=True)
+    if eps:
+        m = S.max(axis=axis, keepdims=True)
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+        A = E / (E.sum(axis=axis, keepdims=True) + eps)
+    if mask is not None and mask_mode == "bias-zeroed":
+        A = np.where(np.broadcast_to(mask, A.shape).any(axis=-1, keepdims=True), A, 0.0)
     if mask is not None and mask_mode == "after":
         A = A * np.asarray(mask)
     if mask is not None and mask_mode == "after-renormalised":
@@ -209,12 +221,25 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
              "exponentials underflow to 0 before the mask removes that key; set masked "
              "scores to -inf before the softmax", dict(mask_mode="after-renormalised"),
              RIGHT),
+            *[("mask-bias", "masked scores are shifted by a finite bias, as "
+               "S + (~mask) * -1e9 does: a finite mask value (use -inf, "
+               "np.where(mask, S, -np.inf)) only moves a masked score down by a fixed "
+               "amount, so a masked key scoring far above the others stays on top, and a "
+               "query whose every key is masked keeps the weights it would have without "
+               "the mask", dict(mask_mode=mode, bias=-b), RIGHT)
+              for b in (1e4, 1e9) for mode in ("bias", "bias-zeroed")],
             ("mask-large", "a query whose every key is masked got uniform weights over "
                            "all keys (a large negative number such as -1e9 in place of "
                            "-inf): the contract gives it zero weights and a zero output, "
                            "so nothing flows back through it",
              dict(mask_mode="large"), RIGHT),
         ]
+    mistakes += [("eps", "the softmax divides by its sum plus a small constant, "
+                  "E / (E.sum() + eps): every row of A then sums to a little less than "
+                  "1 and the gradients are off by about eps; once the row maximum is "
+                  "subtracted the sum is at least 1, and a query with no visible key "
+                  "needs a guard, not a constant", dict(eps=10.0 ** -k), RIGHT)
+                 for k in range(3, 11)]
     if _empty_rows(Q, K, mask):
         mistakes.append((
             "nan-to-num", "{names} {is_are} zero where they should not be: a query whose "
@@ -287,24 +312,35 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
     if all(_same(-g, r, rtol) for g, r in zip(got, ref)):
         return ("every gradient has the wrong sign: return dL/dX itself, not -dL/dX "
                 "(the direction a descent step takes)")
-    if rtol < RTOL_FLOAT32 and all(_same(g, r, RTOL_FLOAT32) for g, r in zip(got, ref)):
+    flat = lambda xs: np.concatenate([np.ravel(x) for x in xs])  # noqa: E731
+    in_float32 = rtol < RTOL_FLOAT32 and all(g.shape == r.shape for g, r in zip(got, ref)) \
+        and _float32_valued(flat(got), flat(ref)) and not _float16_valued(got)
+    if in_float32 and all(_same(g, r, 1e-2) for g, r in zip(got, ref)):
         err = max(relative_error(g, r) for g, r in zip(got, ref))
         return (f"the gradients agree with the reference only to a relative {err:.0e}, "
-                "float32 precision: float64 inputs need float64 throughout (something "
-                "was cast to float32)")
+                "and every entry is a float32 number: they were computed in float32 "
+                "(float32 precision, about 7 digits), but float64 inputs need float64 "
+                "throughout (something was cast to float32)")
     variants: dict = {}
 
     def variant(key, forward, backward, guard=True):
-        if (key, guard) not in variants:
+        at = (key, str(forward), guard)  # one key may name several forward passes
+        if at not in variants:
             with np.errstate(all="ignore"):
-                variants[key, guard] = backward(_parts(Q, K, V, dO, mask,
-                                                       **{"guard": guard, **forward}))
-        return variants[key, guard]
+                variants[at] = backward(_parts(Q, K, V, dO, mask,
+                                               **{"guard": guard, **forward}))
+        return variants[at]
 
     unguarded = variant("", {}, RIGHT, guard=False)
-    messages, matched, nan, unexplained = [], {}, [], []
+    messages, matched, nan, unexplained, huge = [], {}, [], [], []
     for i, name in enumerate(NAMES):
         if _same(got[i], ref[i], rtol):
+            continue
+        if got[i].shape == ref[i].shape and np.isfinite(got[i]).all() and \
+                np.abs(got[i]).max() > 1e100 * max(1.0, np.abs(ref[i]).max()):
+            # weight on a key whose row is near 1e300 times rounding noise: its
+            # size says more than its value, which every such mistake shares
+            huge.append(name)
             continue
         if got[i].shape != ref[i].shape:
             hint = ""
@@ -326,6 +362,8 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             return _same(g, v, max(rtol, 1e-7)) and not _same(v, ref[i], rtol)
 
         hit = _named(got[i], table, same)
+        if hit and hit[0] == "eps" and in_float32:
+            hit = ""  # float32's rounding, not a constant
         if hit:
             matched.setdefault(hit[0], (hit[1], []))[1].append(name)
         else:
@@ -352,10 +390,26 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             messages.append(
                 f"{', '.join(nan)} {verb} NaN: usually exp() of a score that overflowed "
                 "(subtract each row's maximum first), or a row whose every score is -inf")
+    if len(matched) > 1 and not nan and not unexplained:
+        # one mistake that explains every wrong gradient beats a mix of several
+        wrong = [i for i, n in enumerate(NAMES) if not _same(got[i], ref[i], rtol)
+                 and n not in huge]
+        for key, message, forward, backward in _mistakes(Q, K, mask, V):
+            v = variant(key, forward, backward)
+            if message in {m for m, _ in matched.values()} and all(
+                    _same(got[i], v[i], max(rtol, 1e-7)) for i in wrong):
+                matched = {key: (message, [NAMES[i] for i in wrong])}
+                break
     for message, names in matched.values():
         message = message.format(**_names(names))
         if message not in messages:
             messages.append(message)
+    if huge and not messages:
+        messages.append(
+            f"{', '.join(huge)} {'has' if len(huge) == 1 else 'have'} entries near "
+            f"{max(np.abs(got[NAMES.index(n)]).max() for n in huge):.0e}: a masked key "
+            "whose row is near 1e300 got some weight; a masked key must get weight "
+            "exactly 0, its score -inf before the softmax")
     if unexplained and _float16_rounding(got, Q, K, V, dO, mask, ref):
         err = max(relative_error(g, r) for g, r in zip(got, ref))
         messages.append(
@@ -379,10 +433,22 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
         i = NAMES.index(name)
         err = float(np.abs(got[i] - ref[i]).max())
         messages.append(f"{name} differs from the reference by up to {err:.3g}")
+    if in_float32:
+        big = max(float(np.abs(x).max()) for x in (Q, K, V, dO))
+        messages.append("every entry is a float32 number: float64 inputs need float64 "
+                        "throughout" + (f" (an input here holds {big:.0e}, beyond "
+                                        "float32's range, 3.4e38)" if big > 3.4e38 else ""))
     if unexplained and _same(got[2], ref[2], rtol) and set(unexplained) <= {"dQ", "dK"}:
         messages.append("dV is right, so A is: look at D, dS = A * (dA - D) and the "
                         "factor c")
     return "; ".join(messages)
+
+
+def _float16_valued(xs) -> bool:
+    """Whether every entry of the arrays xs is a float16 number (and some is not 0)."""
+    with np.errstate(all="ignore"):
+        return all(np.array_equal(x, x.astype(np.float16).astype(np.float64)) for x in xs) \
+            and any(np.any(x) for x in xs)
 
 
 def _in_float16(Q, K, V, dO, mask, scale_first=False):
@@ -466,7 +532,8 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
         except Exception as exc:
             return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
-            detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
+            with np.errstate(all="ignore"):
+                detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
             if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
                 errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
                                  for g, r in zip(got, ref))
@@ -513,6 +580,12 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     K_far[0] = [3000.0, 0.0, 0.0, 0.0, 0.0]
     not_key_0 = np.ones((T_q, T_k), dtype=bool)
     not_key_0[1:, 0] = False
+    # And a masked key far from the origin: key 5, masked for every query, scores near
+    # +1e300 (near -1e300 for query 2), beyond any finite bias a mask could add (-1e4,
+    # -1e9, float32's -3.4e38): a bias leaves it on top, where -inf gives it weight 0.
+    Q_far[:, 1] = np.array([1.0, 1.0, -1.0, 1.0]) * (np.abs(Q_far[:, 1]) + 1.0)
+    K_far[5] = [0.0, 1e300, 0.0, 0.0, 0.0]
+    not_key_0[:, 5] = False
     # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows.
     Qo, Ko, Vo, dOo = _inputs(rng, batch=(1, 3), T_q=2, T_k=8, d_k=9, d_v=4)
     one_head = [
@@ -522,7 +595,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True)),
         _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
         _run("one head, large scores (near 7000)", _case(fn, Q_big, K_big, V, dO)),
-        _run("a masked key whose score is far above the others",
+        _run("masked keys whose scores are far above the others (near 1e300)",
              _case(fn, Q_far, K_far, V, dO, not_key_0)),
     ]
     # Said only when the attempt ran on one head: then what it mishandles is the batch.
