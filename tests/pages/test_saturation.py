@@ -527,6 +527,20 @@ def test_the_one_hot_exercise_comes_before_any_implementation_and_any_one_hot_ar
     before = SOURCE[:exercise]
     assert "e_m e_m^\\top" not in before and "one-hot row, where $J$" not in before
     assert "a * (g - np.dot(a, g))" not in before
+    # the product J g is derived in the solution and displayed after it, not above the
+    # exercise that asks for it
+    assert "a \\odot" not in before and "a\\,(a^\\top g)" not in before
+    end = SOURCE.index("```{solution-end}", solution)
+    assert SOURCE.index(":label: eq-softmax-vjp") > end
+    assert "a \\odot (g - (a \\cdot g)" in SOURCE[solution:end]
+
+
+def test_the_one_hot_exercise_names_the_lengths_its_checker_measures():
+    from attention.checkers.jacobian import SIZES
+
+    exercise = SOURCE.split(":label: ex-one-hot-jacobian")[1].split("````")[0]
+    listed = ", ".join(map(str, SIZES[:-1])) + f" and {SIZES[-1]} keys"
+    assert re.sub(r"\s+", " ", exercise).count(listed) == 1, listed
 
 
 def test_the_raw_vs_scaled_exercise_is_not_answered_above_it():
