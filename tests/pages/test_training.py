@@ -808,3 +808,31 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
     assert "mostly does not, within these {glue:text}`tr_steps` steps" in text
     assert "the scaled head on none of the {glue:text}`ho_n_held` rows in any seed" in text
     assert "differ by at most {glue:text}`tr_vec_diff:.2g`" in text
+
+
+def test_the_one_seed_figures_alt_texts_describe_the_glued_grid(page_grid):
+    """Alt texts of the heatmaps and the windows figure (one seed, training loss): with SGD the
+    scaled head keeps its lowest rate and reaches higher; the unscaled head's band stays within
+    the same few columns, widest at d_k = 64; the 1/d_k head's climbs. With Adam the 1/d_k
+    head's star is in the same column from 64 up, the other two stars stay put or move down,
+    and the unscaled head's window is the narrowest at the largest width."""
+    final, _ = page_grid
+    W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
+    step = lambda lr: int(round(2 * math.log10(lr)))  # grid index, half decades
+    sc = [W["sgd"]["scaled", d] for d in WIDTHS]
+    assert len({x[0] for x in sc}) == 1 and sc[-1][1] > sc[0][1]
+    un = [W["sgd"]["unscaled", d] for d in WIDTHS]
+    cols = [step(x[0]) for x in un] + [step(x[1]) for x in un]
+    assert max(cols) - min(cols) <= 3  # a few columns
+    dec = [x[2] for x in un]
+    assert dec[1] == max(dec) and dec.count(max(dec)) == 1  # widest at 64
+    dk = [W["sgd"]["1/d_k", d] for d in WIDTHS]
+    assert all(b[0] >= a[0] and b[1] > a[1] for a, b in zip(dk, dk[1:]))
+    # "shifts far to the right", "climbs steeply": both edges by 1.5 decades or more
+    assert min(step(dk[-1][e]) - step(dk[0][e]) for e in (0, 1)) >= 3
+    assert len({W["adam"]["1/d_k", d][3] for d in WIDTHS[1:]}) == 1
+    for name in ("scaled", "unscaled"):
+        best = [W["adam"][name, d][3] for d in WIDTHS]
+        assert all(b <= a * (1 + 1e-9) for a, b in zip(best, best[1:])), name
+    widths_at_top = {n: W["adam"][n, WIDTHS[-1]][2] for n in HEADS}
+    assert widths_at_top["unscaled"] < min(widths_at_top["scaled"], widths_at_top["1/d_k"])
