@@ -21,6 +21,7 @@ tests. Messages are wrapped to 76 columns.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
                       _clipped_scores, _fitted_scale, _float32_valued, _keepdims_hint,
-                      _matching, _report, _results, _run)
+                      _matching, _qkv, _report, _results, _run)
 
 
 
@@ -424,11 +425,8 @@ def _dtype_case(fn, Q, K, V, mask=None):
     return case
 
 
-def _inputs(rng, batch=(), T_q=3, T_k=5, d_k=4, d_v=2):
-    """Q, K, V with T_q, T_k, d_k, d_v all different, so that a wrong one shows."""
-    return (rng.standard_normal(batch + (T_q, d_k)),
-            rng.standard_normal(batch + (T_k, d_k)),
-            rng.standard_normal(batch + (T_k, d_v)))
+#: Q, K, V with T_q, T_k, d_k, d_v all different, so that a wrong one shows.
+_inputs = functools.partial(_qkv, T_q=3, T_k=5, d_k=4, d_v=2)
 
 
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:

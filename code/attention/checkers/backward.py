@@ -42,8 +42,7 @@ from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
-                      _float32_valued, _named,
-                      _report, _results, _run)
+                      _float32_valued, _named, _qkv, _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
@@ -548,8 +547,7 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
 
 def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
     """Q, K, V, dO whose sizes all differ (and differ from B = 2, H = 3)."""
-    return (rng.standard_normal(batch + (T_q, d_k)), rng.standard_normal(batch + (T_k, d_k)),
-            rng.standard_normal(batch + (T_k, d_v)), rng.standard_normal(batch + (T_q, d_v)))
+    return (*_qkv(rng, T_q, T_k, d_k, d_v, batch), rng.standard_normal(batch + (T_q, d_v)))
 
 
 def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
