@@ -88,3 +88,15 @@ def test_the_fitted_scale_recovers_the_factor_of_a_scaled_softmax_and_none_other
     mask[:, 0] = False
     masked = engine._softmax(np.where(mask, 2.0 * R, -np.inf))
     assert engine._fitted_scale(masked, R, mask) == pytest.approx(2.0)
+
+
+def test_results_computed_in_float32_are_told_by_their_entries_being_float32_numbers():
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal(50)
+    in_float32 = ref.astype(np.float32).astype(np.float64)
+    with_nan = np.where(np.arange(50) == 3, np.nan, in_float32)
+    assert engine._float32_valued(in_float32, ref)
+    assert engine._float32_valued(with_nan, ref)  # NaN does not hide the sign
+    assert not engine._float32_valued(ref + 1e-9, ref)  # float64 noise
+    assert not engine._float32_valued(np.zeros(3), np.zeros(3))  # a reference of float32
+    # numbers cannot tell
