@@ -98,5 +98,5 @@ def test_results_computed_in_float32_are_told_by_their_entries_being_float32_num
     assert engine._float32_valued(in_float32, ref)
     assert engine._float32_valued(with_nan, ref)  # NaN does not hide the sign
     assert not engine._float32_valued(ref + 1e-9, ref)  # float64 noise
-    assert not engine._float32_valued(np.zeros(3), np.zeros(3))  # a reference of float32
-    # numbers cannot tell
+    # a reference whose entries are float32 numbers too cannot tell
+    assert not engine._float32_valued(np.zeros(3), np.zeros(3))
