@@ -40,9 +40,9 @@ FOOTER = ('<div style="font: 9px system-ui, sans-serif; color: #444; width: 100%
 
 
 def toc_pages() -> list[str]:
-    """Page names (chapters/NAME) in reading order, from _toc.yml (read by tests.notebooks)."""
+    """Page names (chapters/NAME) in reading order, from _toc.yml (read by tools.notebooks)."""
     sys.path.insert(0, str(ROOT))
-    from tests.notebooks import toc_pages as sources
+    from tools.notebooks import toc_pages as sources
 
     return [source.relative_to(ROOT).with_suffix("").as_posix() for source in sources()]
 
@@ -366,15 +366,15 @@ def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
     sys.path.insert(0, str(ROOT))
     from playwright.sync_api import sync_playwright
 
-    from tests import harness
+    from tools import browser as site
 
     out.parent.mkdir(parents=True, exist_ok=True)
     text, chapters = document(html)  # parsed before the server and browser threads start
-    with harness.serve(html) as base, sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
-        browser = harness.launch(p)
+    with site.serve(html) as base, sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
+        browser = site.launch(p)
         try:
             context = browser.new_context(java_script_enabled=False)
-            guard = harness.GuardedPage.open(context)
+            guard = site.GuardedPage.open(context)
             page = guard.page
             page.set_default_timeout(timeout_ms)
             text = text.replace("<head>", f'<head><base href="{base}chapters/">', 1)

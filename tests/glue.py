@@ -5,7 +5,7 @@ each ``glue(name, value)`` leaves an output whose metadata names it. The tests c
 these values, the very ones the prose quotes, against independent computations.
 
 Set ``BOOK_EXECUTED=DIR`` to read them instead from ``DIR/chapters/PAGE.ipynb``, as written
-by ``python -m tests.notebooks --out DIR chapters/PAGE.md`` (one page, no book build).
+by ``python -m tools.notebooks --out DIR chapters/PAGE.md`` (one page, no book build).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def executed_notebook(page: str) -> dict:
     path = EXECUTED / "chapters" / f"{page}.ipynb"
     if not path.exists():
         raise RuntimeError(f"{path} is missing: run `make book` first, or "
-                           f"`python -m tests.notebooks --out DIR chapters/{page}.md` with BOOK_EXECUTED=DIR")
+                           f"`python -m tools.notebooks --out DIR chapters/{page}.md` with BOOK_EXECUTED=DIR")
     return json.loads(path.read_text())
 
 

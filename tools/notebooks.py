@@ -8,12 +8,12 @@ error. Pages run in separate processes, two at a time (the machine has two cores
 
 Usable on its own while writing a page::
 
-    .venv/bin/python -m tests.notebooks chapters/variance.md chapters/saturation.md
+    .venv/bin/python -m tools.notebooks chapters/variance.md chapters/saturation.md
 
 With ``--out DIR`` each executed notebook is also written to ``DIR/chapters/PAGE.ipynb``,
 where the page tests read its glued values when ``BOOK_EXECUTED=DIR`` is set::
 
-    .venv/bin/python -m tests.notebooks --out _build/check chapters/variance.md
+    .venv/bin/python -m tools.notebooks --out _build/check chapters/variance.md
     BOOK_EXECUTED=_build/check .venv/bin/pytest tests/pages/test_variance.py
 
 ``make test`` runs every page this way while the book builds (``--workers 1``: the build
@@ -154,7 +154,7 @@ def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None) ->
 
     def one(source: Path) -> RunResult:
         extra = ["--out", str(out)] if out is not None else []
-        proc = subprocess.run([sys.executable, "-m", "tests.notebooks", "--json", *extra, str(source)],
+        proc = subprocess.run([sys.executable, "-m", "tools.notebooks", "--json", *extra, str(source)],
                               cwd=ROOT, capture_output=True, text=True,
                               env={"SOURCE_DATE_EPOCH": "1767225600", **os.environ,  # as the Makefile
                                    "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
@@ -190,7 +190,7 @@ def _executed_before() -> Path | None:
     if run_all:
         if not (Path(run_all) / RUNS_FILE).exists():
             raise RuntimeError(f"BOOK_RUN_ALL={run_all} holds no {RUNS_FILE}: run "
-                               f"`python -m tests.notebooks --out {run_all}` (every page) first")
+                               f"`python -m tools.notebooks --out {run_all}` (every page) first")
         return Path(run_all)
     executed = os.environ.get("BOOK_EXECUTED")  # may hold only the pages being written
     if executed and (Path(executed) / RUNS_FILE).exists():
@@ -209,7 +209,7 @@ def page_runs() -> dict[str, RunResult]:
     """Every page of the book run once per test session (shared by the tests that need it).
 
     When ``BOOK_RUN_ALL=DIR`` or ``BOOK_EXECUTED=DIR`` names a folder that
-    ``python -m tests.notebooks --out DIR`` filled (it holds ``runs.json``), those runs are
+    ``python -m tools.notebooks --out DIR`` filled (it holds ``runs.json``), those runs are
     used and nothing is executed again: ``make check`` and ``make test`` execute each page
     once, before pytest starts. Otherwise every page is executed now, into :data:`RUN_DIR`.
     """
@@ -231,7 +231,7 @@ def run_dir() -> Path:
 def main(argv: list[str]) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m tests.notebooks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.notebooks", description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", type=Path, help="page sources (default: every page of _toc.yml)")
     parser.add_argument("--out", type=Path, help="also write each executed notebook to OUT/chapters/PAGE.ipynb")
     parser.add_argument("--workers", type=int, default=2, help="pages executed at once (default 2: two cores)")

@@ -88,7 +88,7 @@ def book_exercises() -> list[tuple[str, str, str]]:
     exercises in the order of _toc.yml and of each page; the title follows ``{exercise}``."""
     import re
 
-    from tests.notebooks import ROOT, toc_pages
+    from tools.notebooks import ROOT, toc_pages
 
     return [(source.relative_to(ROOT).with_suffix("").as_posix(), label, title.strip())
             for source in toc_pages()

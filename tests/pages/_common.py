@@ -2,7 +2,7 @@
 independent reference computations the tests compare the pages with.
 
 The glued values are read from the freshly executed notebooks (``tests/glue.py``): the book
-build's, or those ``python -m tests.notebooks --out DIR`` wrote when ``BOOK_EXECUTED=DIR``.
+build's, or those ``python -m tools.notebooks --out DIR`` wrote when ``BOOK_EXECUTED=DIR``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import notebooks
+from tools import notebooks
 
 SOURCES = notebooks.toc_pages()
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tests import notebooks
+from tools import notebooks
 from tests.harness import ROOT
 
 ARCHIVE = Path("downloads", "attention-chapter.zip")

@@ -2,7 +2,7 @@
 
 ``make test`` executes every page twice, and only twice: once in the book's build
 (``make book``: myst-nb, into ``_build/jupyter_execute``) and once as a reader's "Run All"
-(``tests/notebooks.py``: nbclient in a fresh kernel, into ``_build/nbclient``; the test
+(``tools/notebooks.py``: nbclient in a fresh kernel, into ``_build/nbclient``; the test
 ``tests/pages/test_notebooks_run.py`` needs that run anyway). This module compares the two:
 
 * every glued value (the numbers the prose quotes, and glued figures), byte for byte;
