@@ -30,7 +30,7 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _dtype_rejection,
+from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, Rejected, _dtype_rejection,
                       _clipped_scores, _fitted_scale, _float32_valued, _keepdims_hint,
                       _matching, _qkv, _report, _results, _run)
 
@@ -262,9 +262,16 @@ def _float16_scores(A, A_ref, Q, K, mask, tol=None) -> str:
     return ""
 
 
-def _call(fn, Q, K, V, mask):
-    """The attempt's (O, A) as arrays."""
-    O, A = _results(fn, dict(Q=Q, K=K, V=V), None if mask is None else dict(mask=mask))
+def _call(fn, Q, K, V, mask, on_error=""):
+    """The attempt's (O, A) as arrays; what it raises is rejected with a hint."""
+    try:
+        O, A = _results(fn, dict(Q=Q, K=K, V=V), None if mask is None else dict(mask=mask))
+    except Rejected:
+        raise
+    except Exception as exc:
+        shape = np.broadcast_shapes(Q.shape[:-1] + K.shape[-2:-1], np.shape(mask))
+        raise Rejected(f"raised {type(exc).__name__}: {exc}"
+                       f"{_keepdims_hint(exc, shape) or on_error}") from exc
     return np.asarray(O), np.asarray(A)
 
 
@@ -345,9 +352,7 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
             "score turns NaN; replace the masked scores instead, "
             "np.where(mask, S, -np.inf)")
     if np.isnan(Af).any() or np.isnan(Of).any():
-        return "", ("the result contains NaN where the reference has none: exp() of a score "
-                "that overflowed (inf / inf), or a row whose every score is -inf "
-                "(-inf - (-inf))")
+        return "", f"the result contains NaN where the reference has none: {_NAN_FROM_SCORES}"
     err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
     in_float32 = Q.dtype == np.float64 and _float32_valued(Af, A_ref) and \
         _float32_valued(Of, O_ref)
@@ -392,13 +397,7 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
     def case():
         O_ref, A_ref = scaled_dot_product_attention(Q, K, V, mask=mask)
         O_ref, A_ref = O_ref.astype(np.float64), A_ref.astype(np.float64)
-        try:
-            O, A = _call(fn, Q, K, V, mask)
-        except Exception as exc:
-            if isinstance(exc, ChangedInPlace):
-                return False, str(exc)
-            hint = _keepdims_hint(exc, A_ref.shape) or on_error
-            return False, f"raised {type(exc).__name__}: {exc}{hint}"
+        O, A = _call(fn, Q, K, V, mask, on_error)
         exact = mask is None or not np.any(A[~np.broadcast_to(mask, A.shape)]) \
             if A.shape == A_ref.shape else False
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
@@ -413,13 +412,7 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
 
 def _dtype_case(fn, Q, K, V, mask=None):
     def case():
-        try:
-            O, A = _call(fn, Q, K, V, mask)
-        except Exception as exc:
-            if isinstance(exc, ChangedInPlace):
-                return False, str(exc)
-            hint = _keepdims_hint(exc, Q.shape[:-1] + K.shape[-2:-1])
-            return False, f"raised {type(exc).__name__}: {exc}{hint}"
+        O, A = _call(fn, Q, K, V, mask)
         wrong = _dtype_rejection(Q.dtype, dict(O=O.dtype, A=A.dtype))
         return not wrong, wrong
     return case
