@@ -766,7 +766,11 @@ def test_a_sample_of_the_additive_entry_reruns_exactly(held):
 def test_the_statements_the_held_out_sweep_refutes_are_gone():
     for phrase in ("stays where it is", "the kind of transfer", "muP is built for",
                    "learned the same thing", "check each statement below", "the unscaled head's stays put",
-                   "the mirror image of saturation"):
+                   "the mirror image of saturation",
+                   # one seed's claims cut rather than rescued (issue 20: held out, over seeds)
+                   "every head works at some learning rate at every width",
+                   "ended saturated: its mean", "The unscaled head is never spread out",
+                   "Both have learned to attend", "a head is never wider"):
         assert phrase not in " ".join(SOURCE.split()), phrase
 
 
