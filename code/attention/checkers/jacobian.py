@@ -12,7 +12,7 @@ length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one
 above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
 so that an attempt that builds J only on one kind of row shows. J on a row shorter than
 64 keys is too small to tell from a library's own overhead: an attempt that builds J
-only below 64 keys passes this checker, undetected. What the checker sees: the
+only below 64 keys (or only above 4096) passes this checker, undetected. What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
 of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
 not); the traced memory allocated line by line, summed (a loop that builds one row of J per
