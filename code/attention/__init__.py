@@ -11,14 +11,6 @@ from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
 from .kernel import additive_scores, gaussian_kernel_weights
 from .masks import causal_mask, padding_mask, prefix_mask
-from .moments import (
-    sample_entries,
-    sample_score_parts,
-    sample_statistics,
-    score_excess_kurtosis,
-    score_moments,
-    scores_from_parts,
-)
 from .softmax import (
     jacobian_frobenius_sq,
     jacobian_trace,
@@ -27,14 +19,20 @@ from .softmax import (
     softmax_jacobian,
     softmax_vjp,
 )
-from .stats import (
+from .scores import (
     SaturationStats,
     attention_rows,
     query_gradient_rms,
     row_score_draws,
+    sample_entries,
+    sample_score_parts,
     sample_scores,
+    sample_statistics,
     saturation_stats,
     scaled_score_moments,
+    score_excess_kurtosis,
+    score_moments,
+    scores_from_parts,
 )
 
 __all__ = [

@@ -553,7 +553,7 @@ def test_sample_scores_refuses_bad_sample_counts(n, error):
         attention.sample_scores(8, n)
 
 
-# attention.moments (page "The variance argument") ---------------------------------------
+# attention.scores (page "The variance argument") ---------------------------------------
 
 
 @pytest.mark.parametrize("d_k, error", BAD_D_K)

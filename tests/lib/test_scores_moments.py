@@ -1,4 +1,4 @@
-"""Score moments beyond the normal case (attention.moments) against sampling and exact cases."""
+"""Score moments beyond the normal case (attention.scores) against sampling and exact cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import attention
-from attention.moments import ENTRY_KURTOSIS
+from attention.scores import ENTRY_KURTOSIS
 
 
 @pytest.mark.parametrize("entries", sorted(ENTRY_KURTOSIS))
@@ -116,11 +116,11 @@ def test_the_pooled_excess_kurtosis_is_the_row_to_row_spread_not_any_rows_shape(
 
 def test_the_kurtosis_error_is_optimistic_for_the_heavy_tails_at_d_k_1():
     # the docstring: at d_k = 1, n = 20,000 the median reported error is about a
-    # fifth below the estimate's standard deviation over seeds (the page says "optimistic")
-    from attention import moments
+    # fifth below the estimate's standard deviation over seeds
+    from attention import scores
     est, se = [], []
     for seed in range(200):
-        st = moments.sample_statistics(attention.sample_scores(1, 20_000, seed=seed))
+        st = scores.sample_statistics(attention.sample_scores(1, 20_000, seed=seed))
         est.append(st["excess_kurtosis"])
         se.append(st["excess_kurtosis_se"])
     ratio = np.median(se) / np.std(est)

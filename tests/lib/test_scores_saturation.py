@@ -1,4 +1,4 @@
-"""Score moments and saturation statistics (attention.stats) against sampling."""
+"""Score moments and saturation statistics (attention.scores) against sampling."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..moments import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
+from ..scores import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
 from ._engine import _RNG_SEED, Rejected, _named, _report, _run
 
 D_KS = (1, 2, 3, 5, 16, 64, 256)

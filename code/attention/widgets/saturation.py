@@ -41,7 +41,7 @@ import numpy as np
 import traitlets
 
 from attention.softmax import jacobian_frobenius_sq, softmax
-from attention.stats import query_gradient_rms, row_score_draws
+from attention.scores import query_gradient_rms, row_score_draws
 
 from ._base import D_KS, GridWidget, check_d_k, read_esm, snap
 

@@ -23,9 +23,14 @@ import numpy as np
 import traitlets
 
 from attention.forward import score_scale
-from attention.moments import sample_score_parts, sample_statistics, score_excess_kurtosis, scores_from_parts
+from attention.scores import (
+    sample_score_parts,
+    sample_statistics,
+    scaled_score_moments,
+    score_excess_kurtosis,
+    scores_from_parts,
+)
 from attention.softmax import softmax
-from attention.stats import scaled_score_moments
 
 from ._base import D_KS, GridWidget, check_d_k, read_esm
 
