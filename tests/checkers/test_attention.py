@@ -505,8 +505,15 @@ def epsilon_1e7_in_the_normaliser(Q, K, V, mask=None):
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def scores_in_float32_softmax_in_float64(Q, K, V, mask=None):
+    """Q K^T in float32 "to save memory", the rest in float64: rows sum to 1."""
+    S = _scores(*(x.astype(np.float32) for x in (Q, K)), mask).astype(Q.dtype)
+    return _finish(S, V, Q)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (scores_in_float32_softmax_in_float64, "precision was lost on the way"),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),

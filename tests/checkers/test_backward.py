@@ -482,8 +482,18 @@ def computes_in_float32_via_torch(Q, K, V, dO, mask=None):
     return tuple(x.grad.numpy().astype(Q.dtype) for x in t)
 
 
+def scores_in_float32_the_rest_in_float64(Q, K, V, dO, mask=None):
+    """Q K^T in float32 "to save memory", the rest in float64."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = (c * (Q.astype(np.float32) @ swap(K.astype(np.float32)))).astype(Q.dtype)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    return _backward_from(c, attention.softmax(S), attention.softmax(S) @ V, Q, K, V, dO)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (scores_in_float32_the_rest_in_float64, "precision was lost on the way"),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
@@ -698,6 +708,7 @@ def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(
 # Attempts whose every failing case must name their mistake (each was told another
 # mistake's name, or none, on some case before).
 EVERY_LINE = [
+    (scores_in_float32_the_rest_in_float64, "precision was lost on the way"),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),

@@ -363,6 +363,15 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
             "(float32 precision, about 7 digits), but float64 inputs need float64 "
             "throughout (something was cast to float32, such as .astype(np.float32) "
             "or torch's .float())")
+    seen = np.broadcast_to(A_ref.sum(axis=-1) > 0.5, Af.shape[:-1])
+    short = Af.sum(axis=-1)[seen] < 1 - 1e-13  # rows summing to less than 1
+    if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5) and \
+            not short.all():
+        return "precision", (
+            f"the weights and the output agree with the reference only to {err:.1e}, "
+            "and each row of A sums to 1: precision was lost on the way, as when a "
+            "step (the scores, say) is done in float32; float64 inputs need "
+            "float64 throughout")
     if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5):
         return "epsilon", (
             f"the weights and the output agree with the reference only to {err:.1e}: "
