@@ -46,8 +46,10 @@ INDEX_OPTION = re.compile(r"(?:--index-url|--extra-index-url|-i)[\s=]\S")
 # What a reader's environment needs to run every notebook (the pages' and the package's
 # imports, JupyterLab and the kernel); their dependencies are added with the versions of
 # requirements.txt (see _reader_requirements).
-READER_PACKAGES = ("jupyterlab", "ipykernel", "ipywidgets", "anywidget", "myst-nb", "numpy",
-                   "matplotlib", "torch", "threadpoolctl")
+# jupyterlab-myst renders the Markdown cells' MyST in JupyterLab (math, figures, exercises,
+# solutions, references within the notebook); stock JupyterLab shows it raw.
+READER_PACKAGES = ("jupyterlab", "jupyterlab-myst", "ipykernel", "ipywidgets", "anywidget",
+                   "myst-nb", "numpy", "matplotlib", "torch", "threadpoolctl")
 # Installed on Colab, which has numpy, matplotlib, torch and ipywidgets already.
 COLAB_PACKAGES = ("anywidget", "myst-nb", "threadpoolctl")
 
@@ -161,10 +163,11 @@ def _glued_text(text: str, glued: dict, where: str) -> str:
 
 
 def _figure_cell_text(match, numbers: dict, glued: dict, where: str) -> str:
-    """A glued figure as Markdown: the figure the page shows (the build's image, as a data
-    address: stock JupyterLab renders no SVG attachment), its number as on the site, and its
-    caption."""
+    """A glued figure as Markdown: the figure the page shows (the build's image, an HTML
+    image with a data address: stock JupyterLab renders no SVG attachment), its number as on
+    the site, and its caption."""
     import base64
+    import html
 
     key, body = match.group(2), match.group(3)
     options, _, caption = body.partition("\n\n")
@@ -181,8 +184,12 @@ def _figure_cell_text(match, numbers: dict, glued: dict, where: str) -> str:
     if mime == "image/svg+xml":  # text in the glue data; other images are base64 already
         data = base64.b64encode(data.encode()).decode("ascii")
     label = f"Fig. {'.'.join(map(str, number))}" if number else "Figure"
-    text = MARKDOWN_SPECIAL.sub(r"\\\1", alt.group(1).strip() if alt else label)
-    return f"![{text}](data:{mime};base64,{data})\n\n**{label}** {caption.strip()}"
+    text = html.escape(alt.group(1).strip() if alt else label, quote=True)
+    # An HTML image, not Markdown's ![](data:...): jupyterlab-myst's parser (markdown-it)
+    # refuses data: addresses other than GIF, PNG, JPEG and WebP, and would show the
+    # Markdown raw; both it and stock JupyterLab render this tag.
+    return (f'<img src="data:{mime};base64,{data}" alt="{text}">\n\n'
+            f"**{label}** {caption.strip()}")
 
 
 def written_in(app, pagename: str, cell) -> None:

@@ -9,6 +9,7 @@ the new value in the kernel, then sets a value from Python and sees the browser 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import socket
@@ -35,7 +36,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def jupyterlab(root: Path):
+def jupyterlab(root: Path, disabled: tuple[str, ...] = ()):
+    """JupyterLab serving ``root`` on 127.0.0.1; yields (url, token). ``disabled`` names
+    front-end extensions to leave out (e.g. "jupyterlab-myst", to see stock JupyterLab)."""
     port, token = free_port(), secrets.token_hex(16)
     home = root.parent / "home"
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
@@ -43,11 +46,14 @@ def jupyterlab(root: Path):
                PYTHONPATH=str(harness.ROOT))
     # Render every cell (no windowing), and no news pop-up over the notebook.
     settings = home / "settings" / "@jupyterlab"
-    (settings / "notebook-extension").mkdir(parents=True)
+    (settings / "notebook-extension").mkdir(parents=True, exist_ok=True)
     (settings / "notebook-extension" / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
-    (settings / "apputils-extension").mkdir(parents=True)
+    (settings / "apputils-extension").mkdir(parents=True, exist_ok=True)
     (settings / "apputils-extension" / "notification.jupyterlab-settings").write_text(
         '{"fetchNews": "false", "checkForUpdates": false}')
+    page_config = home / "config" / "labconfig" / "page_config.json"
+    page_config.parent.mkdir(parents=True, exist_ok=True)
+    page_config.write_text(json.dumps({"disabledExtensions": {name: True for name in disabled}}))
     log = open(root.parent / "lab.log", "w")
     proc = subprocess.Popen(
         [str(JUPYTER), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
