@@ -125,3 +125,20 @@ def test_the_kurtosis_error_is_optimistic_for_the_heavy_tails_at_d_k_1():
         se.append(st["excess_kurtosis_se"])
     ratio = np.median(se) / np.std(est)
     assert 0.7 < ratio < 0.9, ratio
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-80, 1.0, 1e76])
+def test_sample_statistics_do_not_depend_on_the_samples_scale(scale):
+    # rv10: the powers of the raw deviations underflowed (var_se 0, kurtosis NaN at 1e-150)
+    x = np.random.default_rng(3).standard_normal(10_000)
+    one, scaled = attention.sample_statistics(x), attention.sample_statistics(x * scale)
+    assert scaled["excess_kurtosis"] == pytest.approx(one["excess_kurtosis"], rel=1e-9)
+    assert scaled["excess_kurtosis_se"] == pytest.approx(one["excess_kurtosis_se"], rel=1e-9)
+    assert scaled["var"] == pytest.approx(one["var"] * scale**2, rel=1e-9)
+    assert scaled["var_se"] == pytest.approx(one["var_se"] * scale**2, rel=1e-9)
+
+
+def test_score_moments_take_any_integer_width():
+    mean, var = attention.score_moments(2**70, 0.5, 3.0)
+    assert type(mean) is float and mean == pytest.approx(0.5 * 2**35)
+    assert type(attention.scaled_score_moments(64, 0.5)[0]) is float
