@@ -329,6 +329,21 @@ def test_each_explorer_prints_as_a_numbered_figure_with_its_caption(built_html, 
             f"the PDF lacks 'Explorer {number}. {start}...'"
 
 
+# Words that only make sense beside a live explorer or on the site's own header: a printed
+# "things to try" list asks the reader to drag a slider the figure does not have.
+LIVE_ONLY = ("Things to try", "things to try", "Drag ", " drag ", "readout", "top right")
+
+
+def test_no_instruction_for_a_live_widget_is_printed(built_html, reader, texts):
+    found = [(number, word, " ".join(texts[number - 1][max(0, at - 60):at + 60].split()))
+             for number in range(1, len(reader.pages) + 1) for word in LIVE_ONLY
+             for at in [texts[number - 1].find(word)] if at >= 0]
+    assert not found, "the PDF prints instructions for the live page: " + repr(found[:6])
+    # ... while the site keeps them (the words are there to be found).
+    site = " ".join(BeautifulSoup((built_html / f"chapters/{name}.html").read_text(encoding="utf-8"),
+                                  "html.parser").get_text(" ") for name in ("soft-retrieval", "variance", "saturation"))
+    assert "Things to try" in site and "Drag " in site
+
 def test_every_character_of_the_pdf_is_drawn(reader, texts):
     # A character no font of the printing machine has prints as a box (the execution table's
     # status emoji did); pypdf reads such a glyph back as U+0000.
