@@ -7,11 +7,13 @@ Prints the machine (cores, load, library versions, threads), then
   4. the backward pass against autograd and against the forward pass;
   5. each page of the built site in headless Chromium (raw and gzipped bytes against the
      400 KB goal, time to first render),
-     plus the widget benchmarks (benchmarks/bench_widgets.py) when that file exists;
+     plus the widget benchmarks (benchmarks/bench_widgets.py) when that file exists,
+     and the explorer pages on a phone-class CPU (benchmarks/bench_phone.py: 390 px, CPU
+     throttled 4x; slider interaction latency and DOMContentLoaded against their goals);
 and writes everything to benchmarks/results.json. A missed goal is printed as MISSED with
 its measured figure; the exit status is 1 only when a benchmark could not run.
 
-Options: --skip build,kernels,pages,widgets  to leave sections out;
+Options: --skip build,kernels,pages,widgets,phone  to leave sections out;
          --build-dir DIR  (default: a fresh temporary folder) where the book is built.
 """
 
@@ -32,7 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from common import ROOT, Goal, heading, load_average  # noqa: E402
 
-SECTIONS = ("build", "kernels", "pages", "widgets")
+SECTIONS = ("build", "kernels", "pages", "widgets", "phone")
 
 
 def machine() -> dict:
@@ -74,6 +76,15 @@ def widgets(html: Path) -> dict:
             goals.append(Goal(f"{name}: browser redraw median", r["redraw_ms_median"], redraw, "<=", " ms",
                               detail=f"(vs {r.get('kernel_redraw_ms_median', float('nan')):.0f} ms with a kernel)"))
     return dict(available=True, result=result, goals=goals)
+
+
+def phone(html: Path) -> dict:
+    import bench_phone
+
+    heading(f"5c. Explorers on a phone-class CPU (benchmarks/bench_phone.py: "
+            f"{bench_phone.VIEWPORT['width']} px, CPU {bench_phone.CPU_THROTTLE}x slower)")
+    result = bench_phone.run(html)
+    return dict(result=result, goals=bench_phone.report(result))
 
 
 def _jsonable(value):
@@ -151,6 +162,8 @@ def main(argv=None) -> int:
             section("pages", lambda: bench_pages.run(html or ROOT / "_build" / "html"))
         if "widgets" not in skip:
             section("widgets", lambda: widgets(html or ROOT / "_build" / "html"))
+        if "phone" not in skip:
+            section("phone", lambda: phone(html or ROOT / "_build" / "html"))
     finally:
         if tmp is not None:
             tmp.cleanup()
