@@ -119,7 +119,9 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v).
     ``attn_mask``: boolean (True = take part) or a float bias added to the scores; it
-    broadcasts to (..., T_q, T_k). ``is_causal`` keeps keys j <= i, aligned top-left when
+    broadcasts to (..., T_q, T_k), so a 1-D (T_k,) mask is accepted here, although torch
+    2.13's unpinned built-in rejects one on the CPU (its dispatcher raises IndexError;
+    pinned to MATH it broadcasts it as we do). ``is_causal`` keeps keys j <= i, aligned top-left when
     T_q != T_k (as the built-in does). Passing both ``attn_mask`` and ``is_causal=True``
     raises ValueError, as the built-in's documentation says it does (in torch 2.13 its
     MATH kernel raises, while its CPU flash kernel silently applies both masks).
@@ -214,7 +216,9 @@ def peak_allocated(fn: Callable[[], object]) -> int:
     Read from the PyTorch profiler's memory accounting (``profile_memory=True``): every
     allocation and free torch makes, replayed in order, the largest running total kept.
     Unlike a resident-size reading it does not move with the machine's load or with
-    memory the allocator keeps for reuse: the same call gives the same figure. It counts
+    memory the allocator keeps for reuse: the same call on the same number of threads
+    gives the same figure (a kernel may size its scratch by ``torch.get_num_threads()``,
+    as the CPU flash kernel does, so its peak grows with the thread count). It counts
     only torch's own allocations (not NumPy's, nor BLAS workspace), on the calling thread
     and its autograd backward pass (page "Attention in PyTorch"). ``fn`` must be callable
     (TypeError otherwise); what it returns is dropped inside the measurement.

@@ -312,3 +312,19 @@ def test_the_body_reads_like_the_page_and_the_checks_live_apart():
     assert "raise" not in body and "isinstance" not in body  # no checks in the body
     code = [line for line in body.splitlines() if line.strip()]
     assert len(code) <= 16  # about the page's ten lines, plus the call to the checks
+
+
+def test_a_one_dimensional_key_mask_broadcasts_although_the_unpinned_builtin_rejects_it():
+    """The docstring: a (T_k,) mask is accepted and broadcast, as MATH broadcasts it; torch
+    2.13's unpinned built-in refuses it on the CPU."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = _qkv(torch.float32)
+    keep = torch.tensor([True, False, True, True, False, True, True])  # (T_k,)
+    ours = at.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    assert torch.equal(ours, at.scaled_dot_product_attention(q, k, v, attn_mask=keep.expand(T_q, T_k)))
+    with sdpa_kernel(SDPBackend.MATH):
+        math_out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    assert float((ours - math_out).abs().max()) < 2e-6
+    q4 = torch.randn(1, 2, 5, 4)
+    with pytest.raises(IndexError):
+        F.scaled_dot_product_attention(q4, q4, q4, attn_mask=torch.ones(5, dtype=torch.bool))

@@ -525,6 +525,45 @@ def test_training_step_memory_math_quadratic_flash_below_one_matrix():
     assert "step_speedup" not in glued(PAGE)
 
 
+def test_the_flash_steps_peak_grows_by_one_tile_buffer_per_thread():
+    """The thread cell: each intra-op thread adds the same scratch, independent of T, so the
+    peak is O(T d_k) plus a per-thread buffer; on one thread below one T x T matrix, on the
+    page's largest thread count above it. Recomputed exactly with our own replay."""
+    T, d = int(g(PAGE, "step_T_big")), 64
+    many = int(g(PAGE, "flash_threads_many"))
+    glued_mib = glued_dict("flash_threads_all")
+    assert sorted(glued_mib) == [1, 2, 4, many] and many >= 16
+    peaks = {}
+    for n in glued_mib:
+        with measure.threads(n):
+            run = _training_step(SDPBackend.FLASH_ATTENTION, T, d)
+            run()
+            peaks[n] = _profiled_allocations(run)[0]
+        assert glued_mib[n] * MIB == peaks[n], n
+    assert g(PAGE, "flash_threads_mib_1") * MIB == peaks[1] == g(PAGE, "step_mib_flash") * MIB
+    assert g(PAGE, "flash_threads_mib_2") * MIB == peaks[2]
+    assert g(PAGE, "flash_threads_mib_4") * MIB == peaks[4]
+    assert g(PAGE, "flash_threads_mib_many") * MIB == peaks[many]
+    per_thread = peaks[2] - peaks[1]
+    assert per_thread > 0 and g(PAGE, "flash_threads_per_thread") * MIB == per_thread
+    assert all(peaks[n] == peaks[1] + (n - 1) * per_thread for n in peaks)  # "each thread adds"
+    # a buffer per thread, not O(T): the same increment at half the length
+    half = {}
+    for n in (1, 2):
+        with measure.threads(n):
+            run = _training_step(SDPBackend.FLASH_ATTENTION, T // 2, d)
+            run()
+            half[n] = _profiled_allocations(run)[0]
+    assert half[2] - half[1] == per_thread
+    # one thread: O(T d_k) plus one buffer, below one T x T matrix; many threads: above it
+    outputs = 4 * 4 * T * d  # O, dQ, dK, dV
+    assert peaks[1] - per_thread < 1.5 * outputs
+    assert peaks[1] < 4 * T * T < peaks[many]
+    assert g(PAGE, "step_matrix_mib") * MIB == 4 * T * T
+    cell = page_cell(PAGE, "flash_threads = ")
+    assert "measure.threads(n_threads)" in cell and "SDPBackend.FLASH_ATTENTION" in cell
+
+
 def test_peak_allocated_counts_what_a_call_allocates_and_frees():
     """attention.torch.peak_allocated against sizes known in advance."""
     n = 1 << 20
@@ -645,28 +684,61 @@ def test_a_paged_cache_read_through_any_block_table_gives_the_contiguous_answer(
 # --- issue 21: what the page says about kernels it cannot run -----------------------------
 
 
-@pytest.mark.parametrize("seed", [0, 3, 7])
-def test_rounding_the_numerators_to_float16_reproduces_the_unpinned_builtin(seed):
-    """At the page's shape (12 keys): e^(S - m) rounded to float16 before the product with V,
-    the row sums in float32, gives the built-in's float16 output exactly; "not in general:
-    with rows of more keys it breaks" (more keys alone, and with more queries)."""
-    def emulate(q, k, v, mask):
-        s = (q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1]))
-        p = torch.exp(s.masked_fill(~mask, float("-inf")) - s.masked_fill(~mask, float("-inf"))
-                      .amax(-1, keepdim=True))
-        return ((p.half().float() @ v.float()) / p.sum(-1, keepdim=True)).half()
+def _emulate_flash_half(q, k, v, mask):
+    """Our own version of the CPU flash kernel's float16 forward (one key tile): e^(S - m)
+    rounded to float16 before the product with V, the row sums in float32."""
+    s = q.float() @ k.float().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    s = s.masked_fill(~mask, float("-inf"))
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    return ((p.half().float() @ v.float()) / p.sum(-1, keepdim=True)).half()
 
-    cases = (((16, 12, 8), True), ((16, 64, 8), False), ((16, 128, 8), False),
-             ((64, 64, 8), False))
-    for (T_q, T_k, d), exact in cases:
-        g_ = torch.Generator().manual_seed(seed)
-        q, k, v = (torch.randn(2, 4, T, d, generator=g_).half() for T in (T_q, T_k, T_k))
-        mask = torch.rand(2, 1, T_q, T_k, generator=g_) > 0.3
-        mask[..., 0] = True
-        same = torch.equal(emulate(q, k, v, mask),
-                           F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
-        assert same == exact, (T_q, T_k, d)
-    assert g(PAGE, "emulated_same") == g(PAGE, "half_n_outputs") == 1024
+
+def _half_case(seed, T_q, T_k, d):
+    g_ = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(2, 4, T, d, generator=g_).half() for T in (T_q, T_k, T_k))
+    mask = torch.rand(2, 1, T_q, T_k, generator=g_) > 0.3
+    mask[..., 0] = True
+    return q, k, v, mask
+
+
+def test_the_glued_float16_match_counts_are_recomputed_on_this_machine():
+    """The counts depend on the CPU (the kernel's exp_u20 covers whole vector registers), so
+    the test recomputes them here from the page's own draws, never expects a fixed count,
+    and asserts what the prose says on every CPU: the emulation lands on the built-in's
+    number more often than the correctly rounded answer does."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)  # the page's first draws: q, k, v, then the boolean mask
+        q, k, v = (torch.randn(2, 4, T, 8) for T in (16, 12, 12))
+        mask = torch.rand(2, 1, 16, 12) > 0.3
+    mask[..., 0] = True
+    q, k, v = (x.half() for x in (q, k, v))
+    builtin = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    emulated_same = int((_emulate_flash_half(q, k, v, mask) == builtin).sum())
+    nearest_same = int((reference(q, k, v, mask).half() == builtin).sum())
+    n = builtin.numel()
+    assert g(PAGE, "half_n_outputs") == n
+    assert g(PAGE, "emulated_same") == emulated_same
+    assert g(PAGE, "half_nearest_builtin") == nearest_same == n - g(PAGE, "half_off_builtin")
+    assert emulated_same > nearest_same
+    cell = page_cell(PAGE, "emulated_same = ")
+    assert "P.half()" in cell and "torch.exp(" in cell
+
+
+@pytest.mark.parametrize("seed", [0, 3, 7])
+def test_rounding_the_numerators_to_float16_explains_the_unpinned_builtin(seed):
+    """On any CPU: at the page's 12 keys the emulation misses fewer than half as many of the
+    built-in's outputs as the correctly rounded answer does, and with longer rows still
+    fewer; the match is not exact in every case ("the count is not the same on every CPU",
+    "depends on the row length": no test may expect all of them equal)."""
+    exact_everywhere = True
+    for T_q, T_k, d in ((16, 12, 8), (16, 64, 8), (16, 128, 8), (64, 64, 8)):
+        q, k, v, mask = _half_case(seed, T_q, T_k, d)
+        builtin = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        missed = int((_emulate_flash_half(q, k, v, mask) != builtin).sum())
+        missed_nearest = int((reference(q, k, v, mask).half() != builtin).sum())
+        assert missed < (0.5 if T_k == 12 else 1.0) * missed_nearest, (T_q, T_k, d)
+        exact_everywhere &= missed == 0
+    assert not exact_everywhere
 
 
 def test_the_public_can_use_functions_answer_false_on_this_cpu_build():
