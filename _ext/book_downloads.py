@@ -146,6 +146,7 @@ def setup_cell_source(app) -> str:
 # myst-nb's roles and directives that paste a value computed by the page's cells.
 GLUE_TEXT = re.compile(r"\{glue:text\}`([^`]+)`")
 GLUE_FIGURE = re.compile(r"^(```+|:::+)\{glue:figure\}[ \t]*(\S+)[ \t]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+NUMREF = re.compile(r"\{numref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`]+))`")
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|])")
 
 
@@ -192,18 +193,42 @@ def _figure_cell_text(match, numbers: dict, glued: dict, where: str) -> str:
             f"**{label}** {caption.strip()}")
 
 
+def _glued_figure_names(app, pagename: str) -> set[str]:
+    """The :name: of every glued figure of the page (written in as images, not figures)."""
+    text = Path(app.env.doc2path(pagename)).read_text(encoding="utf-8")
+    return {name for m in GLUE_FIGURE.finditer(text)
+            for name in re.findall(r"^:name:\s*(\S+)", m.group(3), re.M)}
+
+
+def _numbered(match, numbers: dict, names: set[str]) -> str:
+    """``{numref}`label``` of a glued figure as the site shows it ("Fig. N"); others as
+    they are (jupyterlab-myst resolves those to figures of the notebook)."""
+    title, label = (match.group(1), match.group(2)) if match.group(2) else (None, match.group(3))
+    if label.strip() not in names or label.strip() not in numbers:
+        return match.group(0)
+    number = ".".join(map(str, numbers[label.strip()]))
+    if not title:
+        return f"Fig. {number}"
+    return title.replace("%s", number).replace("{number}", number)
+
+
 def written_in(app, pagename: str, cell) -> None:
     """A Markdown cell with the page's glued values written in: its numbers as the page shows
-    them and its glued figures as images with their numbers and captions, so that it reads in
-    stock JupyterLab as on the site, without myst-nb."""
+    them, its glued figures as images with their numbers and captions, and references to
+    those figures as their numbers, so that it reads in JupyterLab as on the site, without
+    myst-nb."""
     from myst_nb.ext.glue.crossref import read_glue_cache
 
-    if "{glue:" not in cell.source:
+    if "{glue:" not in cell.source and "{numref}" not in cell.source:
         return
-    glued = read_glue_cache(str(app.env.mystnb_config.output_folder), pagename)
     numbers = getattr(app.env, "toc_fignumbers", {}).get(pagename, {}).get("figure", {})
-    source = GLUE_FIGURE.sub(lambda m: _figure_cell_text(m, numbers, glued, pagename), cell.source)
-    cell.source = _glued_text(source, glued, pagename)
+    source = NUMREF.sub(lambda m: _numbered(m, numbers, _glued_figure_names(app, pagename)),
+                        cell.source)
+    if "{glue:" in source:
+        glued = read_glue_cache(str(app.env.mystnb_config.output_folder), pagename)
+        source = GLUE_FIGURE.sub(lambda m: _figure_cell_text(m, numbers, glued, pagename), source)
+        source = _glued_text(source, glued, pagename)
+    cell.source = source
 
 
 def notebook_of(app, pagename: str, write_in: bool = False):

@@ -80,7 +80,7 @@ def test_download_menu_serves_the_page_as_the_notebook_make_lab_opens(built_html
     # Markdown cells: jupytext's, with the glued values written in (the next test checks them).
     assert [c.cell_type for c in downloaded.cells] == [c.cell_type for c in lab.cells]
     for mine, theirs in zip(downloaded.cells, lab.cells):
-        if "{glue:" not in theirs.source:
+        if "{glue:" not in theirs.source and "{numref}" not in theirs.source:
             assert mine.source == theirs.source
     assert all(not c.get("outputs") for c in downloaded.cells if c.cell_type == "code"), "outputs in a download"
 
@@ -126,31 +126,47 @@ def unescape(text: str) -> str:
     return re.sub(r"\\([\\`*_\[\]<>|])", r"\1", text)
 
 
-def with_values(text: str) -> str:
-    """A regex of ``text`` whose glue roles match any written-in value (captured)."""
-    return "(.+?)".join(re.escape(part) for part in GLUE_TEXT.split(text))
+NUMREF = re.compile(r"\{numref\}`([^`]+)`")
 
 
-def written_in_pattern(source: str) -> str:
+def with_values(text: str, refs: dict[str, str]) -> str:
+    """A regex of ``text`` whose glue roles match any written-in value (captured) and whose
+    references to a glued figure (``refs``: its name -> its number on the site) are that
+    number."""
+    out = []
+    for index, part in enumerate(re.split(r"(\{glue:text\}`[^`]+`|\{numref\}`[^`]+`)", text)):
+        if index % 2 == 0:
+            out.append(re.escape(part))
+        elif part.startswith("{glue"):
+            out.append("(.+?)")
+        else:
+            name = NUMREF.fullmatch(part).group(1)
+            out.append(re.escape(refs[name]) if name in refs else re.escape(part))
+    return "".join(out)
+
+
+def written_in_pattern(source: str, refs: dict[str, str]) -> str:
     """A regex of the Markdown a cell becomes: each glued figure an image (its data captured),
-    its number (captured) and its caption; each glued value captured."""
+    its number (captured) and its caption; each glued value captured; each reference to a
+    glued figure its number on the site."""
     out, at = [], 0
     for figure in GLUE_FIGURE.finditer(source):
-        out.append(with_values(source[at:figure.start()]))
+        out.append(with_values(source[at:figure.start()], refs))
         caption = figure.group(3).partition("\n\n")[2] or figure.group(3)
         out.append(r'<img src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="[^"\n]*">\n\n'
-                   r"\*\*(Fig\. \d+)\*\* " + with_values(caption.strip()))
+                   r"\*\*(Fig\. \d+)\*\* " + with_values(caption.strip(), refs))
         at = figure.end()
-    out.append(with_values(source[at:]))
+    out.append(with_values(source[at:], refs))
     return "".join(out)
 
 
 @pytest.mark.parametrize("source", [s for s in NOTEBOOKS if "{glue:" in s.read_text()],
                          ids=[notebooks.page_id(s) for s in NOTEBOOKS if "{glue:" in s.read_text()])
 def test_a_downloaded_notebook_has_the_pages_glued_numbers_and_figures_written_in(built_html, source):
-    # Stock JupyterLab does not know myst-nb's glue: the numbers and figures are written into
-    # the Markdown at build time, as the page showed them: each value is in the page's text,
-    # each figure is the page's (its number, and the build's image in the cell).
+    # JupyterLab does not know myst-nb's glue: the numbers and figures are written into the
+    # Markdown at build time, as the page showed them: each value is in the page's text, each
+    # figure is the page's (its number, and the build's image in the cell), and a reference
+    # to it is its number.
     path = built_html / "_sources" / source.relative_to(notebooks.ROOT).with_suffix(".ipynb")
     downloaded = nbformat.read(path, as_version=4).cells[1:]
     lab = notebooks.jupytext_notebook(source).cells
@@ -158,12 +174,17 @@ def test_a_downloaded_notebook_has_the_pages_glued_numbers_and_figures_written_i
     soup = BeautifulSoup((built_html / html_of(source)).read_text(encoding="utf-8"), "html.parser")
     numbers = {f["id"]: f.select_one(".caption-number").get_text(strip=True).rstrip(".")
                for f in soup.select("figure[id]") if f.select_one(".caption-number")}
+    # A reference to a glued figure (an image in the notebook, which jupyterlab-myst cannot
+    # number) reads as on the site: the figure's number.
+    refs = {name: numbers[name] for figure in GLUE_FIGURE.finditer(source.read_text())
+            for name in re.findall(r"^:name:\s*(\S+)", figure.group(3), re.M)}
     values = figures = 0
     for mine, theirs in zip(downloaded, lab):
-        if theirs.cell_type != "markdown" or "{glue:" not in theirs.source:
+        if theirs.cell_type != "markdown" or ("{glue:" not in theirs.source
+                                              and not set(NUMREF.findall(theirs.source)) & set(refs)):
             continue
         assert "{glue:" not in mine.source, f"{path.name}: a glue role left: {mine.source[:200]}"
-        match = re.fullmatch(written_in_pattern(theirs.source), mine.source, re.S)
+        match = re.fullmatch(written_in_pattern(theirs.source, refs), mine.source, re.S)
         assert match, f"{path.name}: a cell differs from jupytext's beyond its glued values:\n{mine.source[:300]}"
         images = [base64.b64decode(v) for v in match.groups() if len(v) > 200 and re.fullmatch(r"[A-Za-z0-9+/=]+", v)]
         assert len(images) == len(GLUE_FIGURE.findall(theirs.source))
