@@ -77,54 +77,8 @@ def torch_softmax_attention(Q, K, V, mask=None):
     return (a @ v).numpy(), a.numpy()
 
 
-# --- rules every page keeps (each page's test file calls these on its own source) ----------
+# --- reading a page's source (the rules every page keeps are tests/pages/test_rules.py) -----
 
 def code_cells(text: str) -> list[str]:
     """The source of every ``{code-cell}`` of a page's MyST text, tag lines included."""
     return re.findall(r"```\{code-cell\} ipython3\n(.*?)```", text, flags=re.S)
-
-
-def assert_glue_only_in_removed_cells(source: str) -> None:
-    for cell in code_cells(source):
-        if "glue(" in cell:
-            assert cell.startswith(":tags: [remove-cell]"), cell[:200]
-
-
-def assert_lines_fit(source: str, page: str, width: int = 76) -> None:
-    """Every code line of the page and every line its cells print is at most ``width`` wide."""
-    from tests.glue import executed_notebook
-
-    for cell in code_cells(source):
-        for line in cell.splitlines():
-            assert len(line) <= width, line
-    for cell in executed_notebook(page)["cells"]:
-        for output in cell.get("outputs", []):
-            text = output.get("text") or output.get("data", {}).get("text/plain", "")
-            for line in "".join(text).splitlines():
-                assert len(line) <= width, line
-
-
-def assert_executed_cells_fit(page: str, *, width: int = 76, skip_removed_cells: bool = False,
-                              no_stderr: bool = False) -> None:
-    """On the executed notebook: glue only in removed cells, and every code line and every
-    printed line at most ``width`` wide (removed cells' code unchecked when
-    ``skip_removed_cells``; no stderr output at all when ``no_stderr``)."""
-    from tests.glue import executed_notebook
-
-    for cell in executed_notebook(page)["cells"]:
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"])
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "glue(" in source:
-            assert "remove-cell" in tags, source[:80]
-        if skip_removed_cells and "remove-cell" in tags:
-            continue
-        for line in source.splitlines():
-            assert len(line) <= width, line
-        for output in cell.get("outputs", []):
-            if no_stderr:
-                assert output.get("name") != "stderr", "".join(output.get("text", ""))[:200]
-            if output.get("output_type") == "stream":
-                for line in "".join(output["text"]).splitlines():
-                    assert len(line) <= width, line

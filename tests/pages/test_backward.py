@@ -19,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import attention
 from attention import checkers
 from tests.glue import executed_notebook, glued
-from tests.pages._common import (CHAPTERS, assert_executed_cells_fit, g, g_bool, g_text, page_cell,
+from tests.pages._common import (CHAPTERS, g, g_bool, g_text, page_cell,
                                  torch_softmax_attention)
 
 PAGE = "backward"
@@ -569,9 +569,6 @@ def _nodes(out):
 
 
 # --- what the reader sees ---------------------------------------------------------------------
-
-def test_code_and_output_lines_fit_the_column_and_glue_lives_only_in_removed_cells():
-    assert_executed_cells_fit(PAGE, no_stderr=True)
 
 
 def test_glue_comes_from_the_book_module_and_only_timings_are_measurements():

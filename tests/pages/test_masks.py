@@ -13,7 +13,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attention import checkers
 from tests.glue import executed_notebook
-from tests.pages._common import (CHAPTERS, assert_executed_cells_fit, g, g_bool, g_text, page_cell,
+from tests.pages._common import (CHAPTERS, g, g_bool, g_text, page_cell,
                                  torch_softmax_attention)
 
 PAGE = "masks"
@@ -487,10 +487,6 @@ def test_page_labels_and_notation():
     assert "ex4_" not in text and "ex6_" not in text and "exercise 4" not in text.lower()
     assert "$n$" not in text
     assert "from myst_nb import glue" not in text and 'glue(f"' not in text
-
-
-def test_code_and_printed_lines_fit_and_glue_only_in_removed_cells():
-    assert_executed_cells_fit(PAGE, no_stderr=True)
 
 
 def test_an_added_minus_inf_on_an_empty_row_is_harmless_in_the_builtin():

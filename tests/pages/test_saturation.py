@@ -15,8 +15,6 @@ from attention.checkers import check_softmax_jacobian
 from tests.glue import executed_notebook
 from tests.pages._common import (
     CHAPTERS,
-    assert_glue_only_in_removed_cells,
-    assert_lines_fit,
     code_cells,
     g,
     softmax_rows,
@@ -556,27 +554,6 @@ def test_executed_page_shows_the_checker_passing():
 
 
 # --- the page's rules ------------------------------------------------------------------------
-
-def test_every_glue_call_is_in_a_removed_cell():
-    assert_glue_only_in_removed_cells(SOURCE)
-
-
-def test_code_and_printed_lines_fit_76_characters():
-    assert_lines_fit(SOURCE, PAGE)
-
-
-def figure_blocks(text: str):
-    return re.findall(r"```\{(?:glue:)?figure\}.*?\n(.*?)```", text, flags=re.S)
-
-
-def test_no_number_is_typed_into_a_caption_or_alt_text():
-    blocks = figure_blocks(SOURCE)
-    assert len(blocks) == 4
-    for block in blocks:
-        body = "\n".join(line for line in block.splitlines() if not line.startswith(":name:"))
-        body = re.sub(r"\$[^$]*\$", "", body)  # math
-        body = re.sub(r"\{(?:eq|numref|ref)\}`[^`]*`", "", body)  # cross-references
-        assert not re.search(r"\d", body), body
 
 
 def test_the_number_of_keys_is_t_k_never_n():

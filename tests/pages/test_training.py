@@ -820,8 +820,8 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
 def test_the_one_seed_figures_alt_texts_describe_the_glued_grid(page_grid):
     """Alt texts of the heatmaps and the windows figure (one seed, training loss): with SGD the
     scaled head keeps its lowest rate and reaches higher; the unscaled head's band stays within
-    the same few columns, widest at d_k = 64; the 1/d_k head's climbs. With Adam the 1/d_k
-    head's star is in the same column from 64 up, the other two stars stay put or move down,
+    the same few columns, widest at the second width; the 1/d_k head's climbs. With Adam the 1/d_k
+    head's star is in the same column from the second width up, the other two stars stay put or move down,
     and the unscaled head's window is the narrowest at the largest width."""
     final, _ = page_grid
     W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
