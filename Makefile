@@ -106,7 +106,7 @@ CHECK_PAGE_TESTS := $(if $(PAGES),$(foreach p,$(PAGES),$(wildcard tests/pages/te
 check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once; PAGES="a b" for some).
 	@for page in $(CHECK_PAGES); do test -f $$page || { echo "no page $$page (PAGES names files in chapters/ without .md)"; exit 2; }; done
 	@mkdir -p $(CHECK)
-	@$(PY) -m tests.notebooks --out $(CHECK) $(CHECK_PAGES) > $(CHECK)/run-all.log 2>&1 & run_all=$$!; \
+	@$(PY) -m tools.notebooks --out $(CHECK) $(CHECK_PAGES) > $(CHECK)/run-all.log 2>&1 & run_all=$$!; \
 	$(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/lib tests/checkers tests/bench --durations=5; lib=$$?; \
 	wait $$run_all; echo "Run All of $(if $(PAGES),$(PAGES),every page):"; cat $(CHECK)/run-all.log; \
 	grep -q "^FAIL" $(CHECK)/run-all.log && ran=1 || ran=0; pages=0; \
@@ -117,13 +117,13 @@ check: $(VENV)/.test-installed  ## The quick loop, no book build: library, check
 RUN_ALL := _build/nbclient
 
 # While the book builds (as make book builds it), a reader's "Run All" of every page
-# (tests/notebooks.py, one page at a time) runs beside it; the tests compare the two
+# (tools/notebooks.py, one page at a time) runs beside it; the tests compare the two
 # executions and read the Run-All's results from $(RUN_ALL). Then the PDF, then every test,
 # two at a time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
 test: test-deps assets figures  ## Build the book fresh (and Run All every page meanwhile), then run every test.
 	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html $(RUN_ALL)
 	@mkdir -p _build
-	@$(PY) -m tests.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \
+	@$(PY) -m tools.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \
 	$(BUILD) --all -W -n --keep-going .; built=$$?; \
 	wait $$run_all; echo "Run All of every page:"; cat _build/run-all.log; exit $$built
 	@$(MAKE) --no-print-directory pdf HTML=_build/html

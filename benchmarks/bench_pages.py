@@ -1,7 +1,7 @@
 """Figure 5: per page of the built site, the bytes a reader downloads and the time to first render.
 
 Serves the built HTML on 127.0.0.1 and opens each page in a fresh (cold-cache) context of
-headless Debian Chromium through the test harness (tests/harness.py), so no request leaves
+headless Debian Chromium through tools/browser.py (the tests use it too), so no request leaves
 the origin. The page's files are the document and every sub-resource the browser fetched
 (Resource Timing). For each file two sizes are counted from the built site on disk:
 
@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests import harness  # noqa: E402
+from tools import browser as harness  # noqa: E402
 
 WEIGHT_GOAL = 400_000  # bytes, gzipped, per page (issue 14)
 COMPRESSIBLE = {".html", ".css", ".js", ".mjs", ".svg", ".json", ".txt", ".xml", ".map", ".ipynb", ".md"}

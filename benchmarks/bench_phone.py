@@ -82,7 +82,7 @@ def _context(browser):
 
 def _open(browser, url: str):
     """One cold load of ``url`` at 4x CPU throttling: (context, guard, cdp session)."""
-    from tests import harness
+    from tools import browser as harness
 
     context = _context(browser)
     context.add_init_script(_INIT)
@@ -177,7 +177,7 @@ def run(html: str | os.PathLike | None = None) -> dict:
     """Measure every explorer page; {widget: {figures...}} plus the goals."""
     from playwright.sync_api import sync_playwright
 
-    from tests import harness
+    from tools import browser as harness
 
     html = Path(html or os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
     out = {}

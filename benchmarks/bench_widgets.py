@@ -128,7 +128,7 @@ def widget_bytes(html_text: str, loader: Path) -> int:
 def browser_figures(html: Path) -> dict:
     from playwright.sync_api import sync_playwright
 
-    from tests import harness
+    from tools import browser as harness
 
     out = {}
     with harness.serve(html) as url, sync_playwright() as p:

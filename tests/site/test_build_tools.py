@@ -144,7 +144,7 @@ def test_pages_start_slowest_first_in_sphinxs_parallel_tasks(tmp_path):
 
     import book_build
 
-    from tests.notebooks import toc_pages
+    from tools.notebooks import toc_pages
 
     names = sorted(path.relative_to(harness.ROOT).with_suffix("").as_posix() for path in toc_pages())
     assert set(book_build.SLOW_FIRST) <= set(names), "SLOW_FIRST names a page _toc.yml lacks"
@@ -176,3 +176,25 @@ def test_only_each_formulas_own_markup_is_parsed_for_its_faces():
         '<span class="katex"><span>open',
     ]
     assert list(book_math._formulas("<p>no math</p>")) == []
+
+
+def test_nothing_outside_the_tests_imports_the_tests():
+    # The PDF, the benchmarks and the Sphinx extensions use tools/; tests/ is for the tests.
+    import re
+
+    offenders = []
+    ROOT = harness.ROOT
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert "_ext/book_pdf.py" in tracked
+    for name in tracked:
+        path = ROOT / name
+        if name.startswith("tests/") or not path.exists():
+            continue
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"^\s*(from tests\b|import tests\b)|-m tests\.", text, re.M):
+            offenders.append(path.relative_to(ROOT).as_posix())
+    makefile = (ROOT / "Makefile").read_text()
+    if re.search(r"-m tests\.", makefile):
+        offenders.append("Makefile")
+    assert not offenders, f"these import the test package: {offenders}"
