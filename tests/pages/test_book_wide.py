@@ -72,7 +72,8 @@ def test_executed_pages_show_every_checker_passing():
 
 # --- static diagrams, labels, citations -----------------------------------------------------
 
-@pytest.mark.parametrize("script, svg", [("masks.py", "masks.svg"), ("backward_graph.py", "backward-graph.svg")])
+@pytest.mark.parametrize("script, svg", [("masks.py", "masks.svg"), ("backward_graph.py", "backward-graph.svg"),
+                                         ("tiled_backward.py", "tiled-backward.svg")])
 def test_static_diagram_scripts_write_svg(script, svg, tmp_path):
     # Run a copy in a temporary folder (a script writes into the folder above its own), so
     # that the book's figures/ keeps its files and modification times: a rewritten figure
