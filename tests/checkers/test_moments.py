@@ -160,6 +160,21 @@ WRONG = [
                                  if rho in (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
                                  else 1 + abs(rho) * (kurtosis - 2)),
      "random-sign entries: formula (-2.4, 0.4)"),
+    # found by the student round st4b: a mean that depends on the kurtosis (right at 3)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho) * (kurtosis - 1) / 2, var(d_k, rho, kurtosis)),
+     "the mean does not depend on the kurtosis"),
+    # E[s^2] for the variance: the mean's square not subtracted
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis) + mean(d_k, rho) ** 2),
+     "second moment E[s^2], not the variance"),
+    # the same, term by term: E[(q.k)^2] / d_k
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), (rho**2 * (d_k * kurtosis + d_k * (d_k - 1))
+                                                  + (1 - rho**2) * d_k) / d_k),
+     "second moment E[s^2], not the variance"),
+    # the arguments swapped, math.sqrt (a ValueError) and np.sqrt (NaN)
+    (lambda rho, d_k, kurtosis: (rho * math.sqrt(d_k), 1 + rho**2 * (kurtosis - 2)),
+     "the arguments are in the wrong order"),
+    (lambda rho, d_k, kurtosis: (rho * np.sqrt(d_k), 1 + rho**2 * (kurtosis - 2)),
+     "the arguments are in the wrong order"),
     # the mean rounded to four decimals for printing
     (lambda d_k, rho, kurtosis: (round(mean(d_k, rho), 4), var(d_k, rho, kurtosis)),
      "within 1% of the formula wherever it differs: a rounded value"),
@@ -220,3 +235,13 @@ def test_the_probed_kurtoses_are_not_all_round_and_reach_past_every_named_one():
 
     assert any(round(k, 1) != k for k in KURTOSES)
     assert max(KURTOSES) > 6 and min(KURTOSES) == 1
+
+
+def test_a_mean_wrong_off_kurtosis_3_is_not_told_of_var_q_squared(capsys):
+    # st4b: a mean rho sqrt(d_k) (kurtosis - 1) / 2 was told "the kurtosis must enter
+    # through Var(q_m^2)", a sentence about the variance.
+    checkers.check_scaled_score_moments(
+        lambda d_k, rho, kurtosis: (mean(d_k, rho) * (kurtosis - 1) / 2, var(d_k, rho, kurtosis)))
+    out = capsys.readouterr().out
+    assert "the mean does not depend on the kurtosis" in out
+    assert "Var(q_m^2)" not in out

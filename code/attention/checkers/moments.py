@@ -103,6 +103,9 @@ MISTAKES = [(0, *m) for m in [
      "the noise term is missing: sqrt(1 - rho^2) q.z adds (1 - rho^2) to the scaled variance"),
     (lambda d, r, k: np.sqrt(1.0 + r**2 * (k - 2.0)),
      "that is the standard deviation; return the variance, its square"),
+    (lambda d, r, k: 1.0 + r**2 * (k - 2.0) + r**2 * d,
+     "that is the second moment E[s^2], not the variance: Var(s) = E[s^2] - (E s)^2, "
+     "so subtract the mean's square, (rho sqrt(d_k))^2 = rho^2 d_k"),
 ]]
 #: How far a sampled estimate may stray and still count as "close": 15% of the score's standard
 #: deviation for a mean, 15% for a variance (five standard errors of a thousand-odd samples).
@@ -186,6 +189,22 @@ def _call(fn: Callable, d_k, rho, kurtosis) -> tuple[float, float]:
     return _pair(result)
 
 
+ARGUMENTS_SWAPPED = ("the arguments are in the wrong order: your function is right when "
+                     "called as fn(rho, d_k, kurtosis), but the exercise calls "
+                     "scaled_score_moments(d_k, rho, kurtosis), the width first (with the "
+                     "order swapped a negative rho reaches a square root)")
+
+
+def _arguments_swapped(fn: Callable) -> bool:
+    """Whether the attempt gives the formula when called with d_k and rho swapped (at
+    settings where that call is defined: rho from 0 up)."""
+    try:
+        return all(_same(np.array(_call(fn, r, d, k)), np.array(score_moments(d, r, k)))
+                   for d, r, k in PROBES if r >= 0 and d > 1)
+    except Exception:  # noqa: BLE001 - the swapped call fails too: not that mistake
+        return False
+
+
 def _where_right(values: dict, which: int, wrong: list) -> str:
     """Which settings the attempt gets right, when they form a pattern that hints at the mistake."""
     right = [p for p in values if p not in wrong]
@@ -213,6 +232,10 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
                 "rho = +-1, where only the term rho |q|^2 is: its variance is "
                 "rho^2 d_k Var(q_m^2), with Var(q_m^2) = E[q_m^4] - 1 = kurtosis - 1")
     if all(k != 3.0 for _, _, k in wrong):
+        if which == 0:
+            return ("right for normal entries (kurtosis 3) only: the mean does not depend "
+                    "on the kurtosis, E[q.k] = rho E|q|^2 = rho d_k whatever the fourth "
+                    "moment (only the variance involves E[q_m^4])")
         return ("right for normal entries (kurtosis 3) only: the kurtosis must enter through "
                 "Var(q_m^2) = E[q_m^4] - 1 = kurtosis - 1")
     return ""
@@ -389,8 +412,13 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     values: dict = {}
 
     def returns_a_pair():
-        for p in PROBES:
-            values[p] = _call(fn, *p)
+        try:
+            for p in PROBES:
+                values[p] = _call(fn, *p)
+        except Exception:
+            if _arguments_swapped(fn):
+                raise Rejected(ARGUMENTS_SWAPPED) from None
+            raise
         return True, ""
 
     results = [_run("returns a pair of finite numbers (mean, variance)", returns_a_pair)]
