@@ -541,7 +541,7 @@ def test_t5s_initialization_is_cited_to_the_code_and_small_fixes_stay_fixed():
 def test_review_round_1_variance_sentences():
     # Adam: folding is a change of W_Q's learning rate, not a different model
     assert "and with Adam it does." not in SOURCE
-    assert "with Adam it acts as\na $\\sqrt{d_k}$ times larger learning rate" in SOURCE
+    assert "with plain Adam (no weight decay) it acts as\na $\\sqrt{d_k}$ times larger learning rate" in SOURCE
     assert "they have become different functions" not in SOURCE
     # W_K's gradient: the same c W_Q only at initialization and under Adafactor
     assert "which is the same in\nboth models at initialization and, under Adafactor" in SOURCE
@@ -648,9 +648,9 @@ def test_adafactors_invariance_needs_a_negligible_eps1_in_float32(seed):
     assert gap(torch.float32, 1e-3, None) > 1e-2      # small gradients: eps_1 binds
     assert gap(torch.float32, 1e-3, 1e-30) < 1e-5     # the paper's eps_1: together again
     # the threshold the page quotes: sqrt(float32 eps) is about 3.4e-4
-    assert math.sqrt(torch.finfo(torch.float32).eps) == pytest.approx(3.4e-4, rel=0.05)
+    assert math.sqrt(torch.finfo(torch.float32).eps) == pytest.approx(3.5e-4, rel=0.02)
     assert math.sqrt(torch.finfo(torch.bfloat16).eps) == pytest.approx(0.09, rel=0.05)
-    assert "falls below about\n$(3 \\times 10^{-4})^2$" in SOURCE
+    assert "falls below about\n$(3.5 \\times 10^{-4})^2$" in SOURCE
     assert "eps=(1e-30" not in SOURCE  # 1e-30 squared is 0 in float32: NaN on a zero row
 
 
