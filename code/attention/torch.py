@@ -167,8 +167,8 @@ class SelfAttention(nn.Module):
     q = x W_q, k = x W_k, v = x W_v (each d_model -> d_k, no bias), then attention, then
     W_o (d_k -> d_model) maps the head's output back to the residual width. ``fused=True``
     calls the built-in; ``fused=False`` the readable version above (same numbers). The
-    built-in receives (B, T, d_k) tensors, which are 3-D: on the CPU its dispatcher then
-    runs the MATH kernel, not the flash kernel (page "Attention in PyTorch").
+    built-in receives (B, T, d_k) tensors, which are 3-D: its dispatcher then runs the MATH
+    kernel, since every fused kernel takes 4-D inputs only (page "Attention in PyTorch").
     ``dropout`` applies to the attention weights in training mode only. An ``attn_mask``
     passed to ``forward`` (boolean or additive, broadcasting to (B, T, T)) combines with
     the causal mask when ``causal=True``: both apply.
