@@ -41,12 +41,12 @@ differences grow over the run, so compare the two at rates where it is not.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 
 from ._validate import check_choice, check_integer, check_positive
+from .measure import threads as _threads  # results then do not depend on the core count
 
 __all__ = [
     "RetrievalTask",
@@ -113,19 +113,6 @@ def _check_dtype(dtype):
     if dtype not in (torch.float32, torch.float64):
         raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
     return dtype
-
-
-@contextmanager
-def _threads(n: int):
-    """Run torch on ``n`` threads: results then do not depend on the machine's core count."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # The task and the head -------------------------------------------------------------------
