@@ -180,7 +180,20 @@ def jacobian_dividing_by_a(a):
         return np.outer(a, a) * (np.diag(1 / a) - 1)  # a_i a_j (delta_ij / a_i - 1)
 
 
+def jacobian_in_float32_cast_back(a):
+    """Within 1e-8 at 4 and 7 keys: told only at the two-key row, of nothing (st4a)."""
+    a = a.astype(np.float32)
+    return (np.diag(a) - np.outer(a, a)).astype(np.float64)
+
+
+def jacobian_in_float16_cast_back(a):
+    a = a.astype(np.float16)
+    return (np.diag(a) - np.outer(a, a)).astype(np.float64)
+
+
 WRONG_JACOBIANS = [
+    (jacobian_in_float32_cast_back, "computed in float32"),
+    (jacobian_in_float16_cast_back, "computed in float16"),
     (jacobian_for_four_keys_only, "J of 7 keys differs from the reference"),
     (jacobian_dividing_by_a, "NaN comes from an operation with no answer"),
     (jacobian_diagonal_only, "entry by entry"),
@@ -380,12 +393,43 @@ def vjp_builds_j_in_torch_on_masked_rows(a, g):
     return ((torch.diag(t) - torch.outer(t, t)) @ u).numpy()
 
 
+def vjp_recomputes_a_dot_g_with_the_method(a, g):
+    """a.dot(g) per key: ndarray.dot calls no ufunc and no __array_function__ (st4a)."""
+    return np.array([a[i] * (g[i] - a.dot(g)) for i in range(len(a))])
+
+
+def vjp_recomputes_a_dot_g_in_a_loop_with_the_method(a, g):
+    out = np.empty_like(a)
+    for i in range(len(a)):
+        out[i] = a[i] * g[i] - a[i] * a.dot(g)
+    return out
+
+
+def vjp_recomputes_the_sum_of_a_times_g(a, g):
+    return np.array([a[i] * (g[i] - (a * g).sum()) for i in range(len(a))])
+
+
+def vjp_in_float32_cast_back(a, g):
+    a32, g32 = a.astype(np.float32), g.astype(np.float32)
+    return (a32 * (g32 - a32 @ g32)).astype(np.float64)
+
+
+def vjp_in_float16_cast_back(a, g):
+    a16, g16 = a.astype(np.float16), g.astype(np.float16)
+    return (a16 * (g16 - a16 @ g16)).astype(np.float64)
+
+
 WRONG_VJPS = [
+    (vjp_recomputes_a_dot_g_with_the_method, "recomputes the number a.g"),
+    (vjp_recomputes_a_dot_g_in_a_loop_with_the_method, "recomputes the number a.g"),
+    (vjp_recomputes_the_sum_of_a_times_g, "recomputes the number a.g"),
+    (vjp_in_float32_cast_back, "computed in float32"),
+    (vjp_in_float16_cast_back, "computed in float16"),
     (vjp_builds_j_on_saturated_rows, "(saturated)"),
     (vjp_builds_j_on_masked_rows, "(masked)"),
     (vjp_builds_j_on_dense_rows_only, "on a row of 64 keys"),
     (vjp_builds_j_on_saturated_masked_rows, "(saturated and masked)"),
-    (vjp_row_by_row_on_saturated_rows, "one row of J at a time"),
+    (vjp_row_by_row_on_saturated_rows, "recomputes the number a.g"),
     (vjp_builds_j_in_torch_on_masked_rows, "PyTorch operations touched"),
     (vjp_builds_j_except_at_powers_of_two, "it builds J"),
     (vjp_row_by_row_after_asarray, "one row of J at a time"),
@@ -394,7 +438,7 @@ WRONG_VJPS = [
     (vjp_j_in_32_row_torch_blocks, "PyTorch operations touched"),
     (vjp_builds_j_unless_the_row_is_long, "on a row of 64 keys"),
     (vjp_builds_j_on_short_rows_only, "on a row of 64 keys"),
-    (vjp_recomputes_a_dot_g_on_every_row, "one row of J at a time"),
+    (vjp_recomputes_a_dot_g_on_every_row, "recomputes the number a.g"),
     (vjp_builds_j_in_torch, "builds J, the full T_k x T_k Jacobian"),
     (vjp_builds_j_in_torch_float32_in_place, "builds J"),
     (vjp_row_by_row, "one row of J at a time"),
@@ -479,3 +523,20 @@ def test_the_cost_check_reports_small_numbers_for_the_right_vjp():
     ok, detail = jacobian_checker._vjp_cost(vjp)
     assert ok, detail
     assert "3 passes over the row" in detail, detail
+
+
+@pytest.mark.parametrize("wrong", [jacobian_in_float32_cast_back, jacobian_in_float16_cast_back])
+def test_a_jacobian_in_a_narrower_float_fails_every_j_case_naming_its_precision(wrong, capsys):
+    checkers.check_softmax_jacobian(wrong, vjp)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
+    assert len(lines) == 3 and all("cast back" in line for line in lines), lines
+
+
+def test_a_dot_g_by_the_method_is_counted_and_pairs_only_when_it_is_recomputed():
+    a = attention.softmax(np.random.default_rng(2).standard_normal(256))
+    g = np.random.default_rng(3).standard_normal(256)
+    work, pairs = jacobian_checker._vjp_work(vjp_recomputes_a_dot_g_with_the_method, a, g,
+                                             pairs=True)
+    assert work >= 256 * 256 and pairs == 256
+    assert jacobian_checker._vjp_work(vjp, a, g, pairs=True)[1] == 1
+    assert jacobian_checker._vjp_work(vjp_row_by_row, a, g, pairs=True)[1] == 0

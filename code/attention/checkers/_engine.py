@@ -214,15 +214,24 @@ def _clipped_scores(A: np.ndarray, want: np.ndarray, S: np.ndarray) -> str:
     return ""
 
 
-def _float32_valued(X: np.ndarray, ref: np.ndarray) -> bool:
-    """Whether every entry of X is a float32 number where the reference's are not: the
-    sign of a computation in float32 cast back to float64."""
+def _float32_valued(X: np.ndarray, ref: np.ndarray, dtype=np.float32) -> bool:
+    """Whether every entry of X is a float32 number (a ``dtype`` number) where the
+    reference's are not: the sign of a computation in float32 cast back to float64."""
     def exact(Y):
         with np.errstate(all="ignore"):
             Y = np.asarray(Y, dtype=np.float64)
-            return bool(np.array_equal(Y, Y.astype(np.float32).astype(np.float64),
+            return bool(np.array_equal(Y, Y.astype(dtype).astype(np.float64),
                                        equal_nan=True))
     return exact(X) and not exact(ref)
+
+
+def _narrow_precision(X: np.ndarray, ref: np.ndarray) -> str:
+    """"float16" or "float32" when every entry of X is a number of that dtype where
+    the reference's are not (``_float32_valued``), otherwise ""."""
+    for dtype in (np.float16, np.float32):
+        if _float32_valued(X, ref, dtype):
+            return np.dtype(dtype).name
+    return ""
 
 
 def _dtype_rejection(want, dtypes: dict) -> str:

@@ -19,10 +19,14 @@ not); the traced memory allocated line by line, summed (a loop that builds one r
 key, whatever it converted its arguments to); the entries every PyTorch operation touches,
 summed (a dispatch mode: J built whole or in blocks of rows); at the longest row, on Linux,
 the growth of the resident memory (any library's memory); and the entries NumPy operations
-on the arguments touch (an ndarray subclass: ``a @ g`` recomputed on every row). What it
-cannot see: work inside one call of compiled code that neither allocates what it traces nor
-runs Python lines (a C extension, Numba, or such a loop after ``np.asarray``), and memory
-outside NumPy and PyTorch on rows other than the longest dense one. Nothing is timed.
+on the arguments touch (an ndarray subclass, whose method ``a.dot`` counts too: ``a @ g``
+or ``a.dot(g)`` recomputed on every row). What it cannot see: work inside one call of
+compiled code that neither allocates what it traces nor runs Python lines (a C extension,
+Numba, or such a loop after ``np.asarray``); a.g recomputed for every key by built-ins on
+Python lists, as ``[x * (y - sum(map(operator.mul, al, gl))) for x, y in zip(al, gl)]``
+over ``a.tolist()`` (or with ``math.fsum``) does: one line per key and no array, O(T_k^2)
+work that passes this checker, undetected; and memory outside NumPy and PyTorch on rows
+other than the longest dense one. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches.
 """
@@ -41,7 +45,7 @@ import numpy as np
 
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
 from ._engine import _close as _close_any
-from ._engine import _named, _on_copies, _report, _run
+from ._engine import _named, _narrow_precision, _on_copies, _report, _run
 
 _NAN_CAUSE = ("your function produced NaN, and J and the VJP need only products and differences "
               "of the finite numbers in a and g: NaN comes from an operation with no answer, "
@@ -50,7 +54,21 @@ _NAN_CAUSE = ("your function produced NaN, and J and the VJP need only products 
 
 
 def _close(got, want, what, atol=1e-8):
-    return _close_any(got, want, what, atol=atol, nan_cause=_NAN_CAUSE)
+    """``_engine._close``; and a result whose every entry is a float32 (or float16)
+    number where the reference's are not, and that differs from it, is rejected and
+    told so, even within the tolerance: computed in that precision and cast back."""
+    ok, detail = _close_any(got, want, what, atol=atol, nan_cause=_NAN_CAUSE)
+    if got is None or np.shape(got) != want.shape:
+        return ok, detail
+    with np.errstate(all="ignore"):
+        arr = np.asarray(got, dtype=np.float64)
+        narrow = _narrow_precision(arr, want) if np.isfinite(arr).all() else ""
+        if narrow and np.abs(arr - want).max() > 0:
+            digits = {"float32": "about 7 digits", "float16": "about 3 digits"}[narrow]
+            return False, (f"{detail}: every entry is a {narrow} number, so it was "
+                           f"computed in {narrow} ({digits}) and cast back; the row a "
+                           "is float64: compute in float64 throughout (no .astype)")
+    return ok, detail
 
 
 #: Keys of the row on which the VJP's memory and work are measured (the page's example): J
@@ -135,7 +153,7 @@ def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) ->
                        f"{want.dtype}, and a float32 or float16 result drops digits (no "
                        ".astype)")
     ok, detail = _close(got, want, what, atol=atol)
-    if ok or got is None:
+    if ok or got is None or "cast back" in detail:
         return ok, detail
     arr = np.asarray(got, dtype=np.float64)
     if arr.shape != want.shape:
@@ -152,9 +170,13 @@ def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) ->
 
 class _Counting(np.ndarray):
     """An ndarray that adds up, in ``_Counting.work``, the entries each NumPy operation on it
-    touches (the largest operand or result), and hands back plain arrays."""
+    touches (the largest operand or result), and hands back plain arrays; ``pairs``
+    counts the operations that take both arguments a and g whole (a.g and the like).
+    NumPy functions, ufuncs and the method ``a.dot`` (which bypasses both) are seen."""
 
     work = 0
+    pairs = 0
+    args: tuple = ()  # the data addresses and length of a and g
 
     @staticmethod
     def _plain(x):
@@ -166,10 +188,22 @@ class _Counting(np.ndarray):
 
     @staticmethod
     def _count(operands, result):
-        sizes = [np.size(x) for x in operands if isinstance(x, np.ndarray)]
+        arrays = [x for x in operands if isinstance(x, np.ndarray)]
+        sizes = [np.size(x) for x in arrays]
         results = result if isinstance(result, tuple) else (result,)
         sizes += [np.size(r) for r in results if isinstance(r, np.ndarray)]
         _Counting.work += max(sizes, default=1)
+        if _Counting.args:
+            *addresses, n = _Counting.args
+            seen = {x.__array_interface__["data"][0] for x in arrays if x.size == n}
+            _Counting.pairs += all(address in seen for address in addresses)
+
+    def dot(self, b, out=None):
+        """``a.dot(g)``: the method calls no ufunc and no __array_function__."""
+        plain, b = self.view(np.ndarray), self._plain(b)
+        result = np.dot(plain, b) if out is None else np.dot(plain, b, self._plain(out))
+        self._count([plain, b], result)
+        return result
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         inputs = self._plain(inputs)
@@ -186,11 +220,37 @@ class _Counting(np.ndarray):
         return result
 
 
-def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray) -> int:
-    """Entries touched by NumPy operations on a and g during one call of vjp."""
-    _Counting.work = 0
-    vjp(a.copy().view(_Counting), g.copy().view(_Counting))
-    return _Counting.work
+def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
+    """Entries touched by NumPy operations on a and g during one call of vjp (and, with
+    ``pairs``, how many of those operations took a and g both, whole)."""
+    a, g = a.copy(), g.copy()
+    _Counting.work = _Counting.pairs = 0
+    _Counting.args = (a.__array_interface__["data"][0], g.__array_interface__["data"][0],
+                      a.size)
+    try:
+        vjp(a.view(_Counting), g.view(_Counting))
+    finally:
+        _Counting.args = ()
+    return (_Counting.work, _Counting.pairs) if pairs else _Counting.work
+
+
+def _recomputes_ag(vjp: Callable, a: np.ndarray, g: np.ndarray) -> bool:
+    """Whether vjp(a, g) takes a and g together, whole, in an operation (a.g, a @ g,
+    np.dot(a, g), a * g) once for every few keys: a.g recomputed inside a loop over
+    the keys (an exception the attempt raises here says nothing)."""
+    try:
+        with np.errstate(all="ignore"):
+            _, pairs = _vjp_work(vjp, a, g, pairs=True)
+    except Exception:
+        return False
+    return pairs >= max(16, len(a) // 4)
+
+
+#: Said of an attempt that recomputes a.g for every key.
+_RECOMPUTED = ("it recomputes the number a.g (a @ g, a.dot(g), np.dot(a, g) or "
+               "(a * g).sum(): a pass over the whole row) for every key, inside the loop "
+               "over the keys, O(T_k^2) work. Compute a.g once, before any loop: "
+               "a * (g - a.g) needs one dot product and one pass")
 
 
 def _status_kib(field: str) -> int:
@@ -343,11 +403,16 @@ def _cost_rows(rng, n: int) -> dict:
             for kind, x in zip(ROW_KINDS, (s, top, s, top))}
 
 
-def _over_message(cost: dict, n: int, kind: str = "dense") -> str:
-    """What a cost over its budget at a row of n keys says about the attempt."""
+def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = False) -> str:
+    """What a cost over its budget at a row of n keys says about the attempt
+    (``recomputed``: it recomputes a.g for every key, ``_recomputes_ag``)."""
     J_KiB = n * n * 8 / 2**10
     name = cost["over"]
     row = f"{n} keys" + ("" if kind == "dense" else f" ({kind})")
+    if name == "volume" and recomputed and cost["lines"] <= 8 * n:
+        return (f"on a row of {row} your vjp allocated more than "
+                f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
+                f"once: {_RECOMPUTED}")
     if name == "volume" and cost["lines"] > 8 * n:  # many lines per key: a nested loop
         name = "lines"
     if name == "peak":
@@ -387,14 +452,15 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
             _measured(vjp, a, g, limits=False)  # what a library sets up on a first call
             cost = _measured(vjp, a, g)
             if "over" in cost:
-                return False, _over_message(cost, n, kind)
+                recomputed = cost["over"] == "volume" and _recomputes_ag(vjp, a, g)
+                return False, _over_message(cost, n, kind, recomputed)
             ok, detail = _close(cost["result"], want, f"VJP on a {kind} row of {n} keys")
             if not ok:
                 return ok, detail
         seen.append(f"{n}: {cost['peak'] / 2**10:.0f} KiB, {cost['lines']} lines")
     g = rng.standard_normal(LONG)
     rows = _cost_rows(rng, LONG)
-    work = max(_vjp_work(vjp, row, g) for row in rows.values())
+    work, pairs = max(_vjp_work(vjp, row, g, pairs=True) for row in rows.values())
     a = rows["dense"]
     resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
@@ -405,6 +471,11 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
                        "MiB (half that in float32): it builds J, the full T_k x T_k Jacobian "
                        "(or another T_k x T_k array). Use a * (g - a.g), which needs O(T_k) "
                        "memory")
+    if work > VJP_WORK_LIMIT and pairs >= LONG // 4:
+        return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
+                       f"{work / LONG:.0f} x {LONG} entries, where a * (g - a.g) touches "
+                       f"3 x {LONG}, and {pairs:,} of them took a and g both: "
+                       f"{_RECOMPUTED}")
     if work > VJP_WORK_LIMIT:
         return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
                        f"{work / LONG:.0f} x {LONG} entries, where a * (g - a.g) touches "
