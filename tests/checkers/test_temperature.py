@@ -377,15 +377,108 @@ def argmax_with_isclose_ties_when_cold(Q, K, V, tau):
     return A @ V, A
 
 
+# Found by the student round st4b.
+def floor_on_the_shifted_scores(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    S = np.clip(S - S.max(axis=-1, keepdims=True), -20, 0)  # "no underflow"
+    E = np.exp(S)
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def tau_rounded_to_float32(Q, K, V, tau):
+    return right(Q, K, V, float(np.float32(tau)))  # "to save memory"
+
+
+def factor_in_float32(Q, K, V, tau):
+    c = np.float32(1 / (tau * Q.shape[-1] ** 0.5))
+    A = _softmax(float(c) * (Q @ np.swapaxes(K, -1, -2)))
+    return A @ V, A
+
+
+def tau_as_a_torch_tensor(Q, K, V, tau):
+    q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
+    t = torch.tensor(tau)  # float32 by default: tau rounded
+    A = torch.softmax(q @ k.transpose(-2, -1) / (t * q.shape[-1] ** 0.5), dim=-1)
+    return (A @ v).numpy(), A.numpy()
+
+
+def float32_work_cast_back(Q, K, V, tau):
+    O, A = right(*(x.astype(np.float32) for x in (Q, K, V)), tau)
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
+def float16_work(Q, K, V, tau):
+    q, k, v = (x.astype(np.float16) for x in (Q, K, V))
+    S = (q @ np.swapaxes(k, -1, -2)) * np.float16(1 / (tau * Q.shape[-1] ** 0.5))
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ v, A
+
+
+def shift_by_the_column_maximum(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    E = np.exp(S - S.max(axis=-2, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def temperature_as_a_power(Q, K, V, tau):
+    S = Q @ np.swapaxes(K, -1, -2) / Q.shape[-1] ** 0.5
+    E = np.exp(S - S.max(axis=-1, keepdims=True)) ** (1 / tau)
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def uniform_above_1e8(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    A = np.full(S.shape, 1 / S.shape[-1]) if tau >= 1e8 else _softmax(S)
+    return A @ V, A
+
+
+def output_the_mean_of_the_values_when_hot(Q, K, V, tau):
+    O, A = right(Q, K, V, tau)
+    if tau > 1e5:
+        O = np.broadcast_to(V.mean(axis=-2, keepdims=True), O.shape).copy()
+    return O, A
+
+
+def epsilon_in_the_row_sums(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / (E.sum(axis=-1, keepdims=True) + 1e-9)  # "never divide by 0"
+    return A @ V, A
+
+
+def epsilon_1e_8_in_the_row_sums(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / (E.sum(axis=-1, keepdims=True) + 1e-8)
+    return A @ V, A
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (floor_on_the_shifted_scores, "was there a floor on the shifted scores (np.clip(S, -20, 0)"),
+    (tau_rounded_to_float32, "tau was rounded to float32 (0.3 is 0.3000000119"),
+    (factor_in_float32, "the factor 1/(tau sqrt(d_k)) was rounded to float32"),
+    (tau_as_a_torch_tensor, "were rounded to float32 (torch.tensor(tau)"),
+    (float32_work_cast_back, "your array holds float32 numbers only (computed in float32"),
+    (float16_work, "your array is float16 while the inputs are float64, so it keeps only "
+     "about 3 digits"),
+    (shift_by_the_column_maximum, "shifted by each column's maximum, S.max(axis=-2)"),
+    (temperature_as_a_power, "np.exp(S) ** (1 / tau)"),
+    (uniform_above_1e8, "exactly 1/T_k, uniform, where at tau = 1e+08"),
+    (output_the_mean_of_the_values_when_hot, "your output is the plain mean of the values"),
+    (epsilon_in_the_row_sums, "an epsilon added to the row sums"),
+    (epsilon_1e_8_in_the_row_sums, "an epsilon added to the row sums"),
     (tau_clamped_at_1e_16, "the softmax at tau = 1e-16: was tau clamped from below"),
     (tau_clamped_at_the_machine_epsilon, "at tau = 2.22e-16: was tau clamped from below"),
     (tau_plus_1e_18, "or an epsilon added to it?"),
     (argmax_below_1e_16_ties_shared, "at tau = 1e-18 the softmax still gives several keys"),
     (uniform_above_1e6, "exactly 1/T_k, uniform, where at tau = 1e+07"),
     (second_order_exp_when_hot, "the scale is right, so exp() or the normalisation was"),
-    (root_with_a_wrong_exponent, "with c = 0.7561, but at tau = 0.5 and d_k = 7 the"),
+    (root_with_a_wrong_exponent, "with c = 1.2601, but at tau = 0.3 and d_k = 7 the"),
     (np_float64_tau_promotes_float32, "with tau = np.float64(1.5), a NumPy float64 scalar"),
     (d_k_instead_of_sqrt_when_hot, "at tau = 1e+06 differs from the reference by up to "
      "1.93e-07: the scores are divided by tau d_k instead of tau sqrt(d_k)"),
@@ -454,11 +547,20 @@ EXCLUSIVE = {
     "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10,
                         argmax_below_1e_16_ties_shared},
     "were the scores clipped": {clips_the_scores},
-    "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6},
+    "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6, uniform_above_1e8},
     # the clamp's hint only for weights that are the softmax at a warmer tau
     "was tau clamped from below": {tau_clamped_at_1e_16, tau_clamped_at_the_machine_epsilon,
-                                   tau_plus_1e_18, tau_plus_a_tiny_epsilon},
+                                   tau_plus_1e_18, tau_plus_a_tiny_epsilon,
+                                   temperature_as_a_power},
     "the scale is right": {second_order_exp_when_hot},
+    "a floor on the shifted scores": {floor_on_the_shifted_scores},
+    "rounded to float32": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
+    "shifted by each column's maximum": {shift_by_the_column_maximum},
+    # (uniform weights give that output too)
+    "plain mean of the values": {output_the_mean_of_the_values_when_hot, uniform_when_hot,
+                                 uniform_above_1e6, uniform_above_1e8},
+    "an epsilon added to the row sums": {epsilon_in_the_row_sums,
+                                         epsilon_1e_8_in_the_row_sums},
 }
 
 
@@ -512,16 +614,32 @@ def test_the_output_is_checked_not_only_the_weights(capsys):
     checkers.check_attention_with_temperature(output_zeros)
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
     assert any("output at tau" in line for line in failed)
-    assert any("mean of the values" in line for line in failed)
-    assert any("best key's value" in line for line in failed)
+    assert any(line.startswith("✗ output at tau = 1e+06 to") for line in failed)  # hot
+    assert any(line.startswith("✗ output at tau = 0.001") for line in failed)  # cold
     assert not any("weights at tau" in line for line in failed)  # its weights are right
 
 
 def test_both_limits_and_a_batch_are_checked(capsys):
     checkers.check_attention_with_temperature(right)
     report = capsys.readouterr().out
-    for case in ("tau -> 0+", "tau -> infinity", "tie", "batch", "far apart"):
+    for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch", "far shorter",
+                 "256 keys", "large scores"):
         assert case in report, case
+
+
+# What the exercise asks (the output in both limits, the weights of a tie, the shift by
+# each row's own maximum) is not answered by the titles of the cases a right attempt
+# passes: they say what is run, not what comes out (st4b).
+ANSWERS = ("best key", "one-hot", "share", "mean of the values", "uniform", "own maximum",
+           "tau -> ", "shifted by")
+
+
+def test_the_passing_cases_titles_do_not_answer_the_exercise(capsys):
+    checkers.check_attention_with_temperature(right)
+    report = capsys.readouterr().out
+    assert "16 of 16 checks passed." in report
+    for answer in ANSWERS:
+        assert answer not in report, answer
 
 
 def test_every_size_of_the_checkers_inputs_differs_from_every_other():
@@ -543,7 +661,10 @@ def test_no_two_scale_mistakes_give_the_same_scores_at_the_checkers_temperatures
                    for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
         for tau in t.TAUS:
             right_A = _softmax(_scores(Q, K, tau))
-            weights = [right_A] + [w for _, w in t._weight_mistakes(Q, K, V, tau)]
+            # (the power of the exponentials is no scale mistake: it equals the softmax
+            # at these temperatures, and is told apart where tau is far from 1)
+            weights = [right_A] + [w for m, w in t._weight_mistakes(Q, K, V, tau)
+                                   if "as a power" not in m]
             for i in range(len(weights)):
                 for j in range(i):
                     assert not np.allclose(weights[i], weights[j], atol=1e-4), (lead, tau, i, j)

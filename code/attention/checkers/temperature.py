@@ -32,11 +32,12 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _clipped_scores, _close,
-                      _dtype_rejection, _fitted_scale, _keepdims_hint, _named, _qkv, _report,
-                      _results, _run, _softmax)
+                      _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
+                      _qkv, _report, _results, _run, _softmax)
 
-#: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree).
-TAUS = (0.5, 2.0, 5.0)
+#: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree;
+#: 0.3 is not a float32 number, so that a tau or a factor rounded to float32 shows).
+TAUS = (0.3, 2.0, 5.0)
 COLD, HOT = 1e-3, 1e6
 #: A hotter temperature, checked with the hot case: the exact weights still differ from
 #: 1/T_k by about 3e-8 there, above the tolerance 1e-8, so that exactly uniform weights
@@ -58,6 +59,16 @@ NEAREST = 1e-15
 COLDER = 1e-18
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
+#: A cold case on a long row (T_q = 2, T_k = 256, d_k = 8, d_v = 3 at tau = 0.01): a floor
+#: on the shifted scores (np.clip(S, -20, 0)) gives each of the 255 keys far below the best
+#: e^-20 and shows; on 4 keys it moves no weight by 1e-8.
+LONG, LONG_TAU = (2, 256, 8, 3), 0.01
+#: Hot cases on large scores (entries of size 30, d_k = 64: scores of about 1e4), where
+#: the weights at tau = 1e8 and 1e10 still differ from 1/T_k by more than the tolerance.
+BIG, BIG_TAUS = 30.0, (1e8, 1e10)
+#: The values of the case at other sizes are of size 1000, so that an output off by a
+#: relative 1e-9 (an epsilon of 1e-9 in the row sums) shows.
+V_SIZE = 1e3
 
 def _apart(x: float, y: float) -> int:
     """The fewest significant digits (3 at least) that print x and y differently."""
@@ -90,19 +101,48 @@ def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
         return None, "; ".join([message] + hints)
 
 
-_PRECISION = "keeps only about 7 digits"
+_PRECISION = "keeps only about"
+#: Per low precision: the decimal digits it keeps, and how far an answer computed in it
+#: may lie from the float64 reference and still be told it is a matter of precision.
+_LOW = {"float32": (7, 1e-4), "float16": (3, 1e-2)}
+
+
+def _low_precision(got, want) -> str:
+    """The precision an attempt's array was computed in, if lower than float64: its dtype,
+    or, for a float64 array, float16 or float32 when every entry is such a number and the
+    reference's are not (a computation in it cast back); "" otherwise."""
+    dtype = getattr(got, "dtype", None)
+    if dtype is None or np.dtype(dtype).kind != "f":
+        return ""
+    if np.dtype(dtype).itemsize < 8:
+        return "float16" if np.dtype(dtype).itemsize < 4 else "float32"
+    if not _float32_valued(got, want):
+        return ""
+    with np.errstate(all="ignore"):
+        X = np.asarray(got, dtype=np.float64)
+        half = np.array_equal(X, X.astype(np.float16).astype(np.float64), equal_nan=True)
+        # numbers of a few bits (1/4, 1/2, 0, 1: uniform or one-hot weights) are float16
+        # numbers too, and no sign of a computation in it
+        m = np.frexp(X[np.isfinite(X)])[0] * 2.0**8
+    if np.all(m == np.round(m)):
+        return ""
+    return "float16" if half else "float32"
 
 
 def _compare(got, want, what: str, atol: float) -> tuple[bool, str]:
-    """``_close``, and a word about precision when an attempt computed in float32."""
+    """``_close``, and a word about precision when an attempt computed in float32 or
+    float16 (and returned that dtype, or cast its results back to float64)."""
     ok, detail = _close(got, want, what, atol=atol)
-    dtype = getattr(got, "dtype", None)
-    if (not ok and got is not None and dtype is not None and np.dtype(dtype).kind == "f"
-            and np.dtype(dtype).itemsize < 8 and np.shape(got) == np.shape(want)
+    low = "" if ok or got is None else _low_precision(got, want)
+    if (low and np.shape(got) == np.shape(want)
             and np.all(np.isfinite(np.asarray(got, dtype=np.float64)))
-            and np.abs(np.asarray(got, dtype=np.float64) - want).max() < 1e-4):
-        detail += (f": your array is {np.dtype(dtype).name} while the inputs are float64, so it "
-                   f"{_PRECISION}; compute in the inputs' precision (for example "
+            and np.abs(np.asarray(got, dtype=np.float64) - want).max() < _LOW[low][1]):
+        dtype = np.dtype(getattr(got, "dtype"))
+        held = (f"your array is {dtype.name}" if dtype.itemsize < 8 else
+                f"your array holds {low} numbers only (computed in {low}, then cast "
+                "back to float64?)")
+        detail += (f": {held} while the inputs are float64, so it {_PRECISION} "
+                   f"{_LOW[low][0]} digits; compute in the inputs' precision (for example "
                    "torch.as_tensor(Q) keeps float64, where .float() or dtype=torch.float32 "
                    "rounds)")
     return ok, detail
@@ -127,6 +167,20 @@ def _weight_mistakes(Q, K, V, tau) -> list[tuple[str, np.ndarray]]:
         ("the scores are multiplied by sqrt(d_k); they must be divided by it: "
          "Q K^T / (tau sqrt(d_k))", _softmax(R * np.sqrt(d_k) / tau)),
     ]
+    with np.errstate(all="ignore"):
+        P = np.exp(R / np.sqrt(d_k) - (R / np.sqrt(d_k)).max(axis=-1, keepdims=True))
+        P = P ** (1 / tau)
+        mistakes.append(("the temperature was applied as a power of the exponentials at "
+                         "tau = 1, np.exp(S) ** (1 / tau): equal in exact arithmetic, but "
+                         "exp() underflows to 0, or rounds, before the power (which "
+                         "multiplies its rounding by 1/tau); divide the scores by tau before "
+                         "exp()", P / P.sum(axis=-1, keepdims=True)))
+        S = R / (tau * np.sqrt(d_k))
+        E = np.exp(S - S.max(axis=-2, keepdims=True))
+        mistakes.append(("the scores were shifted by each column's maximum, S.max(axis=-2) "
+                         "(the largest score over the queries): the shift must be one "
+                         "number per row, each query's own largest score, "
+                         "S.max(axis=-1, keepdims=True)", E / E.sum(axis=-1, keepdims=True)))
     sizes = set(np.shape(Q)[:-1]) | set(np.shape(K)) | set(np.shape(V))
     for m in sorted(sizes - {d_k, 1}):
         mistakes.append((f"the scores are divided by tau sqrt({m}), but {m} is not the width "
@@ -157,6 +211,68 @@ def _shortcut(A, want, tau, S) -> str:
     return _clipped_scores(A, want, S)
 
 
+def _floored(A, want) -> str:
+    """What weights are told whose smallest entries in a row are all one number, above the
+    softmax's, the other keys keeping the softmax's ratios: a floor on the shifted scores."""
+    with np.errstate(all="ignore"):
+        low = A.min(axis=-1, keepdims=True)
+        floor = np.isclose(A, low, rtol=1e-9, atol=0.0)
+        n_want = np.isclose(want, want.min(axis=-1, keepdims=True), rtol=1e-9,
+                            atol=0.0).sum(axis=-1)
+        if not (np.all(low > 0) and np.any(floor.sum(axis=-1) > np.maximum(n_want, 1))):
+            return ""
+        if not np.all(np.where(floor, want <= low * (1 + 1e-9), True)):
+            return ""
+        ratio = np.where(floor, np.nan, A / want)
+        spread = np.nanmax(ratio, axis=-1) / np.nanmin(ratio, axis=-1)
+        if not np.all(np.isfinite(spread) & (np.abs(spread - 1) < 1e-6)):
+            return ""
+        L = float(np.log(A.max(axis=-1) / low[..., 0]).ravel()[0])
+    return (f"the smallest weights of a row are all one number, e^-{L:.3g} times the "
+            "largest, where the softmax gives those keys less: was there a floor on the "
+            f"shifted scores (np.clip(S, -{L:.3g}, 0) or np.maximum(S, -{L:.3g}))? A key "
+            "far below the best gets the weight e^(S - max) however small it is, "
+            "underflowing to 0 without harm; drop the floor")
+
+
+def _epsilon_in_sum(A) -> str:
+    """What weights are told whose rows fall short of 1 by a tiny amount and are otherwise a
+    softmax: an epsilon added to the row sums."""
+    with np.errstate(all="ignore"):
+        short = 1 - np.asarray(A, dtype=np.float64).sum(axis=-1)
+    if not (np.all(short > 1e-13) and np.all(short < 1e-6)):
+        return ""
+    return (f"the rows sum to 1 minus up to {short.max():.2g}, not 1: an epsilon added "
+            "to the row sums, E / (E.sum(axis=-1, keepdims=True) + eps)? After the shift "
+            "by the row's maximum every sum is at least 1, so no epsilon is needed; "
+            "divide by the sum itself")
+
+
+def _float32_scale(c, tau, d_k) -> str:
+    """What weights are told that are softmax(c Q K^T) with c the right factor rounded to
+    float32 (or built from a tau rounded to float32), or ""."""
+    right = 1 / (tau * np.sqrt(d_k))
+    # (a right attempt's fitted c lies within about 1e-13 of the factor: rounding)
+    if not (abs(c / right - 1) < 2.0**-22 and abs(c / right - 1) > 1e-10):
+        return ""
+    tau32, f32 = float(np.float32(tau)), lambda x: float(np.float32(x))
+    causes = [
+        (1 / (tau32 * np.sqrt(d_k)), f"tau was rounded to float32 ({tau:g} is "
+         f"{tau32:.10g} there: np.float32(tau), or torch.tensor(tau), whose default dtype "
+         "is float32)"),
+        (1 / f32(tau32 * np.sqrt(d_k)), "tau and the divisor tau sqrt(d_k) were rounded "
+         "to float32 (torch.tensor(tau), whose default dtype is float32?)"),
+        (f32(right), "the factor 1/(tau sqrt(d_k)) was rounded to float32 (np.float32(c), "
+         "or a float32 scalar)"),
+        (1 / f32(tau * np.sqrt(d_k)), "the divisor tau sqrt(d_k) was rounded to float32"),
+    ]
+    cause = next((text for value, text in causes if np.isclose(c, value, rtol=2e-11, atol=0)),
+                 "the factor was rounded to float32 on the way")
+    return (f"your weights are softmax(c Q K^T) with c = {c:.10g}, where 1/(tau sqrt(d_k)) = "
+            f"{right:.10g}, float32's precision apart: {cause}; for float64 inputs keep "
+            "tau and the factor in float64 (Q.dtype.type(1 / (tau * d_k ** 0.5)))")
+
+
 def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
                    shortcuts: bool = False) -> tuple[bool, str]:
     """Compare an attempt's weights with ``want`` and name the mistake if there is one;
@@ -173,6 +289,7 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     if not np.isfinite(A).all():
         return False, detail
     shortcut = _shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else ""
+    shortcut = shortcut or _floored(A, want) or _epsilon_in_sum(A)
     if shortcut:
         return False, f"{detail}: {shortcut}"
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
@@ -183,12 +300,17 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     atol = min(1e-7, 1e-3 * spread)
     named = _named(A, _weight_mistakes(Q, K, V, tau),
                    lambda got, w: got.shape == w.shape and
-                   np.allclose(got, w, rtol=0.0, atol=atol))
+                   np.allclose(got, w, rtol=0.0, atol=atol), want)
     if named:
         return False, f"{detail}: {named}"
-    c = _fitted_scale(A, _raw_scores(Q, K))
+    # one query's weights (T_q = 1) are no ground to fit a scale on: a softmax along the
+    # wrong axis, or a shift by the wrong maximum, gives them c = 0
+    c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
     d_k = Q.shape[-1]
     right = 1 / (tau * np.sqrt(d_k))
+    rounded = _float32_scale(c, tau, d_k) if c is not None else ""
+    if rounded:
+        return False, f"{detail}: {rounded}"
     if c is not None and not np.isclose(c, right, rtol=1e-6):
         digits = max(4, _apart(c, right))
         # a softmax of scaled scores is reproduced to rounding; weights that are only
@@ -245,7 +367,18 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> 
         return False, detail
     if not O.any():
         return False, f"{detail}: the output is all zeros; return O = A V, the weighted values"
+    mean = np.broadcast_to(V.mean(axis=-2, keepdims=True), O.shape)
+    if np.allclose(O, mean, rtol=0.0, atol=1e-13) and not np.allclose(want_O, mean, rtol=0.0,
+                                                                       atol=1e-13):
+        return False, (f"{detail}: your output is the plain mean of the values, the limit as "
+                       f"tau -> infinity, which is approached, never reached: at tau = {tau:g} "
+                       "the weights still differ from 1/T_k; return O = A V at every tau")
     A = np.asarray(pair[1], dtype=np.float64)
+    if A.shape == want_O.shape[:-1] + V.shape[-2:-1] and np.isfinite(A).all():
+        c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
+        named = _epsilon_in_sum(A) or (_float32_scale(c, tau, Q.shape[-1]) if c else "")
+        if named:
+            return False, f"{detail}: {named}"
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1]:
         named = _named(O, [(f"the output is A V {name}; tau belongs only in the scores, "
                             "O = A V", f * (A @ V)) for f, name in
@@ -336,15 +469,28 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     ordinary_ok = all(ok for _, ok, _ in results[1:])  # the scale is right
 
-    # tau -> 0+: one-hot on each query's best key, and the output is that key's value.
-    best = np.argmax(Q @ K.T, axis=-1)
-    onehot = (np.arange(T_K) == best[:, None]).astype(float)  # (T_q, T_k)
-    results.append(_run(f"tau -> 0+ (tau = {COLD:g}): weights one-hot on the best key",
-                        lambda: _case(fn, Q, K, V, COLD, want_A=onehot,
-                                      what=f"at tau = {COLD:g}", atol=1e-6, shortcuts=ordinary_ok)))
-    results.append(_run(f"tau -> 0+ (tau = {COLD:g}): output is the best key's value",
-                        lambda: _case(fn, Q, K, V, COLD, want_O=V[best],
-                                      what=f"at tau = {COLD:g}", atol=1e-6, shortcuts=ordinary_ok)))
+    # Cold, compared with the reference as tightly as every other case, on the checker's
+    # inputs and on a long row (a floor on the shifted scores shows there).
+    extra = np.random.default_rng(_RNG_SEED + 2)  # inputs of their own: the others keep theirs
+    T_q, T_k, d_k, d_v = LONG
+    Ql, Kl, Vl = _qkv(extra, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v)
+    cold = [(Q, K, V, COLD, f"at tau = {COLD:g}"),
+            (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys")]
+    cold = [(q, k, v, t, w, *scaled_dot_product_attention(q, k, v, temperature=t))
+            for q, k, v, t, w in cold]
+
+    def cold_case(weights: bool):
+        for q, k, v, t, what, O, A in cold:
+            ok, detail = _case(fn, q, k, v, t, want_A=A if weights else None,
+                               want_O=None if weights else O, what=what, shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
+        return True, ""
+
+    results.append(_run(f"weights at tau = {COLD:g}, and at {LONG_TAU:g} on {T_k} keys",
+                        lambda: cold_case(True)))
+    results.append(_run(f"output at tau = {COLD:g}, and at {LONG_TAU:g} on {T_k} keys",
+                        lambda: cold_case(False)))
 
     # Cold, with one row's scores far below another's: a single maximum for the whole array
     # leaves every exponential of the low row underflowed to 0, and 0/0 is NaN.
@@ -357,10 +503,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 "(S.max() without axis=-1) leaves a row whose scores all lie far below it with "
                 "every exponential underflowed to 0, and 0/0 is NaN; subtract "
                 "S.max(axis=-1, keepdims=True)")
-    results.append(_run(f"tau -> 0+ (tau = {COLD:g}): rows far apart, each shifted by its own "
-                        "maximum", lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
-                                                 what="with rows far apart", atol=1e-6,
-                                                 hint=far_hint, shortcuts=ordinary_ok)))
+    results.append(_run(f"two queries of one direction, one far shorter, tau = {COLD:g}",
+                        lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
+                                      what="with rows far apart", hint=far_hint,
+                                      shortcuts=ordinary_ok)))
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
@@ -368,8 +514,6 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     j = int(np.argmax(q_tie @ K.T))
     other = (j + 1) % T_K
     K_tie[other] = K_tie[j]  # two identical keys: exactly equal scores
-    tie = np.zeros((1, T_K))
-    tie[0, [j, other]] = 0.5
     def near_tie_inputs(tau):
         """A query and keys whose best two scores differ by tau sqrt(d_k), a scaled gap of
         1: the query is scaled by tau 1e9, so that its scores (about tau 1e9) round to
@@ -389,9 +533,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             if pair is None:
                 return False, error
             O, A = pair
+            O_tie, tie = scaled_dot_product_attention(q_tie, K_tie, V, temperature=tau)
             ok, detail = _check_weights(A, tie, q_tie, K_tie, V, tau,
                                         f"weights at tau = {tau:g} with two tied best keys",
-                                        atol=1e-6, shortcuts=ordinary_ok)
+                                        shortcuts=ordinary_ok)
             one_hot = (A is not None and np.shape(A) == tie.shape
                        and np.isclose(np.max(np.asarray(A, dtype=np.float64)), 1.0, atol=1e-6))
             if not ok and one_hot:
@@ -399,8 +544,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 detail += (": two keys tied for the best score should get 1/2 each, however "
                            "small tau is; an argmax picks only one of them")
             if ok:
-                ok, detail = _compare(O, tie @ V, f"output at tau = {tau:g} with two tied best "
-                                      "keys", 1e-6)
+                ok, detail = _compare(O, O_tie, f"output at tau = {tau:g} with two tied best "
+                                      "keys", 1e-8)
             if not ok:
                 return ok, detail
         # A near tie: the second key scores tau sqrt(d_k) below the best at tau = NEAR, so
@@ -446,9 +591,14 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 f"{A[0, other]:.{n}g}, the softmax at tau = "
                 f"{warmer:.{_apart(warmer, tau)}g}: was tau clamped "
                 "from below (max(tau, ...), so as not to divide by a tiny number), or "
-                "an epsilon added to it? Divide by tau itself at every tau")
+                "an epsilon added to it? Or was the temperature applied as a power, "
+                "np.exp(S) ** (1 / tau) (equal in exact arithmetic, but the power "
+                "multiplies exp()'s rounding by 1/tau)? Divide the scores by tau "
+                "itself, before exp(), at every tau")
 
-    results.append(_run("tau -> 0+ with a tie: the tied keys share the weight", tied_keys_share_the_weight))
+    results.append(_run(f"two keys with equal scores (tau = {COLD:g}, {COLDEST:g}), and two "
+                        "whose scaled scores differ by 1 (tau = "
+                        f"{NEAR:g}, {NEAREST:g}, {COLDER:g})", tied_keys_share_the_weight))
 
     # tau -> infinity: nearly uniform weights, and the output nearly the plain average
     # of the values; compared with the reference as tightly as every other case (the
@@ -456,6 +606,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # uniform weights at large tau shows.
     O_hot, A_hot = scaled_dot_product_attention(Q, K, V, temperature=HOT)
     O_hotter, A_hotter = scaled_dot_product_attention(Q, K, V, temperature=HOTTER)
+    # and on large scores (about 1e4), where even tau = 1e10 leaves the weights off uniform
+    Qg, Kg, Vg = _qkv(extra, T_q=2, T_k=5, d_k=64, d_v=3)
+    Qg, Kg = BIG * Qg, BIG * Kg
+    big = [(t, *scaled_dot_product_attention(Qg, Kg, Vg, temperature=t)) for t in BIG_TAUS]
 
     def nearly_uniform_weights():
         # first at WARM temperatures between TAUS and HOT, where an expansion of exp()
@@ -471,6 +625,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
+        for tau, _, A in big:
+            ok, detail = _case(fn, Qg, Kg, Vg, tau, want_A=A,
+                               what=f"at tau = {tau:g} on scores of about 1e4",
+                               shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
         return True, ""
 
     def output_near_the_mean():
@@ -479,18 +639,26 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
+        for tau, O, _ in big:
+            ok, detail = _case(fn, Qg, Kg, Vg, tau, want_O=O,
+                               what=f"at tau = {tau:g} on scores of about 1e4",
+                               shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
         return True, ""
 
-    results.append(_run(f"tau -> infinity (tau = {HOT:g}, {HOTTER:g}): nearly uniform weights",
-                        nearly_uniform_weights))
-    results.append(_run(f"tau -> infinity (tau = {HOT:g}, {HOTTER:g}): output near the mean of the "
-                        "values", output_near_the_mean))
+    hot = f"{WARM[0]:g} to {BIG_TAUS[-1]:g}, on small and on large scores"
+    results.append(_run(f"weights at tau = {hot}", nearly_uniform_weights))
+    results.append(_run(f"output at tau = {HOT:g} to {BIG_TAUS[-1]:g}, on small and on large "
+                        "scores", output_near_the_mean))
 
     # Other sizes and another temperature: an attempt right only at the checker's
     # d_k = 7 or at its temperatures shows here.
     Qo, Ko, Vo = _qkv(rng, T_q=5, T_k=3, d_k=4, d_v=6, batch=(2,))
+    Vo = V_SIZE * Vo
     O_o, A_o = scaled_dot_product_attention(Qo, Ko, Vo, temperature=0.8)
-    results.append(_run("other sizes (2, T_q = 5, d_k = 4), T_k = 3, d_v = 6, tau = 0.8",
+    results.append(_run("other sizes (2, T_q = 5, d_k = 4), T_k = 3, d_v = 6, values of "
+                        f"size {V_SIZE:g}, tau = 0.8",
                         lambda: _case(fn, Qo, Ko, Vo, 0.8, want_A=A_o, want_O=O_o,
                                       what="at other sizes", shortcuts=ordinary_ok)))
 
