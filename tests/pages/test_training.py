@@ -404,15 +404,15 @@ def _pattern_rows(trained, name, when):
 @pytest.mark.slow
 def test_the_patterns_figure_shows_what_its_caption_says(page_sweep):
     """Caption and alt text: the untrained scaled head spreads its weight, the untrained unscaled
-    head is nearly one-hot, mostly on other keys; after training both put their weight on the
-    right key in every row shown."""
+    head is nearly one-hot, on other keys in every row shown; after training both put their
+    weight on the right key in every row shown."""
     final, _, runs = page_sweep
     trained = {"final": final, "runs": runs}
     A, j = _pattern_rows(trained, "scaled", "untrained")
     # "spreads its weight"; alt text: light grey over many keys in most rows
     assert A.max(axis=1).mean() < 0.3 and (A.max(axis=1) < 0.3).mean() > 0.5
     A, j = _pattern_rows(trained, "unscaled", "untrained")
-    assert A.max(axis=1).mean() > 0.9 and (A.argmax(axis=1) == j).mean() < 0.5
+    assert A.max(axis=1).mean() > 0.9 and np.all(A.argmax(axis=1) != j)
     for name in ("scaled", "unscaled"):
         A, j = _pattern_rows(trained, name, "trained")
         assert np.all(A.argmax(axis=1) == j) and np.all(A[np.arange(N_SHOW), j] > 0.9), name
@@ -442,7 +442,8 @@ def test_the_untrained_heads_are_wrong_about_as_often_as_chance_held_out(held):
     assert (g(PAGE, "ho_start_wrong_lo"), g(PAGE, "ho_start_wrong_hi")) == pytest.approx(
         (wrong.min(), wrong.max()), abs=2 / n)
     assert g(PAGE, "tr_chance_wrong") == pytest.approx(1 - 1 / T_K)
-    assert np.abs(wrong - (1 - 1 / T_K)).max() < 0.03  # "about as often as a chance pick"
+    # "as often as a chance pick or a little more": never below it, at most 3 points above
+    assert np.all(wrong >= 1 - 1 / T_K - 2 / n) and wrong.max() < 1 - 1 / T_K + 0.03
     assert held_sweep.N_HELD_OUT == n
 
 
@@ -591,12 +592,26 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert all(f(o, n, d)["works"].all() for o in GRID for n in HEADS for d in (16, 64, 256, 1024))
     assert all(gr(o, n, d)["works"].all() for o in GRID for n in HEADS for d in (16, 32, 64, 128, 256))
     assert g_bool(PAGE, "ho_all_work_fixed_1024") and g_bool(PAGE, "ho_all_work_grown")
-    # "it works in 2 of the 8 seeds with SGD and 3 with Adam, each time at a single rate"
+    # "At d_k = 4096, at the rate its seed's training loss picks, the unscaled head's held-out
+    # loss is 0.042 to 0.075 with SGD and 0.029 to 0.077 with Adam, across the seeds: at the
+    # threshold 0.05 itself" (the range holds the threshold, within a factor 2 either side)
     for opt in GRID:
-        x = f(opt, "unscaled", 4096)
-        assert g(PAGE, f"ho_un_top_{opt}_n") == x["works"].sum() < n_seeds / 2
-        assert np.all(np.nan_to_num(x["hi"] - x["lo"]) == 0)
-    assert g_bool(PAGE, "ho_un_top_single")
+        x = f(opt, "unscaled", 4096)["best"]
+        assert (g(PAGE, f"ho_top_un_{opt}_lo"), g(PAGE, f"ho_top_un_{opt}_hi")) == pytest.approx(
+            (x.min(), x.max()))
+        assert THRESHOLD / 2 < x.min() < THRESHOLD < x.max() < 2 * THRESHOLD, opt
+    # "Its largest weight is on a wrong key in 1.5% to 4.0% of the held-out rows (over the
+    # seeds and both optimizers); the scaled head's held-out loss there is 0.0003 to 0.0035,
+    # wrong on 0.00% to 0.23% of the rows"
+    both = lambda n, k: np.concatenate([f(o, n, 4096)[k] for o in GRID])
+    for name, key, glued in (("unscaled", "wrong", "ho_top_un_wrong"), ("scaled", "best", "ho_top_sc"),
+                             ("scaled", "wrong", "ho_top_sc_wrong")):
+        x = both(name, key)
+        assert (g(PAGE, f"{glued}_lo"), g(PAGE, f"{glued}_hi")) == pytest.approx((x.min(), x.max()))
+    # the unscaled head is wrong far more often than the scaled one, far less than at its start
+    assert both("unscaled", "wrong").min() > 5 * both("scaled", "wrong").max()
+    assert both("unscaled", "wrong").max() < 0.1
+    assert both("scaled", "best").max() < THRESHOLD / 10
     others = [f(o, n, 4096) for o in GRID for n in ("scaled", "1/d_k")]
     assert all(x["works"].all() for x in others) and g_bool(PAGE, "ho_top_others_all")
     # "over windows of at least 3 rates of the grid" (rates half a decade apart)
@@ -812,7 +827,20 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
                    "on one seed's training loss", "on at most {glue:text}`ho_grown_sc_wrong_rows`"):
         assert phrase not in text, phrase
     assert "So within {glue:text}`tr_steps` steps the scale does not decide" in text
-    assert "mostly does not, within these {glue:text}`tr_steps` steps" in text
+    for phrase in ("mostly does not", "stops being true", "each time at a single rate",
+                   "every head is still near its start"):
+        assert phrase not in text, phrase
+    assert ("the unscaled head's held-out loss sits at the threshold, within these "
+            "{glue:text}`tr_steps` steps") in text
+    assert "no dot-product head works" in text
+    # the 200-step scope of every "learns less well" / "the gap widens" sentence
+    assert "**How well, within {glue:text}`tr_steps` steps.**" in text
+    assert "the gap after {glue:text}`tr_steps` steps widens" in text
+    assert text.count("held-out loss after {glue:text}`tr_steps` steps is higher at") == 1
+    assert "* Within {glue:text}`tr_steps` steps, the sweep's budget, the unscaled head learns" in text
+    # the variance page's conditions for "makes no difference to training" under Adafactor
+    assert ("with $W_Q$ its own parameter tensor, a negligible $\\epsilon_1$ and "
+            "$\\operatorname{RMS}(W_Q)$ above the floor $\\epsilon_2$, folding the scale") in text
     assert "the scaled head on none of the {glue:text}`ho_n_held` rows in any seed" in text
     assert "differ by at most {glue:text}`tr_vec_diff:.2g`" in text
 
@@ -822,7 +850,8 @@ def test_the_one_seed_figures_alt_texts_describe_the_glued_grid(page_grid):
     scaled head keeps its lowest rate and reaches higher; the unscaled head's band stays within
     the same few columns, widest at the second width; the 1/d_k head's climbs. With Adam the 1/d_k
     head's star is in the same column from the second width up, the other two stars stay put or move down,
-    and the unscaled head's window is the narrowest at the largest width."""
+    and the unscaled head's window is as narrow at the largest width as at the smallest (one
+    rate), and no wider width has a narrower one."""
     final, _ = page_grid
     W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
     step = lambda lr: int(round(2 * math.log10(lr)))  # grid index, half decades
@@ -841,5 +870,12 @@ def test_the_one_seed_figures_alt_texts_describe_the_glued_grid(page_grid):
     for name in ("scaled", "unscaled"):
         best = [W["adam"][name, d][3] for d in WIDTHS]
         assert all(b <= a * (1 + 1e-9) for a, b in zip(best, best[1:])), name
-    widths_at_top = {n: W["adam"][n, WIDTHS[-1]][2] for n in HEADS}
-    assert widths_at_top["unscaled"] < min(widths_at_top["scaled"], widths_at_top["1/d_k"])
+    un = [W["adam"]["unscaled", d][2] for d in WIDTHS]  # decades, half a decade per rate
+    assert un[0] == un[-1] == 0.5 == min(un)  # "as narrow ... as at the smallest (one rate)"
+    text = " ".join(SOURCE.split())
+    for what in ("band", "bar"):
+        assert (f"the unscaled head's {what} is as "
+                + ("narrow" if what == "band" else "short")
+                + " at the largest width as at the smallest (one rate)") in text
+    assert "becomes the narrowest at the largest width" not in text
+    assert "bar is the shortest at the largest width" not in text
