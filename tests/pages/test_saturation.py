@@ -645,3 +645,90 @@ def test_a_uniform_row_passes_about_one_over_T_k_and_needs_tiny_differences_not_
     assert attention.softmax(np.full(T_k, 100.0)) == pytest.approx(a)
     text = " ".join(SOURCE.split())
     assert "near-uniform only when the score *differences* are tiny" in text
+
+
+def test_the_query_gradient_average_rests_on_the_keys_parts_orthogonal_to_q():
+    """eq-query-gradient: given q, the keys' components orthogonal to q do not enter J, and
+    averaging |J K|_F^2 over them gives |J t|^2 + (d_k - 1) tr(J^2), whatever K K^T is (at
+    d_k = 64, T_k = 32 the eigenvalues of K K^T / d_k are far from all being 1, so the keys'
+    near-orthogonality is not the reason)."""
+    d_k, T_k, n = 64, 32, 4000
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal(d_k)
+    u = q / np.linalg.norm(q)
+    K0 = rng.standard_normal((T_k, d_k))
+    ev = np.linalg.eigvalsh(K0 @ K0.T / d_k)
+    assert ev.min() < 0.3 and ev.max() > 2  # K K^T is not close to d_k I
+    t = K0 @ u  # the components the scores see
+    J = jacobian_built(softmax_rows(np.linalg.norm(q) / math.sqrt(d_k) * t))
+    # fresh orthogonal parts, the component along q kept: J is the same for every draw
+    Z = rng.standard_normal((n, T_k, d_k))
+    K = t[None, :, None] * u + (Z - (Z @ u)[..., None] * u)
+    mc = np.mean(np.sum((J @ K) ** 2, axis=(1, 2)))
+    exact = np.sum((J @ t) ** 2) + (d_k - 1) * np.trace(J @ J)
+    assert mc == pytest.approx(exact, rel=0.02)
+    text = " ".join(SOURCE.split())
+    assert "nearly orthogonal" not in text and r"K K^\top \approx d_k I" not in text
+    assert ("its $d_k - 1$ components orthogonal to $q$, on which $J$ does not depend. For keys "
+            "of independent standard normal entries, averaging over those orthogonal parts gives "
+            r"$\lVert J t \rVert^2 + (d_k - 1) \operatorname{tr}(J^2)$") in text
+
+
+def test_the_direct_route_is_the_more_spread_one(sweep):
+    """"a small gap: the direct route keeps the keys' random parts, which spread its values":
+    row by row, the direct |dq|^2 is the average given the scores times a random factor of
+    mean 1 (the average removes it) and a spread of several per cent, at every scale."""
+    n_rows, T_k, d_k = 4000, 32, 64
+    rng = np.random.default_rng(64)
+    q = rng.standard_normal((n_rows, d_k))
+    K = rng.standard_normal((n_rows, T_k, d_k))
+    t = np.einsum("rd,rjd->rj", q, K) / np.linalg.norm(q, axis=1, keepdims=True)
+    for sd in sorted(sweep):
+        c = sd / math.sqrt(d_k)
+        J = jacobian_built(softmax_rows(c * np.linalg.norm(q, axis=1, keepdims=True) * t))
+        Jt = np.einsum("rij,rj->ri", J, t)
+        given = c * np.sqrt(np.sum(Jt**2, axis=1) + (d_k - 1) * np.sum(J**2, axis=(1, 2)))
+        r = sweep[sd]["dq"] ** 2 / given**2
+        assert abs(r.mean() - 1) < 0.01 and r.std() > 0.03, sd
+    text = " ".join(SOURCE.split())
+    assert "sampling noise: they differ only by" not in text
+    assert "(a small gap: the direct route keeps the keys' random parts, which spread its values)" in text
+
+
+def test_adam_undoes_the_gradients_factor_c_not_the_forward_one():
+    """One Adam step on q moves it by about lr whatever the gradient's size, so a factor c on
+    the gradient is undone; the scores then move by c times that step, so the forward factor
+    is not (item 8 of review 11)."""
+    import torch
+
+    d_k, T_k = 64, 8
+    gen = torch.Generator().manual_seed(0)
+    q0 = torch.randn(d_k, generator=gen)
+    K = torch.randn(T_k, d_k, generator=gen)
+    g = torch.randn(T_k, generator=gen)  # upstream gradient of the scores
+    moves = {}
+    for c in (1.0, 0.01):
+        q = q0.clone().requires_grad_()
+        (c * (K @ q) * g).sum().backward()  # gradient of q: c K^T g
+        opt = torch.optim.Adam([q], lr=1e-3)
+        opt.step()
+        step = (q.detach() - q0).norm().item()
+        moves[c] = (step, (c * K @ (q.detach() - q0)).norm().item())
+    assert moves[0.01][0] == pytest.approx(moves[1.0][0], rel=1e-3)  # step: factor c undone
+    assert moves[0.01][1] == pytest.approx(0.01 * moves[1.0][1], rel=1e-3)  # scores: not
+    text = " ".join(SOURCE.split())
+    assert "undoes a uniform shrinking." not in text
+    assert ("undoes the gradient's factor $c$, but not the forward one (a step of the query "
+            "reaches the scores times $c$), which still needs a larger rate") in text
+
+
+def test_the_eigenvalues_print_no_negative_zero_and_the_caption_names_spread():
+    """The eigenvalue printout beside "positive semidefinite" shows no negative zero; the
+    gauges figure's caption does not call the trace (left panel, "not flow") a gauge of the
+    gradient."""
+    text = str(executed_notebook(PAGE))
+    line = re.search(r"eigenvalues: \[[^\]]*\]", text)
+    assert line and "-0." not in line.group(0)
+    assert "Three gauges of one row's gradient" not in SOURCE
+    assert ("Three measures of a softmax row against the score scale, over random rows: its "
+            "spread and two gauges of its gradient.") in " ".join(SOURCE.split())
