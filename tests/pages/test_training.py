@@ -594,7 +594,7 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert g_bool(PAGE, "ho_all_work_fixed_1024") and g_bool(PAGE, "ho_all_work_grown")
     # "At d_k = 4096, at the rate its seed's training loss picks, the unscaled head's held-out
     # loss is 0.042 to 0.075 with SGD and 0.029 to 0.077 with Adam, across the seeds: at the
-    # threshold 0.05 itself" (the range holds the threshold, within a factor 2 either side)
+    # threshold 0.05, on both sides of it" (within a factor 2 either side)
     for opt in GRID:
         x = f(opt, "unscaled", 4096)["best"]
         assert (g(PAGE, f"ho_top_un_{opt}_lo"), g(PAGE, f"ho_top_un_{opt}_hi")) == pytest.approx(
