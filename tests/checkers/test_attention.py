@@ -511,8 +511,149 @@ def scores_in_float32_softmax_in_float64(Q, K, V, mask=None):
     return _finish(S, V, Q)
 
 
+# --- st4a's round: right only where no row lies far below 0, no 3-D input, ... -----------
+
+def _st4a(Q, K, V, mask=None, work=None, fill=-np.inf, eps=0.0, zero_empty=False,
+          shift_above=None, clamp=False):
+    """The student's core (st4a/att.py): a shift skipped unless some score passes
+    ``shift_above``, or clamped at 0; a finite ``fill``; ``eps`` in the normaliser."""
+    dtype = Q.dtype
+    work = work or np.promote_types(dtype, np.float32)
+    Q, K, V = (x.astype(work) for x in (Q, K, V))
+    S = (1.0 / SQRT(Q.shape[-1])) * (Q @ np.swapaxes(K, -1, -2))
+    if mask is not None:
+        S = np.where(mask, S, fill)
+    m = S.max(-1, keepdims=True)
+    m = np.maximum(m, 0.0) if clamp else np.where(np.isneginf(m), 0.0, m)
+    if shift_above is not None and not (S.max() > shift_above):
+        m = 0.0
+    E = np.exp(S - m)
+    t = E.sum(-1, keepdims=True)
+    A = E / (np.where(t == 0, 1.0, t) + eps)
+    if zero_empty and mask is not None:
+        A = np.where(np.broadcast_to(mask, S.shape).any(-1, keepdims=True), A, 0.0)
+    return (A @ V).astype(dtype), A.astype(dtype)
+
+
+def clamps_the_row_maximum_at_0(Q, K, V, mask=None):
+    """np.maximum(S.max(-1), 0): a fully masked row's -inf becomes 0 (st4a)."""
+    return _st4a(Q, K, V, mask, clamp=True)
+
+
+def shifts_only_when_a_score_passes_709(Q, K, V, mask=None):
+    return _st4a(Q, K, V, mask, shift_above=709.0)
+
+
+def shifts_only_when_a_score_passes_80(Q, K, V, mask=None):
+    return _st4a(Q, K, V, mask, shift_above=80.0)
+
+
+def float16_work_for_float32_inputs(Q, K, V, mask=None):
+    """ "keeps the dtype small": float32 inputs computed in float16 (st4a)."""
+    if Q.dtype == np.float32:
+        O, A = _st4a(Q, K, V, mask, work=np.float16)
+        return O.astype(np.float32), A.astype(np.float32)
+    return _st4a(Q, K, V, mask)
+
+
+def transposes_for_2d_and_4d_inputs_only(Q, K, V, mask=None):
+    Kt = K.T if K.ndim == 2 else K.transpose(0, 1, 3, 2)
+    work = np.promote_types(Q.dtype, np.float32)
+    S = (Q.astype(work) @ Kt.astype(work)) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    return _finish(S, V.astype(work), Q)
+
+
+def d_k_from_axis_3_or_1(Q, K, V, mask=None):
+    d = Q.shape[3] if Q.ndim == 4 else Q.shape[1]
+    return _st4a(Q * SQRT(Q.shape[-1] / d), K, V, mask)  # scale 1/sqrt(d)
+
+
+def fills_minus_1e9_and_zeroes_empty_rows(Q, K, V, mask=None):
+    return _st4a(Q, K, V, mask, fill=-1e9, zero_empty=True)
+
+
+def fills_float16_min_and_zeroes_empty_rows(Q, K, V, mask=None):
+    return _st4a(Q, K, V, mask, fill=float(np.finfo(np.float16).min), zero_empty=True)
+
+
+def epsilon_1e9_in_the_normaliser(Q, K, V, mask=None):
+    """Within atol 1e-8 of the reference: its rows sum to 1 - 1e-9 or so (st4a)."""
+    return _st4a(Q, K, V, mask, eps=1e-9)
+
+
+def output_plus_a_stray_bias(Q, K, V, mask=None):
+    O, A = correct_in_float32(Q, K, V, mask)
+    return (O.astype(np.float64) + 0.1).astype(Q.dtype), A
+
+
+def output_from_V_reversed(Q, K, V, mask=None):
+    O, A = correct_in_float32(Q, K, V, mask)
+    return (A.astype(np.float64) @ V.astype(np.float64)[..., ::-1, :]).astype(Q.dtype), A
+
+
+def output_of_an_empty_row_is_the_mean_of_V(Q, K, V, mask=None):
+    O, A = correct_in_float32(Q, K, V, mask)
+    if mask is not None:
+        empty = ~np.broadcast_to(mask, A.shape).any(-1)
+        O = O.copy()
+        O[empty] = np.broadcast_to(V.mean(-2, keepdims=True), O.shape)[empty]
+    return O, A
+
+
+def output_from_uniform_weights_then_zeroed(Q, K, V, mask=None):
+    """-1e9 for -inf, O from those weights, then a fully masked row's A zeroed."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)), mask, fill=-1e9)
+    E = np.exp(S - S.max(-1, keepdims=True))
+    A = E / E.sum(-1, keepdims=True)
+    O = A @ V.astype(work)
+    if mask is not None:
+        A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0)
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
+def correct_by_the_log_of_the_mask(Q, K, V, mask=None):
+    """S + log(mask): exactly -inf where masked, 0 elsewhere (st4a: right)."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)))
+    if mask is not None:
+        with np.errstate(divide="ignore"):
+            S = S + np.log(mask)
+    return _finish(S, V.astype(work), Q)
+
+
+def correct_with_nan_to_num_of_the_maximum(Q, K, V, mask=None):
+    """A fully masked row's -inf maximum turned into -1.8e308 (st4a: right)."""
+    work = np.promote_types(Q.dtype, np.float32)
+    S = _scores(*(x.astype(work) for x in (Q, K)), mask)
+    m = np.nan_to_num(S.max(-1, keepdims=True))
+    E = np.exp(S - m)
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+OWN_MAXIMUM = "each row's own maximum, even when it is negative"
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (clamps_the_row_maximum_at_0, OWN_MAXIMUM),
+    (shifts_only_when_a_score_passes_709, OWN_MAXIMUM),
+    (shifts_only_when_a_score_passes_709, "subtract each row's maximum before exp()"),
+    (shifts_only_when_a_score_passes_80, OWN_MAXIMUM),
+    (float16_work_for_float32_inputs, "scores rounded to float16"),
+    (transposes_for_2d_and_4d_inputs_only, "act on the last two axes only"),
+    (d_k_from_axis_3_or_1, "the scale uses T_q"),
+    (fills_minus_1e9_and_zeroes_empty_rows, "an allowed score below it"),
+    (fills_float16_min_and_zeroes_empty_rows, "an allowed score below it"),
+    (epsilon_1e9_in_the_normaliser, "here eps = 1e-09"),
+    (output_plus_a_stray_bias, "the output differs"),
+    (output_from_V_reversed, "the output differs"),
+    (output_of_an_empty_row_is_the_mean_of_V, "a query that sees no key has a nonzero output"),
+    (output_from_uniform_weights_then_zeroed, "a query that sees no key has a nonzero output"),
+    (output_from_uniform_weights_then_zeroed, "an allowed score below it"),
     (scores_in_float32_softmax_in_float64, "precision was lost on the way"),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
@@ -582,7 +723,8 @@ EXCLUSIVE = {
                             adds_minus_1e9_and_zeroes_empty_rows,
                             adds_float32_min_and_zeroes_empty_rows},
     "maximum before exp()": {naive_softmax, nan_to_num_hides_the_overflow,
-                             nan_to_num_on_the_exponentials},
+                             nan_to_num_on_the_exponentials,
+                             shifts_only_when_a_score_passes_709},
     "after the softmax and the weights renormalised": {
         masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask},
     "mask is ignored": {ignores_the_mask},
@@ -590,6 +732,15 @@ EXCLUSIVE = {
     # computation (a softmax over the allowed keys shifted by the unmasked max)  # the same zeros as a mask after the softmax
     "argument Q in place": {scales_Q_in_place},
     "without renormalising": {masks_after_softmax_without_renormalising},
+    "an allowed score below it": {fills_minus_1e9, fills_minus_1e9_and_zeroes_empty_rows,
+                                  fills_float16_min_and_zeroes_empty_rows,
+                                  output_from_uniform_weights_then_zeroed,
+                                  masks_with_minus_100},
+    "nonzero output": {output_of_an_empty_row_is_the_mean_of_V,
+                       output_from_uniform_weights_then_zeroed},
+    "rounded to float16": {float16_with_the_scale_on_each_side, casts_the_scores_to_float16,
+                           float16_work_for_float32_inputs, clips_to_80_in_float16,
+                           scores_in_float32_softmax_in_float64},
     "(~mask) * -inf": {adds_not_mask_times_minus_inf},
 }
 
@@ -602,8 +753,10 @@ def _failures(fn, capsys) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("✗")]
 
 
-@pytest.mark.parametrize("fn", [correct_in_float32] + [in_float32(f) for f in (
-    correct_with_guards_by_any, correct_by_nan_to_num, correct_with_finfo_min)])
+@pytest.mark.parametrize("fn", [correct_in_float32, correct_by_the_log_of_the_mask,
+                                correct_with_nan_to_num_of_the_maximum] + [
+    in_float32(f) for f in (correct_with_guards_by_any, correct_by_nan_to_num,
+                            correct_with_finfo_min)])
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_scaled_dot_product_attention(fn) is True
     out = capsys.readouterr().out
@@ -725,3 +878,58 @@ def test_every_failing_case_of_these_attempts_names_their_mistake(fn, phrase, ca
 def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(capsys):
     failures = _failures(adds_minus_1e9_and_zeroes_empty_rows, capsys)
     assert len(failures) == 1 and "near 1e300" in failures[0], failures
+
+
+def test_the_large_and_far_cases_hold_rows_far_below_0():
+    """The rows the shift mistakes of st4a need: in the large-score case one query's
+    scores all near -1000 (no key near 0), in the far case one query's visible keys
+    near -1e12 (below any finite fill), a float32 case with scores above 88.7 (where
+    float32's exp() overflows), and 3-D inputs with a (T_q, T_k) mask."""
+    import inspect
+
+    from attention.checkers import attention as module
+
+    seen = {}
+
+    def spy(Q, K, V, mask=None):
+        seen.setdefault("calls", []).append((Q.copy(), K.copy(), mask))
+        return correct_in_float32(Q, K, V, mask)
+
+    assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
+    rows = []
+    for Q, K, mask in seen["calls"]:
+        S = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)
+        S = S / SQRT(Q.shape[-1])
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        rows.append((Q.dtype, Q.ndim, mask is None or np.ndim(mask) == 2,
+                     float(S.max(-1).min()), float(np.nanmax(np.where(np.isinf(S),
+                                                                      np.nan, S)))))
+    row_maxima = [low for _, _, _, low, _ in rows]
+    assert any(-1100 < low < -900 for low in row_maxima)  # the large case
+    assert any(low < -1e11 for low in row_maxima)  # the far case
+    assert any(d == np.float32 and top > 88.7 for d, _, _, _, top in rows)
+    assert any(ndim == 3 and flat for _, ndim, flat, _, _ in rows)
+    assert "ROW_SUM_TOL" in inspect.getsource(module._case)
+
+
+@pytest.mark.parametrize("fn", [output_plus_a_stray_bias, output_from_V_reversed,
+                                output_of_an_empty_row_is_the_mean_of_V,
+                                output_from_uniform_weights_then_zeroed])
+def test_right_weights_are_never_told_they_were_rounded_to_float16(fn, capsys):
+    # st4a: the float16 empty-row case told these "the weights differ from the
+    # reference by up to 0, as a softmax of scores rounded to float16 does"
+    failures = _failures(fn, capsys)
+    assert not any("rounded to float16" in line or "by up to 0," in line
+                   for line in failures), failures
+
+
+def test_a_float32_computation_passes_the_float32_value_case_and_float16_does_not(capsys):
+    def in_float32_only(Q, K, V, mask=None):
+        return _st4a(Q, K, V, mask, work=np.float32) if Q.dtype == np.float32 \
+            else correct_in_float32(Q, K, V, mask)
+
+    assert checkers.check_scaled_dot_product_attention(in_float32_only) is True
+    capsys.readouterr()
+    failures = _failures(float16_work_for_float32_inputs, capsys)
+    assert len(failures) == 1 and failures[0].startswith("✗ float32 inputs"), failures

@@ -4,14 +4,19 @@ attention in NumPy, ``fn(Q, K, V, mask=None) -> (O, A)``.
 The contract the exercise states, and this checker tests:
 
 * shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v), with leading batch
-  and head dimensions; returns O (..., T_q, d_v) and A (..., T_q, T_k), in that order;
-* scores Q K^T / sqrt(d_k); A is their softmax along the keys (each row sums to 1),
-  computed stably (the row maximum subtracted), so that large scores do not overflow;
+  and head dimensions (none, one as in (B, T, d), or two); returns O (..., T_q, d_v) and A (..., T_q, T_k), in that order;
+* scores Q K^T / sqrt(d_k); A is their softmax along the keys (each row sums to 1, in
+  float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
+  it is negative), so that large scores do not overflow and a row whose scores all
+  lie far below 0 (one case has a query near -1000, another one near -1e12) does not
+  underflow;
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k); a masked
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
   1e300, which any finite bias added to it leaves on top); a query whose every key is
   masked gets all-zero weights and a zero output, never NaN;
-* the outputs have the inputs' dtype (float16, float32 or float64);
+* the outputs have the inputs' dtype (float16, float32 or float64), and float32 ones
+  the values of the inputs' exact attention to 1e-5 (with scores above 88.7, where
+  float32's exp() overflows);
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array).
 
 When an attempt fails a case, the checker compares it with the usual mistakes on the same
@@ -58,6 +63,12 @@ def _soft(S, axis=-1, m=None, total=None, guard=True):
     return E / (np.where(t == 0, 1.0, t) if guard else t)
 
 
+def _near(x: float) -> str:
+    """"near -1000", "near -1e12": a score's size in a message."""
+    return (f"near {x:.0e}".replace("e+", "e") if abs(x) >= 1e6
+            else f"near {round(x, -2):.0f}")
+
+
 def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
     """(key, sentence, the wrong (O, A) as a thunk) for every mistake the checker can
     name on these inputs. A key ending in "!" marks a mistake paired with a missing guard
@@ -66,6 +77,9 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
     d_k, d_v, T_q, T_k = Q.shape[-1], V.shape[-1], Q.shape[-2], K.shape[-2]
     V = np.asarray(V, dtype=np.float64)
     S, M = _S(Q, K), mask is not None
+    # the scores in the dtype a float32 attempt works in (float64's otherwise)
+    work = np.promote_types(np.asarray(Q).dtype, np.float32)
+    S_work = S.astype(work)
 
     def out(A, scale=1.0):
         return lambda: (scale * (A() @ V), A())
@@ -129,14 +143,38 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
             return np.nan_to_num(E / np.where(t == 0, 1, t)).astype(np.float64)
         return out(A)
 
+    def filled_zeroed(value):  # a finite fill, and a fully masked row zeroed by hand
+        def A():
+            W = _soft(_fill(S, mask, value))
+            return np.where(allowed.any(axis=-1, keepdims=True), W, 0.0)
+        return out(A)
+
+    row_max = _fill(S, mask).max(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        lowest = float(np.where(seen, row_max[..., 0], np.inf).min()) if M else \
+            float(row_max.min())
+    low_row = lowest < -700  # a row whose every allowed score underflows exp()
+    low_text = _near(lowest)
+    own_max = ("the shift must be each row's own maximum, even when it is negative: "
+               f"a row whose allowed scores all lie far below 0 (here {low_text}) "
+               "underflows to 0 / 0 when it is shifted by less")
+    no_shift_msg = (
+        "the softmax does not subtract each row's maximum before exp(): large scores "
+        "overflow to inf and inf / inf is NaN; compute exp(S - S.max(-1)) instead"
+        + (f"; and {own_max}, so shift always, not only when a score is large"
+           if low_row else ""))
     after_msg = ("the mask is applied after the softmax and the weights renormalised: when "
                  "a masked key's score is far above the allowed ones, their exponentials "
                  "underflow to 0")
+    clamp_msg = (f"{own_max}: np.maximum(S.max(-1), 0), or any shift clamped at 0, "
+                 "leaves such a row unshifted; subtract S.max(axis=-1, keepdims=True) "
+                 "itself (and shift a fully masked row, whose maximum is -inf, by 0)")
     mistakes = [
-        ("no-shift",
-         "the softmax does not subtract each row's maximum before exp(): large scores "
-         "overflow to inf and inf / inf is NaN; compute exp(S - S.max(-1)) instead",
-         soft(m=np.zeros(1))),
+        ("no-shift", no_shift_msg, soft(m=np.zeros(1))),
+        *([("no-shift", no_shift_msg, soft(S_work, m=np.zeros(1, work)))]
+          if work != np.float64 else []),
+        ("clamped-shift", clamp_msg, soft(m=np.maximum(row_max, 0.0))),
+        ("clamped-shift!", clamp_msg, soft(m=np.maximum(row_max, 0.0), guard=False)),
         ("unguarded",
          "a fully masked row gives NaN: with every score -inf, the row maximum is -inf "
          "and -inf - (-inf) is NaN (masking after the softmax gives 0 / 0 instead); "
@@ -162,12 +200,21 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            ("zero-fill",
             "masked scores are set to 0 instead of -inf; a score of 0 is an ordinary score "
             "and still gets weight", filled(0.0)),
-           ("large-negative",
-            "masked scores are set to a large negative number (such as -1e9) instead of "
-            "-inf: a fully masked row then gets uniform weights and averages keys it must "
-            "not see; the contract asks for zero weights and a zero output", filled(-1e9)),
+           *[("large-negative",
+              "masked scores are set to a large negative number (such as -1e9) instead "
+              "of -inf: a fully masked row then gets uniform weights and averages keys "
+              "it must not see; the contract asks for zero weights and a zero output",
+              filled(-1e9))][:1 if empty else 0],
            *[("additive", bias_msg, biased(zero_empty, bias))
-             for bias in (1e4, 1e9) for zero_empty in (False, True)]] if M else []),
+             for bias in (1e4, 1e9) for zero_empty in (False, True)],
+           *[("fill-below",
+              "masked scores are replaced by a finite number (such as -1e9, or "
+              "float16's -65504) instead of -inf: an allowed score below it (here a "
+              "query's visible keys score "
+              f"{low_text}) then loses to the masked keys, which take the weight; use "
+              "-inf, np.where(mask, S, -np.inf), which is below every score",
+              fill(value)) for value in (-1e9, -65504.0, -1e4) if lowest < value
+             for fill in (filled, filled_zeroed)]] if M else []),
         *[("nan-to-num",
            "the softmax does not subtract each row's maximum before exp(): a large score "
            "overflows to inf, and np.nan_to_num (or another NaN-to-number replacement) "
@@ -235,10 +282,12 @@ def _same(got: np.ndarray, want: np.ndarray, atol: float) -> bool:
                                                    equal_nan=True)
 
 
-def _float16_scores(A, A_ref, Q, K, mask, tol=None) -> str:
+def _float16_scores(A, A_ref, Q, K, mask, tol=None, atol=0.0) -> str:
     """What weights ``A`` are told that lie much closer to a softmax of scores rounded
     to float16 (formed in float16 some usual way, or cast to it) than to the reference;
-    otherwise "". Given ``tol``, they must lie within it of such a softmax."""
+    otherwise "" (and always "" for weights within ``atol`` of the reference: right
+    weights are not rounded ones). Given ``tol``, they must lie within it of such a
+    softmax."""
     d_k = Q.shape[-1]
     h = [np.asarray(x, dtype=np.float16) for x in (Q, K)]
     c, r = 1.0 / math.sqrt(d_k), d_k ** -0.25
@@ -248,6 +297,8 @@ def _float16_scores(A, A_ref, Q, K, mask, tol=None) -> str:
                 (h[0] * np.float16(c)) @ np.swapaxes(h[1], -1, -2),
                 (h[0] * np.float16(r)) @ np.swapaxes(h[1] * np.float16(r), -1, -2)]
         err = float(np.abs(A - A_ref).max())
+        if err <= atol:
+            return ""
         for S16, work in itertools.product(ways, (np.float64, np.float16)):
             if not np.isfinite(S16).all():  # the softmax in float64 or in float16
                 continue
@@ -273,6 +324,10 @@ def _call(fn, Q, K, V, mask, on_error=""):
         raise Rejected(f"raised {type(exc).__name__}: {exc}"
                        f"{_keepdims_hint(exc, shape) or on_error}") from exc
     return np.asarray(O), np.asarray(A)
+
+
+#: The mistakes in the shift before exp() (``_mistakes``' keys).
+SHIFTS = {"no-shift", "clamped-shift", "nan-to-num", "global-max"}
 
 
 def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
@@ -325,12 +380,24 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         matches = [(k, m) for k, m in matches
                    if k == "unguarded" or (k != "after-renormalise" and not k.endswith("!"))]
     matches = [(k.rstrip("!"), m) for k, m in matches]
+    if len(matches) > 1 and {k for k, _ in matches} <= SHIFTS:
+        # on a row whose allowed scores all lie far below 0, every shift but the
+        # row's own maximum gives the same zeros: name what they share
+        low = _fill(_S(Q, K), mask).max(axis=-1)
+        low = low[np.isfinite(low)].min(initial=0.0)
+        return "shift", (
+            f"a row whose allowed scores all lie far below 0 (here {_near(low)}) gets "
+            "zero weights: the shift must be each row's own maximum, even when it is "
+            "negative; subtract S.max(axis=-1, keepdims=True) itself, in every row "
+            "and always (not 0, not a maximum clamped at 0 or taken over every row, "
+            "not only when some score is large, and no np.nan_to_num to hide what "
+            "overflows)")
     if len(matches) == 1:
         return matches[0]
     if matches:  # this case cannot tell them apart: say so, and name each
         return matches[0][0], ("this case cannot tell which of these it is: "
                                + "; or: ".join(message for _, message in matches))
-    half = _float16_scores(Af, A_ref, Q, K, mask) if finite else ""
+    half = _float16_scores(Af, A_ref, Q, K, mask, atol=atol) if finite else ""
     if half:
         return "float16-scores", half
     if clipped:
@@ -373,12 +440,23 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
             "step (the scores, say) is done in float32; float64 inputs need "
             "float64 throughout")
     if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5):
+        eps = _epsilon(Af, Q, K, mask, seen)
         return "epsilon", (
-            f"the weights and the output agree with the reference only to {err:.1e}: "
-            "a small constant in the normaliser, such as E / (E.sum() + 1e-6), makes "
-            "every row sum to a little less than 1; a row's sum is at least 1 once its "
-            "maximum is subtracted, and a fully masked row needs a guard, not a constant")
+            f"the weights and the output agree with the reference only to {err:.1e}, "
+            "and every row of A sums to a little less than 1: a small constant in "
+            "the normaliser, such as E / (E.sum() + eps)"
+            + (f", here eps = {eps:.0e} or so" if eps else "")
+            + "; a row's sum is at least 1 once its maximum is subtracted, and a fully "
+            "masked row needs a guard, not a constant")
     if _same(Af, A_ref, atol):
+        if mask is not None:
+            empty = ~np.broadcast_to(mask, Af.shape).any(axis=-1)
+            if empty.any() and _same(Of[~empty], O_ref[~empty], atol):
+                return "empty-output", (
+                    "the weights are right, but a query that sees no key has a nonzero "
+                    "output: its weights are all 0, so its output O = A V is 0 too; "
+                    "compute O = A V from the final weights (after a fully masked "
+                    "row is zeroed), and set no row of O by hand")
         if _same(Of, (Af @ V.astype(np.float64)) / math.sqrt(d_k), atol):
             return "output-scaled", ("the output is A V divided by sqrt(d_k): the scale belongs on the "
                     "scores, and O = A V")
@@ -397,20 +475,43 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
                    "throughout)" if in_float32 else ""))
 
 
-def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None):
+def _epsilon(A, Q, K, mask, seen) -> float:
+    """The constant eps that weights E / (E.sum() + eps) would need to sum as A's rows
+    do (E the exponentials shifted by each row's maximum), or 0 if none fits."""
+    S = _fill(_S(Q, K), mask)
+    m = S.max(axis=-1, keepdims=True)
+    total = np.exp(S - np.where(np.isneginf(m), 0.0, m)).sum(axis=-1)
+    r = A.sum(axis=-1)
+    with np.errstate(all="ignore"):
+        eps = np.broadcast_to(total, r.shape)[seen] * (1.0 - r[seen]) / r[seen]
+    eps = eps[np.isfinite(eps)]
+    return float(np.median(eps)) if eps.size and np.all(eps > 0) else 0.0
+
+
+#: How far from 1 a float64 row of weights with a visible key may sum: rounding gives
+#: about T_k * 1e-16; E / (E.sum() + 1e-9) is off by up to 1e-9, within atol 1e-8.
+ROW_SUM_TOL = 1e-12
+
+
+def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None,
+          exact_reference=False):
     """One comparison with the library's reference, as a case for ``_run``.
 
     ``what`` (what the case tests) is added when no known mistake matched, ``on_error``
-    when the attempt raised, ``notes[key]`` when the mistake ``key`` matched.
+    when the attempt raised, ``notes[key]`` when the mistake ``key`` matched. With
+    ``exact_reference`` the reference is computed in float64 from the inputs (float32
+    ones: their exact attention, which a float32 attempt meets to about 1e-6). Float64
+    weights must also sum to 1 within ROW_SUM_TOL, row by row.
     """
     def case():
-        O_ref, A_ref = scaled_dot_product_attention(Q, K, V, mask=mask)
+        wide = [x.astype(np.float64) for x in (Q, K, V)] if exact_reference else (Q, K, V)
+        O_ref, A_ref = scaled_dot_product_attention(*wide, mask=mask)
         O_ref, A_ref = O_ref.astype(np.float64), A_ref.astype(np.float64)
         O, A = _call(fn, Q, K, V, mask, on_error)
         exact = mask is None or not np.any(A[~np.broadcast_to(mask, A.shape)]) \
             if A.shape == A_ref.shape else False
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
-                _same(O.astype(np.float64), O_ref, atol):
+                _same(O.astype(np.float64), O_ref, atol) and _sums_to_one(A, A_ref):
             return True, ""
         with np.errstate(all="ignore"):
             key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol)
@@ -419,11 +520,23 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
     return case
 
 
-def _dtype_case(fn, Q, K, V, mask=None):
+def _sums_to_one(A, A_ref) -> bool:
+    """Whether each float64 row of A with a visible key sums to 1 within ROW_SUM_TOL."""
+    if A.dtype != np.float64:
+        return True
+    seen = A_ref.sum(axis=-1) > 0.5
+    return bool(np.all(np.abs(A.sum(axis=-1)[seen] - 1.0) <= ROW_SUM_TOL))
+
+
+def _dtype_case(fn, Q, K, V, mask=None, value_case=None):
+    """The results' dtype; then, given ``value_case`` (a ``_case`` on the same inputs),
+    their values."""
     def case():
         O, A = _call(fn, Q, K, V, mask)
         wrong = _dtype_rejection(Q.dtype, dict(O=O.dtype, A=A.dtype))
-        return not wrong, wrong
+        if wrong or value_case is None:
+            return not wrong, wrong
+        return value_case()
     return case
 
 
@@ -438,8 +551,16 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
 
-    # Large scores: the query 1000 times longer puts scores beyond float64's exp range.
+    # Large scores: queries 0 and 1, 1000 times longer, put scores beyond float64's exp
+    # range. Query 2's scores all lie near -1000, below the range too, where a shift
+    # that is not the row's own maximum (clamped at 0, or applied only when some score
+    # is large) leaves exp() of every score 0: every key 1000 more in its last entry,
+    # which query 2 alone reads (the others' last entry is 0), moves its row as a whole.
     Q_big = 1000.0 * Q
+    Q_big[:2, -1] = 0.0
+    Q_big[2] = [*Q[2, :-1], -2.0]
+    K_big = K.copy()
+    K_big[:, -1] += 1000.0
 
     # A masked key far above the others: key 0's score exceeds every other by > 1000,
     # and key 0 is masked for every query.
@@ -463,9 +584,17 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     Q_far[:, 1] = np.array([1.0, 1.0, -1.0]) * (np.abs(Q_far[:, 1]) + 1.0)
     K_far[4] = [0.0, 1e300, 0.0, 0.0]
     not_key_0[:, 4] = False
+    # And query 1's visible keys (1, 2, 3) score -1e12, -1.2e12 and -1.4e12 (its other
+    # entries solved for), below any finite mask value a fill could use (-1e9, float16's
+    # -65504): the masked keys would take its weight, which -inf gives to key 1 alone.
+    rest = [0, 2, 3]
+    Q_far[1, rest] = np.linalg.solve(
+        K_far[1:4][:, rest],
+        -2e12 * np.array([1.0, 1.2, 1.4]) - Q_far[1, 1] * K_far[1:4, 1])
     far_note = ("; here key 0 outscores every other key by over 1000 for query 1, "
-                "which may not see it, and masked key 4 scores near 1e300, beyond "
-                "float32's range (3.4e38; float64 inputs need float64 throughout)")
+                "which may not see it, masked key 4 scores near 1e300, beyond "
+                "float32's range (3.4e38; float64 inputs need float64 throughout), "
+                "and query 1's visible keys score near -1e12")
 
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing
@@ -479,13 +608,21 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     mask_bh[1, 2, 1] = False  # (1, 2) sees no key, so a guard along a fixed axis shows
     pad = padding_mask([4, 0, 5, 2, 1, 3], T_k)[:, None]  # (B, 1, 1, T_k); one empty
 
-    # Other sizes, d_k = 9 among them: a scale right only at d_k = 4 shows.
-    Q_o, K_o, V_o = _inputs(rng, T_q=2, T_k=7, d_k=9, d_v=3)
+    # Other sizes, d_k = 9 among them: a scale right only at d_k = 4 shows; 3-D
+    # inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
+    # inputs only (K.transpose(0, 1, 3, 2), d_k = Q.shape[3]) shows. (Their own
+    # generator: the other cases' draws stay as they were.)
+    Q_o, K_o, V_o = _inputs(np.random.default_rng(_RNG_SEED + 1), T_q=2, T_k=7, d_k=9,
+                            d_v=3, batch=(5,))
 
     # Self-attention, T_q = T_k: a square A, whose shape cannot show a transpose.
     Q_sq, K_sq, V_sq = _inputs(rng, T_q=6, T_k=6)
 
-    Q32, K32, V32 = (x.astype(np.float32) for x in (Q, K, V))
+    # float32 with scores from 165 to 186, above 88.7, where float32's exp() overflows
+    # (every key and query 3 more in each entry: the weights stay far from one-hot),
+    # compared by value with the inputs' exact attention: a shift applied only above
+    # float64's 709, or a computation in float16, shows.
+    Q32, K32, V32 = ((x + s).astype(np.float32) for x, s in ((Q, 3.0), (K, 30.0), (V, 0)))
     Q16, K16, V16 = (x.astype(np.float16) for x in (Q, K, V))
     # float16 at d_k = 64 with scores near 9600: the raw products Q K^T pass
     # 65504, float16's largest number, so only a computation in float32 (the
@@ -506,9 +643,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
 
     results = [
         _run("weights and output, one head, no mask", _case(fn, Q, K, V)),
-        _run("large scores (a query 1000 times longer)", _case(
-            fn, Q_big, K, V,
-            what="; the scores here exceed 700, where exp() overflows float64")),
+        _run("large scores (queries 1000 times longer; one near -1000)", _case(
+            fn, Q_big, K_big, V,
+            what="; the scores here exceed 700, where exp() overflows float64, and "
+                 "query 2's all lie near -1000, where it underflows")),
         _run("a causal mask: masked keys get weight exactly 0",
              _case(fn, Q, K, V, causal_mask(T_q, T_k))),
     ]
@@ -521,8 +659,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
              _case(fn, Q, K, V, empty_row)),
         _run("self-attention (T_q = T_k) with a causal mask",
              _case(fn, Q_sq, K_sq, V_sq, causal_mask(6))),
-        _run("other sizes: T_q = 2, T_k = 7, d_k = 9, d_v = 3, causal mask",
-             _case(fn, Q_o, K_o, V_o, causal_mask(2, 7))),
+        _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
+             "T_k = 7, d_k = 9, d_v = 3",
+             _case(fn, Q_o, K_o, V_o, causal_mask(2, 7),
+                   on_error="; " + BATCH_HINT.format(X="K") if ran else "")),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
@@ -537,7 +677,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("a (B, H, T_q, T_k) mask", _case(fn, Qb, Kb, Vb, mask_bh)),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, pad, on_error=batched_error())),
-        _run("float32 inputs give float32 results", _dtype_case(fn, Q32, K32, V32)),
+        _run("float32 inputs give float32 results, scores near 180", _dtype_case(
+            fn, Q32, K32, V32,
+            value_case=_case(fn, Q32, K32, V32, atol=1e-5, exact_reference=True,
+                             what="; the scores here exceed 88.7, where float32's "
+                                  "exp() overflows"))),
         _run("float16 inputs give float16 results", _dtype_case(fn, Q16, K16, V16)),
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
