@@ -3,7 +3,7 @@
 Writes figures/tiled-backward.svg (page "The backward pass, by hand", consequence 4). The
 T_q x T_k grid of scores is drawn faint: it never exists as a whole. One block of key
 columns is the tile of this step: it reads the block's K and V (top), every query's Q, dO,
-L and D (left; L and D are computed once, before the loop), writes the block's dK and dV
+L and D (left; L from the forward pass, D computed once, before the loop), writes the block's dK and dV
 (bottom) and adds its share to dQ (right), as the page's tiled_attention_backward does.
 """
 
@@ -68,7 +68,7 @@ def main() -> None:
         strip(ax, -3.9 + 1.0 * k, 0, 0.8, T_Q, name, SCALED)
     strip(ax, -1.75, 0, 0.55, T_Q, "$L$", UNSCALED)
     strip(ax, -1.05, 0, 0.55, T_Q, "$D$", UNSCALED)
-    ax.text(-1.15, T_Q + 0.35, "$L$ and $D_i = \\mathrm{d}O_i \\cdot O_i$:\nonce, before the loop",
+    ax.text(-1.15, T_Q + 0.35, "$L$ from the forward pass; $D_i = \\mathrm{d}O_i \\cdot O_i$\nonce, before the loop",
             ha="center", va="bottom", fontsize=8.5, color=UNSCALED)
     arrow(ax, (-0.35, T_Q / 2), (FIRST - 0.1, T_Q / 2), SCALED)
 
