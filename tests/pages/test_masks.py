@@ -454,6 +454,10 @@ def test_exercises_come_before_their_answers():
     ex = text.index(":label: ex-mask-inf")
     for reveal in ("A_zero = stable_softmax", "a_empty = stable_softmax", "big_neg_fp16 ="):
         assert ex < text.index(reveal), reveal
+    # ... and the page's introduction does not give away its part (b), that a float16
+    # constant turns the usual workaround back into the first way to NaN (st4b)
+    intro = text[:text.index("The notation is that of the earlier pages")]
+    assert "float16" not in intro and "workaround" not in intro
     # the NumPy exercise's implementation sits in its folded solution
     start = text.index("```{solution-start} ex-numpy-attention")
     end = text.index("```{solution-end}")

@@ -334,6 +334,26 @@ def test_raw_vs_scaled_solution_weights_and_gauges():
     assert g(PAGE, "rvs_gauge_ratio") == pytest.approx(gauge_built(scaled) / gauge_built(raw), rel=1e-6)
     assert np.allclose(raw, [0.9975, 0.0025, 0.0], atol=5e-5)
     assert np.allclose(scaled, [0.665, 0.245, 0.090], atol=5e-4)
+    # the third raw weight is shown as it is (6.1e-06), not as 0.0000 on a page that
+    # teaches that no softmax weight is exactly 0 (st4b)
+    assert f"{raw[2]:.4f}" == "0.0000" and "{glue:text}`rvs_raw_three:.1e`" in SOURCE
+    # tr(J^2) is the expected squared size of J g for a gradient g of unit-variance
+    # entries, whose own expected squared size is T_k: the row keeps tr(J^2) / T_k of
+    # it, not tr(J^2) (st4b)
+    rng = np.random.default_rng(0)
+    G = rng.standard_normal((200_000, 3))
+    for a in (raw, scaled):
+        J = jacobian_built(a)
+        assert np.mean(np.sum((G @ J) ** 2, axis=1)) == pytest.approx(gauge_built(a), rel=0.02)
+    assert np.mean(np.sum(G**2, axis=1)) == pytest.approx(3, rel=0.01)
+    solution = SOURCE[SOURCE.index("Raw: $a \\approx$"):]
+    assert "of its squared size" not in SOURCE
+    assert ("A random upstream gradient of\nunit-variance entries (expected squared size "
+            "$T_k$) comes out of the softmax with an\nexpected squared size of only "
+            "$\\operatorname{tr}(J^2) =$ {glue:text}`rvs_gauge_raw:.1e`") in solution
+    assert ("a random upstream gradient of unit-variance entries (expected squared size "
+            "$T_k$) on to the\nscores with an expected squared size of only "
+            "$\\operatorname{tr}(J^2) = (T_k - 1)/T_k^2") in SOURCE
     assert not any(re.search(r"ex\d", name) for name in re.findall(r'glue\("([^"]+)"', SOURCE))
 
 

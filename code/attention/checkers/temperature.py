@@ -3,21 +3,28 @@ temperature, ``attention_with_temperature(Q, K, V, tau) -> (O, A)``.
 
 The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` is their
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
-batch and head dimensions (..., T_q, d_k); at several temperatures; in both limits (the
-output becomes the best key's value as tau -> 0+, or the average of the tied best keys'
-values, at tau = 1e-3 and at 1e-12, and the average of all values as tau -> infinity,
-at tau = 100, 1e3, 1e6 and 1e7, where the weights still differ from 1/T_k by about 3e-8,
-more than the tolerance; at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
-tau sqrt(d_k) share the weight as e/(1 + e) and 1/(1 + e), which a tau clamped from below
-(at 1e-16, or at the machine epsilon) or an epsilon added to it does not give; a clamp
-below 1e-18 is not seen, and exactly uniform weights from about tau = 1e8 on are right to
-the tolerance); with Q, K and V left unchanged; and, cold, on rows whose scores
-lie far apart, which only a shift by each row's own maximum survives. The inputs are
-float64 and the answers are compared to 1e-8, so an attempt that computes in float32 fails
-(and is told so); float32 inputs give float32 results, with tau a Python float and a
-NumPy float64 scalar alike. When an attempt fails, the checker compares it with the usual
-mistakes and names the one it matches (told apart, when hot, by how far their weights lie
-from uniform).
+batch and head dimensions (..., T_q, d_k); at several temperatures (0.3 among them, which
+float32 cannot hold, so that a tau or a factor rounded to float32 shows); cold, at
+tau = 1e-3 and, on a row of 256 keys, at 1e-2, compared with the reference at 1e-8 like
+every other case (a floor on the shifted scores, np.clip(S, -L, 0), shows for L up to 24;
+from about 25 on it moves no weight by 1e-8 at these sizes); two keys with equal scores at
+tau = 1e-3 and 1e-12, and at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
+tau sqrt(d_k), which the softmax gives e/(1 + e) and 1/(1 + e) and which a tau clamped
+from below (at 1e-16, or at the machine epsilon), an epsilon added to it or a temperature
+applied as a power of the exponentials does not give (a clamp below 1e-18 is not seen);
+hot, at tau = 100, 1e3, 1e6 and 1e7 on the checker's inputs, where the weights still
+differ from 1/T_k by about 3e-8, and at 1e8 and 1e10 on scores of about 1e4 (entries of
+size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
+from about tau = 1e11 on are right to the tolerance there); values of size 1000 at other
+sizes, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
+and, cold, on two queries of one direction, one far shorter, whose scores lie far apart.
+The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
+in float32 or float16 fails (and is told so, whether it returns that dtype or casts its
+results back to float64); float32 inputs give float32 results, with tau a Python float
+and a NumPy float64 scalar alike. When an attempt fails, the checker compares it with the
+usual mistakes and names the one it matches (told apart, when hot, by how far their
+weights lie from uniform). The cases' titles say what is run, not what comes out: the
+exercise asks what the limits give.
 
 Every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2, batch (5, 6)), so a
 transpose, a width read from the wrong axis or a softmax along the wrong axis shows; and at
