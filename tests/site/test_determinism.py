@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import harness, notebooks
+from tests import harness
+from tools import notebooks
 
 ROOT = harness.ROOT
 BUILD = harness.HTML.parent / "jupyter_execute"  # `make book`'s execution (or $BOOK_HTML/..)

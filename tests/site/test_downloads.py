@@ -21,7 +21,8 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from tests import harness, notebooks
+from tests import harness
+from tools import notebooks
 
 SOURCES = notebooks.toc_pages()
 IDS = [notebooks.page_id(s) for s in SOURCES]

@@ -298,14 +298,14 @@ def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget)
     assert s["d_k"] == 1024 and s["rho"] == 0.5
     assert abs(s["scaled_var"][0] - 1.25) < 3 * s["scaled_var"][1]
     assert s["scaled_mean"][2] == 16.0 and abs(s["scaled_mean"][0] - 16) < 3 * s["scaled_mean"][1]
-    assert s["row_key1"][1] > 0.99 and f"{s['row_key1'][1]:.4f}" in bullets[3]  # the scaled row
+    assert s["row_key1"][1] > 0.99 and f"{s['row_key1'][1]:.3f}" in bullets[3]  # the scaled row
 
     # 5. Reverse the correlation: rho = -0.5 -> the mean mirrors, key 1 gets almost nothing.
     rho.fill(str(RHOS.index(-0.5)))
     s = state(root)
     assert s["d_k"] == 1024 and s["rho"] == -0.5
     assert s["scaled_mean"][2] == -16.0 and abs(s["scaled_mean"][0] + 16) < 3 * s["scaled_mean"][1]
-    assert s["row_key1"][1] < 0.01 and f"{s['row_key1'][1]:.4f}" in bullets[4]
+    assert s["row_key1"][1] < 0.01 and f"{s['row_key1'][1]:.3f}" in bullets[4]
     assert "-16" in bullets[4].replace("−", "-")
     guarded_page.assert_clean()
 
