@@ -748,3 +748,20 @@ def test_a_right_attempt_keeps_float32_for_a_numpy_float64_tau(attempt):
     Q, K, V = (np.ones(s, np.float32) for s in ((2, 3), (4, 3), (4, 5)))
     O, A = attempt(Q, K, V, np.float64(1.5))
     assert O.dtype == A.dtype == np.float32
+
+
+def test_the_shift_by_the_column_maximum_is_not_blamed_on_the_scale(capsys):
+    # st4b: at the tie case (one query, T_q = 1) the column maximum is the row itself,
+    # every weight 1/T_k, and a scale fitted to them (c = 0) was blamed.
+    checkers.check_attention_with_temperature(shift_by_the_column_maximum)
+    report = capsys.readouterr().out
+    assert "softmax(c Q K^T) with c = 0," not in report
+    assert "shifted by each column's maximum" in report
+
+
+def test_float16_work_on_float32_inputs_is_told_its_precision(capsys):
+    checkers.check_attention_with_temperature(float16_work)
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
+    f32 = [line for line in failed if "float32 inputs give float32" in line]
+    assert f32 and "your array is float16, which keeps only about 3 digits" in f32[0]
+    assert not any("not A V" in line or "rows sum to" in line for line in failed)

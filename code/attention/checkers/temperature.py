@@ -444,6 +444,11 @@ def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
     for name, got, want in (("A", pair[1], want_A), ("O", pair[0], want_O)):
         ok, detail = _close(got, want, f"{name} for float32 inputs", atol=1e-5)
         if not ok:
+            d = dtypes[name]
+            if d is not None and np.dtype(d).kind == "f" and np.dtype(d).itemsize < 4 and \
+                    np.abs(np.asarray(got, dtype=np.float64) - want).max() < _LOW["float16"][1]:
+                detail += (f": your array is {np.dtype(d).name}, which keeps only about "
+                           f"{_LOW['float16'][0]} digits; compute in the inputs' precision")
             return ok, detail, dtypes
     wrong = _dtype_rejection(np.float32, dtypes)
     return not wrong, wrong, dtypes
