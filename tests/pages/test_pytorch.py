@@ -526,7 +526,8 @@ def test_training_step_memory_math_quadratic_flash_below_one_matrix():
 
 
 def test_the_flash_steps_peak_grows_by_one_tile_buffer_per_thread():
-    """The thread cell: each intra-op thread adds the same scratch, independent of T, so the
+    """The thread cell: each intra-op thread adds the same scratch (from T = 1024 on; below it
+    the kernel's block sizes, and so the scratch, shrink with T), so the
     peak is O(T d_k) plus a per-thread buffer; on one thread below one T x T matrix, on the
     page's largest thread count above it. Recomputed exactly with our own replay."""
     T, d = int(g(PAGE, "step_T_big")), 64
