@@ -332,6 +332,18 @@ def test_raw_vs_scaled_solution_weights_and_gauges():
     assert g(PAGE, "rvs_gauge_raw") == pytest.approx(gauge_built(raw), rel=1e-6)
     assert g(PAGE, "rvs_gauge_scaled") == pytest.approx(gauge_built(scaled), rel=1e-9)
     assert g(PAGE, "rvs_gauge_ratio") == pytest.approx(gauge_built(scaled) / gauge_built(raw), rel=1e-6)
+    # like for like (rv11): at the query the scaled head's c = 1/6 enters squared; a direct
+    # check that E|c K^T J g|^2 over random keys and gradients has about that ratio
+    assert g(PAGE, "rvs_query_ratio") == pytest.approx(gauge_built(scaled) / gauge_built(raw) / 36, rel=1e-6)
+    rng = np.random.default_rng(0)
+    K, G = rng.standard_normal((4000, 3, 36)), rng.standard_normal((4000, 3))
+    def at_query(a, c):
+        J = np.diag(a) - np.outer(a, a)
+        return np.mean(np.sum((c * np.einsum("nkd,k->nd", K, 0 * a) +
+                               c * np.einsum("nkd,nk->nd", K, G @ J)) ** 2, axis=-1))
+    ratio = at_query(scaled, 1 / 6) / at_query(raw, 1.0)
+    assert ratio == pytest.approx(g(PAGE, "rvs_query_ratio"), rel=0.1)
+    assert "times more reaches the scores. Compared where the two meet, at\nthe query" in SOURCE
     assert np.allclose(raw, [0.9975, 0.0025, 0.0], atol=5e-5)
     assert np.allclose(scaled, [0.665, 0.245, 0.090], atol=5e-4)
     # the third raw weight is shown as it is (6.1e-06), not as 0.0000 on a page that
