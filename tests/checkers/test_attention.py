@@ -644,7 +644,7 @@ WRONG = [
     (shifts_only_when_a_score_passes_709, "subtract each row's maximum before exp()"),
     (shifts_only_when_a_score_passes_80, OWN_MAXIMUM),
     (float16_work_for_float32_inputs, "scores rounded to float16"),
-    (transposes_for_2d_and_4d_inputs_only, "act on the last two axes only"),
+    (transposes_for_2d_and_4d_inputs_only, "any number of leading axes"),
     (d_k_from_axis_3_or_1, "the scale uses T_q"),
     (fills_minus_1e9_and_zeroes_empty_rows, "an allowed score below it"),
     (fills_float16_min_and_zeroes_empty_rows, "an allowed score below it"),

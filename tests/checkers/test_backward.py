@@ -491,8 +491,116 @@ def scores_in_float32_the_rest_in_float64(Q, K, V, dO, mask=None):
     return _backward_from(c, attention.softmax(S), attention.softmax(S) @ V, Q, K, V, dO)
 
 
+# --- st4a's round: shifts that are not each row's own maximum, no 3-D input, ... ----------
+
+def _st4a(Q, K, V, dO, mask=None, fill=-np.inf, shift="row", shift_above=None,
+          zero_empty=False, work=None, transpose=swap, d=None):
+    """The student's core (st4a/bwd.py): the forward pass some way, then the page's
+    backward steps; the gradients in the inputs' dtype."""
+    dtype = Q.dtype
+    if work is not None:
+        Q, K, V, dO = (x.astype(work) for x in (Q, K, V, dO))
+    c = 1.0 / math.sqrt(Q.shape[-1] if d is None else d(Q))
+    S = c * (Q @ transpose(K))
+    if mask is not None:
+        S = np.where(mask, S, fill)
+    finite = np.where(np.isfinite(S), S, -np.inf)
+    if shift == "row":
+        m = S.max(-1, keepdims=True)
+    elif shift == "clamp":
+        m = np.maximum(S.max(-1, keepdims=True), 0.0)
+    elif shift == "global":
+        m = finite.max()
+    else:  # "head"
+        m = finite.max(axis=(-2, -1), keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)
+    if shift_above is not None and not (S.max() > shift_above):
+        m = 0.0
+    E = np.exp(S - m)
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    if zero_empty and mask is not None:
+        A = np.where(np.broadcast_to(mask, S.shape).any(-1, keepdims=True), A, 0.0)
+    O = A @ V
+    dV, dA = transpose(A) @ dO, dO @ transpose(V)
+    dS = A * (dA - np.sum(dO * O, -1, keepdims=True))
+    return tuple(g.astype(dtype) for g in (c * (dS @ K), c * (transpose(dS) @ Q), dV))
+
+
+def shifts_only_when_a_score_passes_709(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, shift_above=709.0)
+
+
+def clamps_the_row_maximum_at_0(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, shift="clamp")
+
+
+def shifts_by_the_global_maximum(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, shift="global")
+
+
+def shifts_by_each_heads_maximum(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, shift="head")
+
+
+def fills_minus_1e9_and_zeroes_empty_rows(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, fill=-1e9, zero_empty=True)
+
+
+def fills_float16_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, fill=-65504.0, zero_empty=True)
+
+
+def transposes_for_2d_and_4d_inputs_only(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask,
+                 transpose=lambda X: X.T if X.ndim == 2 else X.transpose(0, 1, 3, 2))
+
+
+def d_k_from_axis_3_or_1(Q, K, V, dO, mask=None):
+    return _st4a(Q, K, V, dO, mask, d=lambda Q: Q.shape[3] if Q.ndim == 4 else Q.shape[1])
+
+
+def float16_work_for_float32_inputs(Q, K, V, dO, mask=None):
+    if Q.dtype == np.float32:
+        return tuple(g.astype(np.float32) for g in _st4a(Q, K, V, dO, mask, work=np.float16))
+    return _st4a(Q, K, V, dO, mask)
+
+
+def negates_dQ_only(Q, K, V, dO, mask=None):
+    """dK right: told "dQ is negated: dS = A * (dA - D)" before (st4a)."""
+    dQ, dK, dV = correct(Q, K, V, dO, mask)
+    return -dQ, dK, dV
+
+
+def correct_by_the_log_of_the_mask(Q, K, V, dO, mask=None):
+    """S + log(mask): -inf where masked, 0 elsewhere (st4a: right)."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        with np.errstate(divide="ignore"):
+            S = S + np.log(mask)
+    m = S.max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0, m))
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1, t)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+OWN_MAXIMUM = "each row's own maximum, even when it is negative"
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (shifts_only_when_a_score_passes_709, OWN_MAXIMUM),
+    (clamps_the_row_maximum_at_0, OWN_MAXIMUM),
+    (clamps_the_row_maximum_at_0, "clamped at 0"),
+    (shifts_by_the_global_maximum, "the maximum of the whole array"),
+    (shifts_by_each_heads_maximum, "the maximum of each head"),
+    (fills_minus_1e9_and_zeroes_empty_rows, "an allowed score below it"),
+    (fills_float16_min_and_zeroes_empty_rows, "an allowed score below it"),
+    (transposes_for_2d_and_4d_inputs_only, "any number of leading axes"),
+    (d_k_from_axis_3_or_1, "the scale uses T_q"),
+    (float16_work_for_float32_inputs, "as float16 rounding does"),
+    (negates_dQ_only, "dQ has the wrong sign, but dK is right"),
     (scores_in_float32_the_rest_in_float64, "precision was lost on the way"),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
@@ -577,7 +685,13 @@ EXCLUSIVE = {
     "unmasked forward pass": {D_from_the_unmasked_forward_pass},
     "after the softmax": {mask_applied_after_the_softmax},
     "Q.shape[1]": {d_k_from_axis_1},
-    "uses T_q": {scale_from_T_q},
+    "uses T_q": {scale_from_T_q, d_k_from_axis_1, d_k_from_axis_3_or_1},
+    "an allowed score below it": {fills_minus_1e9_and_zeroes_empty_rows,
+                                  fills_float16_min_and_zeroes_empty_rows,
+                                  minus_1e9_for_masked_scores},
+    "maximum of the whole array": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
+    "maximum of each head": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
+    "has the wrong sign, but": {negates_dQ_only},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye},
     "float32 precision": {computes_in_float32, computes_in_float32_via_torch},
     "inverse of V": {dA_through_a_pseudo_inverse},
@@ -606,7 +720,7 @@ def _failures(fn, capsys) -> list[str]:
 
 
 @pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition, the_library,
-                                the_blocked_library])
+                                the_blocked_library, correct_by_the_log_of_the_mask])
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_attention_backward(fn) is True
     out = capsys.readouterr().out
@@ -658,9 +772,12 @@ def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
 
 
 def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
-    for fn in (nan_for_a_query_with_no_visible_key, minus_1e9_for_masked_scores):
-        failures = _failures(fn, capsys)
-        assert len(failures) == 1 and "see no key" in failures[0], failures
+    failures = _failures(nan_for_a_query_with_no_visible_key, capsys)
+    assert len(failures) == 1 and "see no key" in failures[0], failures
+    # -1e9 for -inf fails there, and where a query's visible keys score below -1e9
+    failures = _failures(minus_1e9_for_masked_scores, capsys)
+    assert len(failures) == 2 and "see no key" in failures[1], failures
+    assert failures[0].startswith("✗ masked keys") and "allowed score below" in failures[0]
 
 
 def test_the_dtype_mistakes_fail_only_the_float32_case(capsys):
@@ -729,3 +846,28 @@ def test_every_failing_case_of_these_attempts_names_their_mistake(fn, phrase, ca
 def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(capsys):
     failures = _failures(adds_minus_1e9_and_zeroes_empty_rows, capsys)
     assert len(failures) == 1 and "near 1e300" in failures[0], failures
+
+
+def test_the_cases_hold_rows_far_below_0_float32_scores_above_88_and_3d_inputs():
+    """What st4a's attempts needed: a query whose scores all lie near -1000, one whose
+    visible keys score below -1e9, float32 scores above 88.7 (where float32's exp()
+    overflows) and 3-D inputs with a (T_q, T_k) mask."""
+    calls = []
+
+    def spy(Q, K, V, dO, mask=None):
+        calls.append((Q.copy(), K.copy(), mask))
+        return correct(Q, K, V, dO, mask)
+
+    assert checkers.check_attention_backward(spy, verbose=False)
+    rows = []
+    for Q, K, mask in calls:
+        S = Q.astype(np.float64) @ swap(K.astype(np.float64)) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        top = float(np.max(np.where(np.isfinite(S), S, -np.inf)))
+        rows.append((Q.dtype, Q.ndim, mask is None or np.ndim(mask) == 2,
+                     float(S.max(-1).min()), top))
+    assert any(-1100 < low < -900 for _, _, _, low, _ in rows)
+    assert any(low < -1e11 for _, _, _, low, _ in rows)
+    assert any(d == np.float32 and top > 88.7 for d, _, _, _, top in rows)
+    assert any(ndim == 3 and flat for _, ndim, flat, _, _ in rows)

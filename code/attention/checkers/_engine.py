@@ -69,6 +69,14 @@ BATCH_HINT = ("with leading (batch, head) dimensions every step must act on the 
               "batches), and reduce along axis=-1")
 
 
+#: Said when an attempt that ran on one head raises on 3-D inputs (B, T, d) (X the array
+#: named: ``LEADING_HINT.format(X="K")``).
+LEADING_HINT = ("the inputs may have any number of leading axes (here one, (B, T, d)): "
+                "every step must act on the last two axes whatever comes before them "
+                "(np.swapaxes({X}, -1, -2), @, axis=-1, d_k = Q.shape[-1]; a loop runs "
+                "over np.ndindex(Q.shape[:-2])), not on axes counted from the front")
+
+
 def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:
     """A hint when the attempt broadcast a row reduction that lost its last axis."""
     def numpy_text(shape):  # how NumPy prints a shape in its broadcast errors

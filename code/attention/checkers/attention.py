@@ -35,9 +35,9 @@ import numpy as np
 
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
-from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, Rejected, _dtype_rejection,
-                      _clipped_scores, _fitted_scale, _float32_valued, _keepdims_hint,
-                      _matching, _qkv, _report, _results, _run)
+from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected,
+                      _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
+                      _keepdims_hint, _matching, _qkv, _report, _results, _run)
 
 
 
@@ -209,7 +209,7 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
              for bias in (1e4, 1e9) for zero_empty in (False, True)],
            *[("fill-below",
               "masked scores are replaced by a finite number (such as -1e9, or "
-              "float16's -65504) instead of -inf: an allowed score below it (here a "
+              "float16's -65504), not -inf: an allowed score below it (here a "
               "query's visible keys score "
               f"{low_text}) then loses to the masked keys, which take the weight; use "
               "-inf, np.where(mask, S, -np.inf), which is below every score",
@@ -662,7 +662,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
              "T_k = 7, d_k = 9, d_v = 3",
              _case(fn, Q_o, K_o, V_o, causal_mask(2, 7),
-                   on_error="; " + BATCH_HINT.format(X="K") if ran else "")),
+                   on_error="; " + LEADING_HINT.format(X="K") if ran else "")),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
