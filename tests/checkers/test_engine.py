@@ -100,3 +100,13 @@ def test_results_computed_in_float32_are_told_by_their_entries_being_float32_num
     assert not engine._float32_valued(ref + 1e-9, ref)  # float64 noise
     # a reference whose entries are float32 numbers too cannot tell
     assert not engine._float32_valued(np.zeros(3), np.zeros(3))
+
+
+def test_the_narrow_precision_names_float16_before_float32_and_nothing_for_float64():
+    x = np.random.default_rng(4).standard_normal(8)
+    assert engine._narrow_precision(x.astype(np.float16).astype(np.float64), x) == "float16"
+    assert engine._narrow_precision(x.astype(np.float32).astype(np.float64), x) == "float32"
+    assert engine._narrow_precision(x, x) == ""
+    # a reference that is itself float32-valued (zeros, a one-hot row) says nothing
+    assert engine._narrow_precision(np.zeros(4), np.zeros(4)) == ""
+    assert engine._float32_valued(x.astype(np.float16).astype(np.float64), x, np.float16)
