@@ -703,7 +703,7 @@ def _half_case(seed, T_q, T_k, d):
 
 
 def test_the_glued_float16_match_counts_are_recomputed_on_this_machine():
-    """The counts depend on the CPU (the kernel's exp_u20 covers whole vector registers), so
+    """The counts depend on the CPU (the kernel's fast approximate exp covers whole vector registers), so
     the test recomputes them here from the page's own draws, never expects a fixed count,
     and asserts what the prose says on every CPU: the emulation lands on the built-in's
     number more often than the correctly rounded answer does."""
