@@ -105,6 +105,7 @@ CHECK_PAGE_TESTS := $(if $(PAGES),$(foreach p,$(PAGES),$(wildcard tests/pages/te
 
 check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once; PAGES="a b" for some).
 	@for page in $(CHECK_PAGES); do test -f $$page || { echo "no page $$page (PAGES names files in chapters/ without .md)"; exit 2; }; done
+	$(BIN)/ruff check --quiet .
 	@mkdir -p $(CHECK)
 	@$(PY) -m tools.notebooks --out $(CHECK) $(CHECK_PAGES) > $(CHECK)/run-all.log 2>&1 & run_all=$$!; \
 	$(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/lib tests/checkers tests/bench --durations=5; lib=$$?; \
@@ -121,6 +122,7 @@ RUN_ALL := _build/nbclient
 # executions and read the Run-All's results from $(RUN_ALL). Then the PDF, then every test,
 # two at a time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
 test: test-deps assets figures  ## Build the book fresh (and Run All every page meanwhile), then run every test.
+	$(BIN)/ruff check --quiet .
 	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html $(RUN_ALL)
 	@mkdir -p _build
 	@$(PY) -m tools.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ._validate import check_mask, check_positive, sum_to_shape
+from ._validate import check_mask, check_positive
 from .backward import _gradients_in, check_backward_inputs
 from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, check_qkv, score_scale
 

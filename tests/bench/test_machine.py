@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import pytest
 
 from tests.harness import ROOT
 

@@ -10,7 +10,6 @@ import pytest
 
 import attention
 from attention import checkers
-from attention.softmax import softmax
 
 
 def _sdpa(Q, K, V, mask=None):

@@ -18,7 +18,7 @@ import traitlets
 
 import attention
 from attention.widgets import SaturationExplorer, TemperatureExplorer, WidthExplorer
-from attention.widgets import _base, saturation, temperature, width
+from attention.widgets import _base, saturation, width
 
 
 @pytest.fixture(scope="module")

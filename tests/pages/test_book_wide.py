@@ -6,32 +6,22 @@ import math
 import re
 import runpy
 import shutil
-import warnings
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as F
 
-import attention
-from attention import checkers, measure
 from attention.checkers import (
     check_attention_with_temperature,
     check_scaled_score_moments,
     check_softmax_jacobian,
 )
-from tests.glue import executed_notebook, glued, glued_number
+from tests.glue import executed_notebook
 from tests import harness
-from tests.harness import HTML, ROOT
+from tests.harness import ROOT
 from tests.pages._common import (
     CHAPTERS,
-    g,
-    g_bool,
-    g_text,
-    page_cell,
     softmax_rows,
     solution_namespace,
-    torch_softmax_attention,
 )
 
 

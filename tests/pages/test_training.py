@@ -891,12 +891,12 @@ def test_the_works_verdict_depends_on_the_threshold(held):
         return int((held[design][opt]["loss"][w, :, HEADS.index(name)] < limit).any(axis=1).sum())
 
     grown = held["widths"]["grown"][-1][1]
-    for glued, design, opt, d_k in (("ho_strict_un_1024", "fixed", "sgd", 1024),
-                                    ("ho_strict_un_1024_adam", "fixed", "adam", 1024),
-                                    ("ho_strict_un_grown", "grown", "sgd", grown),
-                                    ("ho_strict_un_grown_adam", "grown", "adam", grown)):
+    for name, design, opt, d_k in (("ho_strict_un_1024", "fixed", "sgd", 1024),
+                                   ("ho_strict_un_1024_adam", "fixed", "adam", 1024),
+                                   ("ho_strict_un_grown", "grown", "sgd", grown),
+                                   ("ho_strict_un_grown_adam", "grown", "adam", grown)):
         n = seeds_working(design, opt, "unscaled", d_k, strict)
-        assert g(PAGE, glued) == n and n < len(held["seeds"]) / 2, glued  # "mostly does not"
+        assert g(PAGE, name) == n and n < len(held["seeds"]) / 2, name  # "fails in most seeds"
         assert seeds_working(design, opt, "unscaled", d_k, THRESHOLD) == len(held["seeds"])
         assert seeds_working(design, opt, "scaled", d_k, strict) == len(held["seeds"])
     assert g_bool(PAGE, "ho_strict_scaled_all")

@@ -4,7 +4,6 @@ claims around them checked at the settings they speak of."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest

@@ -4,7 +4,6 @@ the formula), every claim tried at other settings, and the page's rules."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pytest

@@ -14,7 +14,6 @@ every widget at one other page (a scratch page while developing).
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 
@@ -230,7 +229,7 @@ def test_static_figure_stands_in_without_javascript_and_in_print(browser, site_u
     context = browser.new_context(java_script_enabled=False)
     guard = harness.GuardedPage.open(context)
     guard.goto(site_url + page_of(kind))
-    fallback = guard.page.locator(f".attn-fallback img[alt]").first
+    fallback = guard.page.locator(".attn-fallback img[alt]").first
     assert fallback.is_visible()
     assert fallback.evaluate("i => i.complete && i.naturalWidth > 0")
     context.close()
