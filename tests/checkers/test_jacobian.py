@@ -191,7 +191,12 @@ def jacobian_in_float16_cast_back(a):
     return (np.diag(a) - np.outer(a, a)).astype(np.float64)
 
 
+def jacobian_as_a_matrix(a):  # st5a
+    return np.asmatrix(np.diag(a)) - np.outer(a, a)
+
+
 WRONG_JACOBIANS = [
+    (jacobian_as_a_matrix, "return a plain np.ndarray"),
     (jacobian_in_float32_cast_back, "computed in float32"),
     (jacobian_in_float16_cast_back, "computed in float16"),
     (jacobian_for_four_keys_only, "J of 7 keys differs from the reference"),
@@ -419,7 +424,32 @@ def vjp_in_float16_cast_back(a, g):
     return (a16 * (g16 - a16 @ g16)).astype(np.float64)
 
 
+def vjp_recomputes_a_dot_g_after_asarray(a, g):  # st5a: 2 lines per key, no array
+    a = np.asarray(a)
+    g = np.asarray(g)
+    out = np.empty_like(a)
+    for i in range(len(a)):
+        out[i] = a[i] * (g[i] - a @ g)
+    return out
+
+
+def vjp_by_naive_einsum(a, g):  # st5a: T_k^2 products inside one call
+    return a * g - np.einsum("i,j,j->i", a, a, g)
+
+
+def vjp_with_a_clipped(a, g):  # st5a: "avoid zeros"
+    return np.clip(a, 1e-12, 1) * (g - np.dot(a, g))
+
+
+def vjp_with_a_small_number_added(a, g):  # st5a
+    return (a + 1e-12) * (g - np.dot(a, g))
+
+
 WRONG_VJPS = [
+    (vjp_recomputes_a_dot_g_after_asarray, "recomputes the number a.g"),
+    (vjp_by_naive_einsum, "without optimize=True"),
+    (vjp_with_a_clipped, "it must be exactly 0"),
+    (vjp_with_a_small_number_added, "it must be exactly 0"),
     (vjp_recomputes_a_dot_g_with_the_method, "recomputes the number a.g"),
     (vjp_recomputes_a_dot_g_in_a_loop_with_the_method, "recomputes the number a.g"),
     (vjp_recomputes_the_sum_of_a_times_g, "recomputes the number a.g"),

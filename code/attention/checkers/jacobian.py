@@ -3,7 +3,9 @@
 
 The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq-jacobian);
 ``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
-both give zero for a one-hot row; both return float64 NumPy arrays (not lists, not float32)
+both give exactly zero for a one-hot row (no tolerance: the right formulas give exact
+zeros there, so a weight clipped away from 0 or an a + 1e-12 shows); both return plain
+float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
 cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``), each against a
 budget that grows like T_k, far above what a * (g - a.g) needs and far below what J needs,
@@ -20,9 +22,14 @@ key, whatever it converted its arguments to); the entries every PyTorch operatio
 summed (a dispatch mode: J built whole or in blocks of rows); at the longest row, on Linux,
 the growth of the resident memory (any library's memory); and the entries NumPy operations
 on the arguments touch (an ndarray subclass, whose method ``a.dot`` counts too: ``a @ g``
-or ``a.dot(g)`` recomputed on every row). What it cannot see: work inside one call of
+or ``a.dot(g)`` recomputed on every row; ``np.asarray``, ``np.array``,
+``np.ascontiguousarray`` and ``np.asfortranarray`` hand back a counting array while it
+counts, and ``np.einsum`` without ``optimize`` counts one product per combination of its
+indices, T_k^2 for ``'i,j,j->i'``). What it cannot see: work inside one call of
 compiled code that neither allocates what it traces nor runs Python lines (a C extension,
-Numba, or such a loop after ``np.asarray``); a.g recomputed for every key by built-ins on
+Numba, ``np.einsum(..., optimize=True)`` or another library's einsum on a contraction
+that needs T_k^2 products, or a loop after a conversion it does not replace, as
+``from numpy import asarray`` or ``a.view(np.ndarray)`` bind); a.g recomputed for every key by built-ins on
 Python lists, as ``[x * (y - sum(map(operator.mul, al, gl))) for x, y in zip(al, gl)]``
 over ``a.tolist()`` (or with ``math.fsum``) does: one line per key and no array, O(T_k^2)
 work that passes this checker, undetected; and memory outside NumPy and PyTorch on rows
@@ -148,6 +155,10 @@ def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) ->
     if got is not None and not isinstance(got, np.ndarray):
         return False, (f"{what} is a {type(got).__name__}, not a NumPy array: return the "
                        "array itself (no .tolist(), list() or list comprehension)")
+    if got is not None and type(got) is not np.ndarray:
+        return False, (f"{what} is a {type(got).__name__}, a subclass of the NumPy array "
+                       "(np.asmatrix or np.matrix make one, on which * and ** are matrix "
+                       "operations): return a plain np.ndarray")
     if got is not None and got.dtype != want.dtype:
         return False, (f"{what} has dtype {got.dtype}, expected {want.dtype}: the row a is "
                        f"{want.dtype}, and a float32 or float16 result drops digits (no "
@@ -176,6 +187,7 @@ class _Counting(np.ndarray):
 
     work = 0
     pairs = 0
+    einsum = 0  # the part of work done by np.einsum without optimize
     args: tuple = ()  # the data addresses and length of a and g
 
     @staticmethod
@@ -217,19 +229,55 @@ class _Counting(np.ndarray):
         args, kwargs = self._plain(args), {k: self._plain(v) for k, v in kwargs.items()}
         result = func(*args, **kwargs)
         self._count(list(args) + list(kwargs.values()), result)
+        if func is np.einsum and args and isinstance(args[0], str) \
+                and not kwargs.get("optimize"):
+            naive = _einsum_naive_work(args[0], args[1:])
+            _Counting.work += naive
+            _Counting.einsum += naive
         return result
+
+
+def _einsum_naive_work(subscripts: str, operands) -> int:
+    """The products np.einsum computes without ``optimize``: one per combination of its
+    indices ('i,j,j->i' over T_k keys: T_k^2, every entry of J times g)."""
+    inputs = subscripts.replace(" ", "").split("->")[0].split(",")
+    sizes = {}
+    for letters, x in zip(inputs, operands):
+        if "." in letters or not isinstance(x, np.ndarray) or len(letters) != x.ndim:
+            return 0
+        sizes.update(zip(letters, x.shape))
+    return int(np.prod(list(sizes.values()), dtype=np.float64))
+
+
+#: NumPy's converters, which hand back a plain ndarray for a subclass: while the work is
+#: counted they hand back a counting array (``a = np.asarray(a)`` keeps counting).
+_CONVERTERS = ("asarray", "array", "ascontiguousarray", "asfortranarray")
+
+
+def _keeps_counting(convert: Callable) -> Callable:
+    def converted(x, *args, **kwargs):
+        out = convert(x, *args, **kwargs)
+        if isinstance(x, _Counting) and type(out) is np.ndarray:
+            return out.view(_Counting)
+        return out
+    return converted
 
 
 def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
     """Entries touched by NumPy operations on a and g during one call of vjp (and, with
     ``pairs``, how many of those operations took a and g both, whole)."""
     a, g = a.copy(), g.copy()
-    _Counting.work = _Counting.pairs = 0
+    _Counting.work = _Counting.pairs = _Counting.einsum = 0
     _Counting.args = (a.__array_interface__["data"][0], g.__array_interface__["data"][0],
                       a.size)
+    saved = {name: getattr(np, name) for name in _CONVERTERS}
     try:
+        for name, convert in saved.items():
+            setattr(np, name, _keeps_counting(convert))
         vjp(a.view(_Counting), g.view(_Counting))
     finally:
+        for name, convert in saved.items():
+            setattr(np, name, convert)
         _Counting.args = ()
     return (_Counting.work, _Counting.pairs) if pairs else _Counting.work
 
@@ -460,7 +508,8 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
         seen.append(f"{n}: {cost['peak'] / 2**10:.0f} KiB, {cost['lines']} lines")
     g = rng.standard_normal(LONG)
     rows = _cost_rows(rng, LONG)
-    work, pairs = max(_vjp_work(vjp, row, g, pairs=True) for row in rows.values())
+    work, pairs, einsum = max((*_vjp_work(vjp, row, g, pairs=True), _Counting.einsum)
+                              for row in rows.values())
     a = rows["dense"]
     resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
@@ -471,6 +520,13 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
                        "MiB (half that in float32): it builds J, the full T_k x T_k Jacobian "
                        "(or another T_k x T_k array). Use a * (g - a.g), which needs O(T_k) "
                        "memory")
+    if work > VJP_WORK_LIMIT and einsum > work // 2:
+        return False, (f"on a row of {LONG} keys your vjp's np.einsum computed about "
+                       f"{einsum / LONG:.0f} x {LONG} products: without optimize=True, "
+                       "einsum computes one product for every combination of its "
+                       "indices ('i,j,j->i' is T_k^2, every entry of J times g), "
+                       "O(T_k^2) work though little memory. Use a * (g - a.g), which "
+                       "needs one dot product a.g and one pass")
     if work > VJP_WORK_LIMIT and pairs >= LONG // 4:
         return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
                        f"{work / LONG:.0f} x {LONG} entries, where a * (g - a.g) touches "
@@ -484,6 +540,18 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
                        "a * (g - a.g), which needs one dot product a.g and one pass")
     return True, ("peak memory and lines at T_k = " + "; ".join(seen)
                   + f"; {work / LONG:.0f} passes over the row")
+
+
+def _exactly_zero(got, shape: tuple, what: str) -> tuple[bool, str]:
+    """A one-hot row's J or VJP: a plain float64 array of zeros, exactly (the right
+    formulas multiply by a weight that is exactly 0, or subtract 1 - 1)."""
+    ok, detail = _diagnose(got, np.zeros(shape), [], what, atol=0.0)
+    if ok or "differs from the reference" not in detail:
+        return ok, detail
+    return False, (f"{detail}: at a one-hot row it must be exactly 0, and "
+                   "diag(a) - a a^T and a * (g - a.g) give exact zeros there; "
+                   "a small number added to a, or a clipped away from 0, "
+                   "leaks gradient through the keys whose weight is 0")
 
 
 def _untouched_then(func: Callable, args: dict, want: np.ndarray, mistakes, what: str):
@@ -507,11 +575,11 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
         _run("Jacobian matches diag(a) - a a^T",
              lambda: _untouched_then(jacobian, dict(a=a), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
         _run("a one-hot row has the zero Jacobian",
-             lambda: _close(jacobian(one_hot.copy()), np.zeros((4, 4)), "J at one-hot")),
+             lambda: _exactly_zero(jacobian(one_hot.copy()), (4, 4), "J at one-hot")),
         _run("VJP matches J g = a * (g - a.g)",
              lambda: _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
         _run("a one-hot row passes no gradient",
-             lambda: _close(vjp(one_hot.copy(), g.copy()), np.zeros(4), "VJP at one-hot")),
+             lambda: _exactly_zero(vjp(one_hot.copy(), g.copy()), (4,), "VJP at one-hot")),
         _run("Jacobian of a row of 7 keys, one weight 0",
              lambda: _untouched_then(jacobian, dict(a=a7), softmax_jacobian(a7),
                                      _jacobian_mistakes(a7), "J of 7 keys")),
