@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 
+import attention
 from attention import checkers
 
 SQRT = math.sqrt
@@ -638,7 +639,48 @@ def correct_with_nan_to_num_of_the_maximum(Q, K, V, mask=None):
 OWN_MAXIMUM = "each row's own maximum, even when it is negative"
 
 # (attempt, a phrase its messages must contain)
+def squeezes_its_results(Q, K, V, mask=None):  # st5a
+    O, A = attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+    return np.squeeze(O), np.squeeze(A)
+
+
+def _promoting_fill(fill_of):
+    def attempt(Q, K, V, mask=None):  # float16 computed in float32, float32 as it is
+        half = Q.dtype == np.float16
+        if half:
+            Q, K, V = (x.astype(np.float32) for x in (Q, K, V))
+        S = (Q @ np.swapaxes(K, -1, -2)) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            S = fill_of(S, mask)
+        m = S.max(-1, keepdims=True)
+        m = np.where(np.isneginf(m), 0.0, m)
+        E = np.exp(S - m)
+        t = E.sum(-1, keepdims=True)
+        A = E / np.where(t == 0, 1.0, t)
+        A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0) \
+            if mask is not None else A
+        O = A @ V
+        return (O.astype(np.float16), A.astype(np.float16)) if half else (O, A)
+    return attempt
+
+
+# st5a: a float64 bias array, a float64 fill: float32 scores become float64
+adds_a_float64_bias = _promoting_fill(lambda S, m: S + np.where(m, 0.0, -np.inf))
+fills_with_float64_min = _promoting_fill(
+    lambda S, m: np.where(m, S, np.finfo(np.float64).min))
+
+
+def masked_float16_returns_float32(Q, K, V, mask=None):  # st5a
+    if mask is not None and Q.dtype == np.float16:
+        Q, K, V = (x.astype(np.float32) for x in (Q, K, V))
+    return attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+
+
 WRONG = [
+    (squeezes_its_results, "shapes O (3,), A (7,); expected O (1, 1, 3)"),
+    (adds_a_float64_bias, "the mask made the result float64"),
+    (fills_with_float64_min, "the mask made the result float64"),
+    (masked_float16_returns_float32, "the mask made the result float32"),
     (clamps_the_row_maximum_at_0, OWN_MAXIMUM),
     (shifts_only_when_a_score_passes_709, OWN_MAXIMUM),
     (shifts_only_when_a_score_passes_709, "subtract each row's maximum before exp()"),

@@ -14,7 +14,11 @@ The contract the exercise states, and this checker tests:
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
   1e300, which any finite bias added to it leaves on top); a query whose every key is
   masked gets all-zero weights and a zero output, never NaN;
-* the outputs have the inputs' dtype (float16, float32 or float64), and float32 ones
+* the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
+  T_q = 1: no ``np.squeeze``);
+* the outputs have the inputs' dtype (float16, float32 or float64), with a mask too
+  (a masked float32 and a masked float16 case: a float64 fill or bias, as
+  ``np.finfo(np.float64).min``, is named), and float32 ones
   the values of the inputs' exact attention to 1e-5 (with scores above 88.7, where
   float32's exp() overflows);
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array).
@@ -508,6 +512,9 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
         O_ref, A_ref = scaled_dot_product_attention(*wide, mask=mask)
         O_ref, A_ref = O_ref.astype(np.float64), A_ref.astype(np.float64)
         O, A = _call(fn, Q, K, V, mask, on_error)
+        wrong = _masked_dtype(fn, Q, K, V, O, A, mask)
+        if wrong:
+            return False, wrong
         exact = mask is None or not np.any(A[~np.broadcast_to(mask, A.shape)]) \
             if A.shape == A_ref.shape else False
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
@@ -520,12 +527,48 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
     return case
 
 
+def _masked_dtype(fn, Q, K, V, O, A, mask) -> str:
+    """What float32 or float16 inputs' results (O, A) of another dtype are told ("" for
+    float64 inputs, whose float32 results the diagnosis names by their values); when the
+    same call without the mask keeps the dtype, that the mask made them so."""
+    want = Q.dtype
+    if want == np.float64:
+        return ""
+    wrong = _dtype_rejection(want, dict(O=O.dtype, A=A.dtype))
+    if not wrong or mask is None:
+        return wrong
+    try:
+        O1, A1 = _call(fn, Q, K, V, None)
+    except Rejected:
+        return wrong
+    if _dtype_rejection(want, dict(O=O1.dtype, A=A1.dtype)):
+        return wrong
+    kinds = " and ".join(sorted({str(d) for d in (O.dtype, A.dtype) if d != want}))
+    return (f"the mask made the result {kinds}: O of dtype {O.dtype} and A of dtype "
+            f"{A.dtype} for {want} inputs, which without the mask keep {want}. A fill "
+            "or bias of another dtype promotes the scores: np.where(mask, 0.0, -np.inf) "
+            "is a float64 array, np.finfo(np.float64).min a float64 number; "
+            "np.where(mask, S, -np.inf) (a Python float) keeps S's dtype, or cast the "
+            "results with .astype(Q.dtype)")
+
+
 def _sums_to_one(A, A_ref) -> bool:
     """Whether each float64 row of A with a visible key sums to 1 within ROW_SUM_TOL."""
     if A.dtype != np.float64:
         return True
     seen = A_ref.sum(axis=-1) > 0.5
     return bool(np.all(np.abs(A.sum(axis=-1)[seen] - 1.0) <= ROW_SUM_TOL))
+
+
+def _all(*cases):
+    """One case made of several: the first that fails is its result."""
+    def case():
+        for one in cases:
+            ok, detail = one()
+            if not ok:
+                return ok, detail
+        return True, ""
+    return case
 
 
 def _dtype_case(fn, Q, K, V, mask=None, value_case=None):
@@ -660,9 +703,12 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("self-attention (T_q = T_k) with a causal mask",
              _case(fn, Q_sq, K_sq, V_sq, causal_mask(6))),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
-             "T_k = 7, d_k = 9, d_v = 3",
-             _case(fn, Q_o, K_o, V_o, causal_mask(2, 7),
-                   on_error="; " + LEADING_HINT.format(X="K") if ran else "")),
+             "T_k = 7, d_k = 9, d_v = 3; and B = 1, T_q = 1",
+             _all(*(_case(fn, q, k, v, m,
+                          on_error="; " + LEADING_HINT.format(X="K") if ran else "")
+                    for q, k, v, m in ((Q_o, K_o, V_o, causal_mask(2, 7)),
+                                       (Q_o[:1, 1:], K_o[:1], V_o[:1],
+                                        causal_mask(2, 7)[1:]))))),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
@@ -677,11 +723,16 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("a (B, H, T_q, T_k) mask", _case(fn, Qb, Kb, Vb, mask_bh)),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, pad, on_error=batched_error())),
-        _run("float32 inputs give float32 results, scores near 180", _dtype_case(
-            fn, Q32, K32, V32,
-            value_case=_case(fn, Q32, K32, V32, atol=1e-5, exact_reference=True,
-                             what="; the scores here exceed 88.7, where float32's "
-                                  "exp() overflows"))),
+        _run("float32 inputs give float32 results, scores near 180, with and "
+             "without a causal mask", _dtype_case(
+                 fn, Q32, K32, V32,
+                 value_case=_all(
+                     _case(fn, Q32, K32, V32, atol=1e-5, exact_reference=True,
+                           what="; the scores here exceed 88.7, where float32's "
+                                "exp() overflows"),
+                     _case(fn, Q32, K32, V32, causal_mask(T_q, T_k), atol=1e-5,
+                           exact_reference=True,
+                           what="; with a causal mask, scores above 88.7")))),
         _run("float16 inputs give float16 results", _dtype_case(fn, Q16, K16, V16)),
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
