@@ -586,10 +586,40 @@ def correct_by_the_log_of_the_mask(Q, K, V, dO, mask=None):
     return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
+def squeezes_its_gradients(Q, K, V, dO, mask=None):  # st5a b1
+    return tuple(np.squeeze(g) for g in correct(Q, K, V, dO, mask))
+
+
+def zeroes_empty_rows_only_for_a_full_shape_mask(Q, K, V, dO, mask=None):  # st5a b9
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, np.finfo(Q.dtype).min)
+    E = np.exp(S - S.max(-1, keepdims=True))
+    A = E / E.sum(-1, keepdims=True)
+    if mask is not None and mask.shape == A.shape:
+        A = np.where(mask.any(-1, keepdims=True), A, 0)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def normalises_with_eps_1e_12(Q, K, V, dO, mask=None):  # st5a b6
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    A = E / (E.sum(-1, keepdims=True) + 1e-12)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
 OWN_MAXIMUM = "each row's own maximum, even when it is negative"
 
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (squeezes_its_gradients, "dQ has shape (9,), expected (1, 1, 9)"),
+    (zeroes_empty_rows_only_for_a_full_shape_mask, "got uniform weights over all keys"),
+    (normalises_with_eps_1e_12, "(here eps is about 1e-12"),
     (shifts_only_when_a_score_passes_709, OWN_MAXIMUM),
     (clamps_the_row_maximum_at_0, OWN_MAXIMUM),
     (clamps_the_row_maximum_at_0, "clamped at 0"),
@@ -667,7 +697,8 @@ EXCLUSIVE = {
     "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
                             adds_minus_1e9_and_zeroes_empty_rows,
                             adds_float32_min_and_zeroes_empty_rows},
-    "plus a small constant": {epsilon_1e6_in_the_softmax, epsilon_1e9_in_the_softmax},
+    "plus a small constant": {epsilon_1e6_in_the_softmax, epsilon_1e9_in_the_softmax,
+                              normalises_with_eps_1e_12},
     "computed in float32": {computes_in_float32, computes_in_float32_via_torch},
     "D has the wrong sign": {adds_D},
     "plain row sum": {D_as_a_plain_row_sum},
@@ -681,7 +712,8 @@ EXCLUSIVE = {
     "instead of -inf": {masks_with_zero},
     "wrong axis": {softmax_over_queries},
     "softmax is 0/0 = NaN": {nan_for_a_query_with_no_visible_key},
-    "uniform weights": {minus_1e9_for_masked_scores},
+    "uniform weights": {minus_1e9_for_masked_scores,
+                        zeroes_empty_rows_only_for_a_full_shape_mask},
     "unmasked forward pass": {D_from_the_unmasked_forward_pass},
     "after the softmax": {mask_applied_after_the_softmax},
     "Q.shape[1]": {d_k_from_axis_1},
@@ -772,11 +804,14 @@ def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
 
 
 def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
+    # the padding case (one sequence of length 0) and the full mask's case
     failures = _failures(nan_for_a_query_with_no_visible_key, capsys)
-    assert len(failures) == 1 and "see no key" in failures[0], failures
+    assert len(failures) == 2 and "one sequence empty" in failures[0], failures
+    assert "see no key" in failures[1], failures
     # -1e9 for -inf fails there, and where a query's visible keys score below -1e9
     failures = _failures(minus_1e9_for_masked_scores, capsys)
-    assert len(failures) == 2 and "see no key" in failures[1], failures
+    assert len(failures) == 3 and "see no key" in failures[2], failures
+    assert "one sequence empty" in failures[1], failures
     assert failures[0].startswith("✗ masked keys") and "allowed score below" in failures[0]
 
 

@@ -23,8 +23,10 @@ underflows); one with masked keys far above the others (masking after the softma
 underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12 (below any finite fill); three with
 batch and head dimensions (B, H): no mask, one causal mask for every head, a
-(B, 1, 1, T_k) padding mask; other sizes on 3-D inputs (B, T, d), (3, 2, 9) queries
-against 8 keys with d_v = 4 and a (T_q, T_k) mask; a full (B, H, T_q, T_k) mask in
+(B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
+that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
+(3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, and the same with
+B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows); a full (B, H, T_q, T_k) mask in
 which some queries see no key; and float32 inputs with scores above 100 (float32's exp()
 overflows above 88.7), compared with the inputs' exact gradients. Every size differs
 from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7), so that a size read
@@ -532,8 +534,10 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
         unexplained = []
     if unexplained and Q.ndim > 2 and all(g.shape == r.shape for g, r in zip(got, ref)):
         batch = Q.shape[:-2]
+        # (an item whose gradients are all 0, every query masked, is right by default)
         right = [idx for idx in np.ndindex(batch)
-                 if all(_same(g[idx], r[idx], rtol) for g, r in zip(got, ref))]
+                 if all(_same(g[idx], r[idx], rtol) for g, r in zip(got, ref))
+                 and any(np.any(r[idx]) for r in ref)]
         if right:
             first = next(idx for idx in np.ndindex(batch) if idx not in right)
             messages.append(
@@ -560,9 +564,31 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                         "throughout" + (f" (an input here holds {big:.0e}, beyond "
                                         "float32's range, 3.4e38)" if big > 3.4e38 else ""))
     if unexplained and _same(got[2], ref[2], rtol) and set(unexplained) <= {"dQ", "dK"}:
-        messages.append("dV is right, so A is: look at D, dS = A * (dA - D) and the "
-                        "factor c")
+        eps = _fitted_eps(got, ref, lambda e: variant(f"eps={e!r}", dict(eps=e), RIGHT))
+        if eps:  # an eps too small to move dV beyond its tolerance moves A all the same
+            messages.append(next(m for k, m, *_ in _mistakes(Q, K, mask, V) if k == "eps")
+                            + f" (here eps is about {eps:.0e}: it moves dV by too "
+                            "little to show, but not dQ and dK)")
+        else:
+            messages.append("dV is right, so A is: look at D, dS = A * (dA - D) and the "
+                            "factor c")
     return "; ".join(messages)
+
+
+def _fitted_eps(got, ref, gradients: Callable) -> float:
+    """The eps of E / (E.sum() + eps) that gives dQ and dK ``got``, if one does
+    (``gradients(eps)`` the gradients with that eps), else 0. The gradients move
+    linearly with a small eps: one at 1e-12 gives the direction."""
+    moved = gradients(1e-12)
+    d = [m - r for m, r in zip(moved[:2], ref[:2])]
+    dd = sum(float(np.sum(x * x)) for x in d)
+    if not dd > 0 or not all(np.isfinite(g).all() for g in got):
+        return 0.0
+    eps = 1e-12 * sum(float(np.sum((g - r) * x)) for g, r, x in zip(got, ref, d)) / dd
+    if not 0 < eps < 1e-2:
+        return 0.0
+    fit = gradients(eps)
+    return eps if all(_same(g, f, 1e-7) for g, f in zip(got, fit)) else 0.0
 
 
 def _float16_valued(xs) -> bool:
@@ -667,6 +693,17 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
     return case
 
 
+def _all(*cases):
+    """One case made of several: the first that fails is its result."""
+    def case():
+        for one in cases:
+            ok, detail = one()
+            if not ok:
+                return ok, detail
+        return True, ""
+    return case
+
+
 def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
     """Q, K, V, dO whose sizes all differ (and differ from B = 2, H = 3)."""
     return (*_qkv(rng, T_q, T_k, d_k, d_v, batch), rng.standard_normal(batch + (T_q, d_v)))
@@ -680,7 +717,9 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
     Qb, Kb, Vb, dOb = _inputs(rng, batch=(2, 3))  # (B, H, T, d_k) and so on
     T_q, T_k = Q.shape[-2], K.shape[-2]
-    pad = padding_mask([4, 3], T_k)[:, None]  # (B, 1, 1, T_k): keys beyond a length hidden
+    # (B, 1, 1, T_k): keys beyond a length hidden, one length 0 (a broadcast mask whose
+    # batch item 1 sees no key: a guard that looks at the mask's own shape shows)
+    pad = padding_mask([4, 0], T_k)[:, None]
     empty = rng.random((2, 3, T_q, T_k)) < 0.6  # (B, H, T_q, T_k)
     empty[0, 1, 2] = empty[1, 2, 0] = empty[1, 0, 3] = False  # these queries see no key
     # Large scores, near 7000 (each key 1000 more in every entry, each query 3 more):
@@ -752,11 +791,13 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint)),
         _run("one (T_q, T_k) causal mask for every batch item and head",
              _case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint)),
-        _run("a (B, 1, 1, T_k) padding mask",
+        _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, dOb, pad, on_error=batch_hint)),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: (3, T_q = 2, d_k = 9), "
-             "T_k = 8, d_v = 4",
-             _case(fn, Qo, Ko, Vo, dOo, causal_mask(2, 8), on_error=leading_hint)),
+             "T_k = 8, d_v = 4; and B = 1, T_q = 1",
+             _all(_case(fn, Qo, Ko, Vo, dOo, causal_mask(2, 8), on_error=leading_hint),
+                  _case(fn, Qo[:1, 1:], Ko[:1], Vo[:1], dOo[:1, 1:], causal_mask(2, 8)[1:],
+                        on_error=leading_hint))),
         _run("a (B, H, T_q, T_k) mask where some queries see no key",
              _case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint)),
         _run("float32 inputs, causal mask, scores above 100 (float32 gradients)",
