@@ -570,3 +570,24 @@ def test_a_dot_g_by_the_method_is_counted_and_pairs_only_when_it_is_recomputed()
     assert work >= 256 * 256 and pairs == 256
     assert jacobian_checker._vjp_work(vjp, a, g, pairs=True)[1] == 1
     assert jacobian_checker._vjp_work(vjp_row_by_row, a, g, pairs=True)[1] == 0
+
+
+def test_the_work_count_gives_numpy_its_own_converters_back_even_when_the_attempt_raises():
+    own = {name: getattr(np, name) for name in jacobian_checker._CONVERTERS}
+
+    def raises_after_asarray(a, g):
+        np.asarray(a)
+        raise RuntimeError("not yet")
+
+    a = attention.softmax(np.random.default_rng(4).standard_normal(8))
+    with pytest.raises(RuntimeError):
+        jacobian_checker._vjp_work(raises_after_asarray, a, a.copy())
+    assert all(getattr(np, name) is f for name, f in own.items())
+
+
+def test_a_naive_einsum_counts_one_product_per_combination_of_its_indices():
+    a = attention.softmax(np.random.default_rng(5).standard_normal(256))
+    g = np.random.default_rng(6).standard_normal(256)
+    assert jacobian_checker._vjp_work(vjp_by_naive_einsum, a, g) >= 256 * 256
+    assert jacobian_checker._vjp_work(
+        lambda a, g: a * (g - np.einsum("i,i->", a, g)), a, g) < 8 * 256
