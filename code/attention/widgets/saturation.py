@@ -156,14 +156,14 @@ class SaturationExplorer(GridWidget):
     fallback_alt = ("Static figure at temperature 1 with 32 keys, against d_k: left, the mean "
                     "largest attention weight; right, the median and mean gradient reaching "
                     "the query on a log scale. Unscaled, the largest weight climbs toward 1 and "
-                    "the median gradient collapses while the mean does not; scaled, all stay "
-                    "flat.")
+                    "the median gradient rises, then collapses, while the mean does not; scaled, all "
+                    "stay flat.")
     fallback_caption = ("The saturation explorer as a static figure, at temperature 1 with 32 "
                         "keys, against <i>d</i><sub>k</sub>: the mean largest attention weight "
                         "(left) and the median and mean gradient reaching the query, on a log "
                         "scale (right). Unscaled, the largest weight climbs toward 1 and the "
-                        "median gradient collapses while the mean does not; scaled, all stay "
-                        "flat.")
+                        "median gradient rises, then collapses, while the mean does not; scaled, all "
+                        "stay flat.")
 
     def __init__(self, seed: int = SEED, n_queries: int = N_QUERIES, **kwargs):
         super().__init__(**kwargs)
