@@ -613,10 +613,23 @@ def normalises_with_eps_1e_12(Q, K, V, dO, mask=None):  # st5a b6
     return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
+def adds_a_float64_bias(Q, K, V, dO, mask=None):  # st5a b2: float32 -> float64
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = S + np.where(mask, 0.0, -np.inf)
+    m = S.max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
 OWN_MAXIMUM = "each row's own maximum, even when it is negative"
 
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (adds_a_float64_bias, "the mask made the gradients float64"),
     (squeezes_its_gradients, "dQ has shape (9,), expected (1, 1, 9)"),
     (zeroes_empty_rows_only_for_a_full_shape_mask, "got uniform weights over all keys"),
     (normalises_with_eps_1e_12, "(here eps is about 1e-12"),
@@ -724,7 +737,8 @@ EXCLUSIVE = {
     "maximum of the whole array": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
     "maximum of each head": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
     "has the wrong sign, but": {negates_dQ_only},
-    "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye},
+    "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye,
+                           adds_a_float64_bias},
     "float32 precision": {computes_in_float32, computes_in_float32_via_torch},
     "inverse of V": {dA_through_a_pseudo_inverse},
     "no matrix inverse": {dV_through_an_inverse},
@@ -816,7 +830,7 @@ def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
 
 
 def test_the_dtype_mistakes_fail_only_the_float32_case(capsys):
-    for fn in (float64_from_np_sqrt, jacobian_from_np_eye):
+    for fn in (float64_from_np_sqrt, jacobian_from_np_eye, adds_a_float64_bias):
         failures = _failures(fn, capsys)
         assert len(failures) == 1 and failures[0].startswith("✗ float32 inputs"), failures
 

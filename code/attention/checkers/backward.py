@@ -687,6 +687,20 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
                 detail += f" (relative errors dQ, dK, dV against central differences: {errs})"
             return False, detail
         wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes))) if float32 else ""
+        if wrong and mask is not None:
+            try:
+                unmasked = _call(fn, Q, K, V, dO, None)[1]
+            except Exception:
+                unmasked = dtypes
+            if all(d == Q.dtype for d in unmasked):
+                kinds = " and ".join(sorted({str(d) for d in dtypes if d != Q.dtype}))
+                wrong = (f"the mask made the gradients {kinds}: "
+                         + ", ".join(f"{n} of dtype {d}" for n, d in zip(NAMES, dtypes))
+                         + f" for {Q.dtype} inputs, which without the mask keep "
+                         f"{Q.dtype}. A fill or bias of another dtype promotes the "
+                         "scores: np.where(mask, 0.0, -np.inf) is a float64 array, "
+                         "np.finfo(np.float64).min a float64 number; "
+                         "np.where(mask, S, -np.inf) keeps S's dtype")
         if wrong:
             return False, wrong
         return True, ""
