@@ -212,6 +212,18 @@ def _numbered(match, numbers: dict, names: set[str]) -> str:
     return title.replace("%s", number).replace("{number}", number)
 
 
+# Text a page marks for the site only, or for the PDF only (page "How to change this book"):
+# a notebook is read on a screen, so it keeps the first without its fence and drops the
+# second. jupyterlab-myst knows no `container` directive and would show its fence raw.
+SCREEN_ONLY = re.compile(r"^:::\{container\} screen-only\n(.*?)^:::[ \t]*\n?", re.M | re.S)
+PRINT_ONLY = re.compile(r"^:::\{container\} print-only\n.*?^:::[ \t]*\n?\n?", re.M | re.S)
+
+
+def for_the_screen(source: str) -> str:
+    """``source`` as a screen shows it: screen-only text unwrapped, print-only text left out."""
+    return SCREEN_ONLY.sub(r"\1", PRINT_ONLY.sub("", source))
+
+
 def written_in(app, pagename: str, cell) -> None:
     """A Markdown cell with the page's glued values written in: its numbers as the page shows
     them, its glued figures as images with their numbers and captions, and references to
@@ -219,6 +231,7 @@ def written_in(app, pagename: str, cell) -> None:
     myst-nb."""
     from myst_nb.ext.glue.crossref import read_glue_cache
 
+    cell.source = for_the_screen(cell.source)
     if "{glue:" not in cell.source and "{numref}" not in cell.source:
         return
     numbers = getattr(app.env, "toc_fignumbers", {}).get(pagename, {}).get("figure", {})

@@ -14,6 +14,7 @@ import base64
 import contextlib
 import json
 import re
+import sys
 import urllib.request
 from urllib.parse import urljoin
 
@@ -23,6 +24,9 @@ from bs4 import BeautifulSoup
 
 from tests import harness
 from tools import notebooks
+
+sys.path.insert(0, str(notebooks.ROOT / "_ext"))
+import book_downloads  # noqa: E402
 
 SOURCES = notebooks.toc_pages()
 IDS = [notebooks.page_id(s) for s in SOURCES]
@@ -78,11 +82,12 @@ def test_download_menu_serves_the_page_as_the_notebook_make_lab_opens(built_html
     downloaded.cells = cells
     assert notebooks.code_sources(downloaded) == notebooks.code_sources(lab), (
         f"the downloaded {source.stem}.ipynb and the notebook jupytext makes of {source.name} differ in code")
-    # Markdown cells: jupytext's, with the glued values written in (the next test checks them).
+    # Markdown cells: jupytext's as a screen shows them (screen-only text unfenced, print-only
+    # text left out), with the glued values written in (the next test checks them).
     assert [c.cell_type for c in downloaded.cells] == [c.cell_type for c in lab.cells]
     for mine, theirs in zip(downloaded.cells, lab.cells):
         if "{glue:" not in theirs.source and "{numref}" not in theirs.source:
-            assert mine.source == theirs.source
+            assert mine.source == book_downloads.for_the_screen(theirs.source)
     assert all(not c.get("outputs") for c in downloaded.cells if c.cell_type == "code"), "outputs in a download"
 
 
@@ -181,11 +186,20 @@ def test_a_downloaded_notebook_has_the_pages_glued_numbers_and_figures_written_i
             for name in re.findall(r"^:name:\s*(\S+)", figure.group(3), re.M)}
     values = figures = 0
     for mine, theirs in zip(downloaded, lab):
-        if theirs.cell_type != "markdown" or ("{glue:" not in theirs.source
-                                              and not set(NUMREF.findall(theirs.source)) & set(refs)):
+        if theirs.cell_type != "markdown":
+            continue
+        # A notebook is read on a screen: screen-only text without its fence, no print-only text
+        # (jupyterlab-myst knows no `container` directive)
+        assert ":::{container}" not in mine.source, f"{path.name}: a container fence left"
+        for kept in re.findall(r"^:::\{container\} screen-only\n(.*?)^:::", theirs.source, re.M | re.S):
+            assert kept.split("\n")[0][:40] in mine.source or "{glue:" in kept.split("\n")[0]
+        for dropped in re.findall(r"^:::\{container\} print-only\n(.*?)^:::", theirs.source, re.M | re.S):
+            assert dropped.strip()[:40] not in mine.source, f"{path.name}: print-only text in a notebook"
+        screen = book_downloads.for_the_screen(theirs.source)
+        if "{glue:" not in screen and not set(NUMREF.findall(screen)) & set(refs):
             continue
         assert "{glue:" not in mine.source, f"{path.name}: a glue role left: {mine.source[:200]}"
-        match = re.fullmatch(written_in_pattern(theirs.source, refs), mine.source, re.S)
+        match = re.fullmatch(written_in_pattern(screen, refs), mine.source, re.S)
         assert match, f"{path.name}: a cell differs from jupytext's beyond its glued values:\n{mine.source[:300]}"
         images = [base64.b64decode(v) for v in match.groups() if len(v) > 200 and re.fullmatch(r"[A-Za-z0-9+/=]+", v)]
         assert len(images) == len(GLUE_FIGURE.findall(theirs.source))
