@@ -112,6 +112,17 @@ def _report(results: list[tuple[str, bool, str]], verbose: bool) -> bool:
     return all(ok for _, ok, _ in results)
 
 
+def _all(*cases):
+    """One case made of several: the first that fails is its result."""
+    def case():
+        for one in cases:
+            ok, detail = one()
+            if not ok:
+                return ok, detail
+        return True, ""
+    return case
+
+
 def _run(name: str, case: Callable[[], tuple[bool, str]]) -> tuple[str, bool, str]:
     try:
         ok, detail = case()

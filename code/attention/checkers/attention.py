@@ -41,7 +41,7 @@ from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected,
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
-                      _keepdims_hint, _matching, _qkv, _report, _results, _run)
+                      _all, _keepdims_hint, _matching, _qkv, _report, _results, _run)
 
 
 
@@ -558,17 +558,6 @@ def _sums_to_one(A, A_ref) -> bool:
         return True
     seen = A_ref.sum(axis=-1) > 0.5
     return bool(np.all(np.abs(A.sum(axis=-1)[seen] - 1.0) <= ROW_SUM_TOL))
-
-
-def _all(*cases):
-    """One case made of several: the first that fails is its result."""
-    def case():
-        for one in cases:
-            ok, detail = one()
-            if not ok:
-                return ok, detail
-        return True, ""
-    return case
 
 
 def _dtype_case(fn, Q, K, V, mask=None, value_case=None):

@@ -49,7 +49,7 @@ from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, ChangedInPlace, _dtype_rejection,
-                      _float32_valued, _named, _qkv, _report, _results, _run)
+                      _all, _float32_valued, _named, _qkv, _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
@@ -703,17 +703,6 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
                          "np.where(mask, S, -np.inf) keeps S's dtype")
         if wrong:
             return False, wrong
-        return True, ""
-    return case
-
-
-def _all(*cases):
-    """One case made of several: the first that fails is its result."""
-    def case():
-        for one in cases:
-            ok, detail = one()
-            if not ok:
-                return ok, detail
         return True, ""
     return case
 
