@@ -36,20 +36,10 @@ DOWNLOADS = "downloads"  # folder of the built site
 PAGES_BRANCH = "gh-pages"  # where .github/workflows/pages.yml publishes _build/html
 BINDER = "https://mybinder.org"
 COLAB = "https://colab.research.google.com"
-# The book's requirements.txt names PyTorch's own index of CPU-only wheels (on Linux PyPI's
-# torch wheel is the CUDA build, with several GB of NVIDIA libraries), and the archive's
-# requirements.txt copies its index lines (see _index_options): pip then takes torch==X+cpu on
-# Linux, which satisfies the pin torch==X and sorts above it (PEP 440 local versions). On
-# macOS and Windows either index's wheel is a CPU build.
-INDEX_OPTION = re.compile(r"(?:--index-url|--extra-index-url|-i)[\s=]\S")
-
-# What a reader's environment needs to run every notebook (the pages' and the package's
-# imports, JupyterLab and the kernel); their dependencies are added with the versions of
-# requirements.txt (see _reader_requirements).
-# jupyterlab-myst renders the Markdown cells' MyST in JupyterLab (math, figures, exercises,
-# solutions, references within the notebook); stock JupyterLab shows it raw.
-READER_PACKAGES = ("jupyterlab", "jupyterlab-myst", "ipykernel", "ipywidgets", "anywidget",
-                   "myst-nb", "numpy", "matplotlib", "torch", "threadpoolctl")
+# The archive's requirements.txt, committed and reviewable: every package the notebooks
+# and JupyterLab need, pinned, with PyTorch's CPU index (tests/site/test_archive.py checks
+# it against the book's requirements.txt).
+ARCHIVE_REQUIREMENTS = Path("site", "archive", "requirements.txt")
 # Installed on Colab, which has numpy, matplotlib, torch and ipywidgets already.
 COLAB_PACKAGES = ("anywidget", "myst-nb", "threadpoolctl")
 
@@ -324,52 +314,11 @@ def _pins(srcdir: Path) -> dict[str, str]:
     return pins
 
 
-def _index_options(srcdir: Path) -> list[str]:
-    """The index lines of the book's requirements.txt (PyTorch's CPU index), as written."""
-    requirements = srcdir / "requirements.txt"
-    if not requirements.exists():
-        return []
-    lines = [line.split("#", 1)[0].strip() for line in requirements.read_text().splitlines()]
-    return [line for line in lines if INDEX_OPTION.match(line)]
-
-
 def _pinned(app, names) -> list[str]:
     from packaging.utils import canonicalize_name
 
     pins = _pins(Path(app.srcdir))
     return [pins.get(canonicalize_name(n), n) for n in names]
-
-
-def reader_requirements(srcdir: Path) -> list[str]:
-    """READER_PACKAGES and everything they depend on (on this platform), each pinned.
-
-    Versions come from requirements.txt; a dependency it does not list (setuptools, which
-    torch asks for) gets the version installed in the build's environment.
-    """
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    pins = _pins(srcdir)
-    seen: set[str] = set()
-    todo = [canonicalize_name(n) for n in READER_PACKAGES]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        for spec in metadata.distribution(name).requires or []:
-            requirement = Requirement(spec)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                todo.append(canonicalize_name(requirement.name))
-    lines = []
-    for name in sorted(seen):
-        if name in pins:
-            lines.append(pins[name])
-        else:
-            lines.append(f"{metadata.distribution(name).metadata['Name']}=={metadata.version(name)}")
-    return [re.sub(r"\+cpu$", "", line) for line in lines]
 
 
 def _zip_time() -> tuple:
@@ -408,12 +357,7 @@ def archive_members(app) -> dict[str, bytes]:
         if (path.is_file() and "__pycache__" not in rel.parts and not rel.parts[0].endswith(".egg-info")
                 and path.suffix not in {".pyc"}):
             files[f"code/{rel.as_posix()}"] = path.read_bytes()
-    requirements = ["# Every package the notebooks need, pinned (generated from the book's",
-                    "# requirements.txt), and the helper package from code/ (editable).",
-                    "# PyTorch's CPU build: on Linux, PyPI's torch is the CUDA build (several GB).",
-                    *_index_options(srcdir),
-                    *reader_requirements(srcdir), "-e ./code"]
-    files["requirements.txt"] = ("\n".join(requirements) + "\n").encode()
+    files["requirements.txt"] = (srcdir / ARCHIVE_REQUIREMENTS).read_bytes()
     files["README.md"] = ARCHIVE_README.encode()
     return files
 

@@ -38,6 +38,7 @@ ARCHIVE = Path("downloads", "attention-chapter.zip")
 FOLDER = "attention-chapter"
 NOTEBOOKS = [s for s in notebooks.toc_pages() if notebooks.is_notebook(s)]
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+ARCHIVE_REQUIREMENTS = ROOT / "site" / "archive" / "requirements.txt"
 
 
 @pytest.fixture(scope="module")
@@ -66,26 +67,8 @@ def test_archive_holds_every_notebook_the_package_and_pinned_requirements(archiv
     assert f"{FOLDER}/code/pyproject.toml" in names and f"{FOLDER}/code/attention/__init__.py" in names
     assert any(n.endswith("widgets/static/common.js") for n in names), "the widgets' modules are missing"
     assert not [n for n in names if "__pycache__" in n or ".egg-info" in n]
-    requirements = archive.read(f"{FOLDER}/requirements.txt").decode().splitlines()
-    lines = [line for line in requirements if line and not line.startswith("#")]
-    assert "-e ./code" in lines
-    # PyTorch's CPU index, the book's requirements.txt's line: on Linux PyPI's torch==X is the
-    # CUDA build (several GB), the index's torch==X+cpu satisfies the pin.
-    assert f"--extra-index-url {TORCH_CPU_INDEX}" in lines, "the archive does not ask for torch's CPU build"
-    book_index = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if "index-url" in line]
-    assert [line for line in lines if "index-url" in line] == book_index
-    lines = [line for line in lines if line != f"--extra-index-url {TORCH_CPU_INDEX}"]
-    unpinned = [line for line in lines if line != "-e ./code" and not re.fullmatch(r"[A-Za-z0-9_.\-]+==[\w.]+", line)]
-    assert not unpinned, f"unpinned requirements: {unpinned}"
-    named = {line.split("==")[0].lower().replace("_", "-") for line in lines if "==" in line}
-    assert {"torch", "numpy", "matplotlib", "anywidget", "jupyterlab", "myst-nb", "ipykernel"} <= named
-    # The versions the book was built and tested with: every package requirements.txt pins.
-    book = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
-            for line in (ROOT / "requirements.txt").read_text().splitlines()
-            if "==" in line and not line.startswith("#")}
-    differ = [line for line in lines if "==" in line
-              and book.get(line.split("==")[0].lower().replace("_", "-"), line.split("==")[1]) != line.split("==")[1]]
-    assert not differ, f"the archive pins other versions than requirements.txt: {differ}"
+    # The committed, reviewed file (test_archive_requirements_are_...), as it is.
+    assert archive.read(f"{FOLDER}/requirements.txt") == ARCHIVE_REQUIREMENTS.read_bytes()
     commands = readme_commands(archive.read(f"{FOLDER}/README.md").decode())
     assert len(commands) == 2, commands
     assert "jupyter lab" in commands[1]
@@ -93,6 +76,68 @@ def test_archive_holds_every_notebook_the_package_and_pinned_requirements(archiv
     for source in NOTEBOOKS:
         for figure in re.findall(r"\.\./figures/([\w.-]+\.svg)", source.read_text()):
             assert f"{FOLDER}/figures/{figure}" in names, f"{figure} (shown by {source.name}) is missing"
+
+
+def _requirement_lines(path: Path) -> list[tuple[str, str]]:
+    """(line without its comment, its comment) of every line of a requirements file."""
+    out = []
+    for line in path.read_text().splitlines():
+        text, _, comment = line.partition("#")
+        if text.strip():
+            out.append((text.strip(), comment.strip()))
+    return out
+
+
+def _closure(names: set[str]) -> set[str]:
+    """``names`` and every package they depend on (installed here, no extras), canonical."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo = [canonicalize_name(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            for spec in metadata.distribution(name).requires or []:
+                requirement = Requirement(spec)
+                if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                    todo.append(canonicalize_name(requirement.name))
+    return seen
+
+
+def test_archive_requirements_are_the_books_pins_and_all_that_the_notebooks_need():
+    """site/archive/requirements.txt cannot drift from requirements.txt: the same index
+    lines, each package at requirements.txt's version (one it does not list, at the
+    version this environment, installed from it, has), and exactly the packages marked
+    `direct` and their dependencies, then the helper package."""
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    book = _requirement_lines(ROOT / "requirements.txt")
+    ours = _requirement_lines(ARCHIVE_REQUIREMENTS)
+    assert [t for t, _ in ours if t.startswith("-")] == [t for t, _ in book if t.startswith("-")] + ["-e ./code"]
+    assert ours[-1][0] == "-e ./code"
+    assert f"--extra-index-url {TORCH_CPU_INDEX}" in [t for t, _ in ours], "not torch's CPU build"
+    book_pins = {canonicalize_name(t.split("==")[0]): t for t, _ in book if "==" in t}
+    pins = {canonicalize_name(t.split("==")[0]): t for t, _ in ours if not t.startswith("-")}
+    assert len(pins) == len([t for t, _ in ours if not t.startswith("-")]), "a package pinned twice"
+    assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+==[\w.]+", t) for t in pins.values()), pins
+    direct = {canonicalize_name(t.split("==")[0]) for t, c in ours if c == "direct"}
+    assert {"jupyterlab", "jupyterlab-myst", "ipykernel", "torch", "numpy"} <= direct
+    wanted = {}
+    for name in sorted(_closure(direct)):
+        installed = metadata.distribution(name)
+        version = installed.version.removesuffix("+cpu")
+        wanted[name] = book_pins.get(name, f"{installed.metadata['Name']}=={version}")
+    expected = "\n".join(wanted[n] + ("  # direct" if n in direct else "") for n in sorted(wanted))
+    assert pins == wanted, (
+        f"site/archive/requirements.txt disagrees with requirements.txt; its pins "
+        f"should be:\n{expected}")
+    assert list(pins) == sorted(pins), "pins in order of their names"
 
 
 def test_archive_readme_says_the_notebooks_have_no_outputs_and_debian_needs_python3_venv(archive):
