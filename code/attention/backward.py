@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validate import as_float_array, check_mask, check_positive, sum_to_shape
-from .forward import check_qkv, scaled_dot_product_attention, score_scale
+from .forward import _attend, check_qkv, score_scale
 
 
 def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=None, A=None):
@@ -38,7 +38,9 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     (what autograd does with the tensors it saved); without them they are recomputed,
     which costs one more forward pass.
     """
-    Q, K, V, dO, O, A, c, _ = check_backward_inputs(Q, K, V, dO, mask, temperature, O, A)
+    Q, K, V, dO, mask, O, A, c, _ = check_backward_inputs(Q, K, V, dO, mask, temperature, O, A)
+    if O is None:  # the forward pass, once more: the plain version's kernel
+        O, A = _attend(Q, K, V, mask, c)
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
     Q_, K_, V_, dO, O, A = (x.astype(work, copy=False) for x in (Q, K, V, dO, O, A))
@@ -55,13 +57,14 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     return _gradients_in(dtype, (("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)))
 
 
-def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A, *,
-                          forward=scaled_dot_product_attention):
-    """Validated (Q, K, V, dO, O, A, c, batch) for a backward pass.
+def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A):
+    """Validated (Q, K, V, dO, mask, O, A, c, batch) for a backward pass; computes nothing.
 
-    O and A are the forward pass's results: both given (checked against the shapes they
-    must have) or neither (then ``forward(Q, K, V, mask=mask, temperature=temperature)``
-    computes them). ``batch`` is the broadcast shape of the leading dimensions.
+    Q, K, V as :func:`attention.forward.check_qkv` returns them; ``mask`` (or None)
+    checked and broadcast to the scores' shape (..., T_q, T_k); ``c`` the score scale;
+    ``batch`` the broadcast shape of the leading dimensions. O and A are the forward
+    pass's results: both given (checked against the shapes they must have) or both None
+    (returned as None: the caller computes them). dO must have O's shape.
     """
     Q, K, V = check_qkv(Q, K, V)
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
@@ -69,20 +72,18 @@ def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A, *,
     o_shape, a_shape = batch + (T_q, d_v), batch + (T_q, T_k)
     if (O is None) != (A is None):
         raise TypeError("pass both O and A (the forward pass's output and weights) or neither")
-    if O is None:
-        O, A = forward(Q, K, V, mask=mask, temperature=temperature)
-    else:
+    if O is not None:
         O, A = as_float_array(O, "O"), as_float_array(A, "A")
         for name, x, shape in (("O", O, o_shape), ("A", A, a_shape)):
             if x.shape != shape:
                 raise ValueError(f"{name} must have shape {shape} (from the forward pass), got {x.shape}")
-        if mask is not None:
-            check_mask(mask, a_shape)
+    if mask is not None:
+        mask = np.broadcast_to(check_mask(mask, a_shape), a_shape)
     c = score_scale(Q.shape[-1], temperature)  # also validates the temperature
     dO = as_float_array(dO, "dO")
     if dO.shape != o_shape:
         raise ValueError(f"dO must have the output's shape {o_shape}, got {dO.shape}")
-    return Q, K, V, dO, O, A, c, batch
+    return Q, K, V, dO, mask, O, A, c, batch
 
 
 def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperature: float = 1.0,

@@ -45,10 +45,17 @@ def blocked_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
     if not isinstance(need_weights, (bool, np.bool_)):
         raise TypeError(f"need_weights must be True or False, got {need_weights!r}")
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    T_q, d_k = Q.shape[-2:]
-    T_k, d_v = V.shape[-2:]
+    T_q, T_k = Q.shape[-2], K.shape[-2]
     if mask is not None:
         mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
+    return _blocked_forward(Q, K, V, mask, batch, score_scale(Q.shape[-1], temperature),
+                            need_weights)
+
+
+def _blocked_forward(Q, K, V, mask, batch, c, need_weights=True):
+    """(O, A) of :func:`blocked_attention` for validated operands (``mask`` broadcast to
+    batch + (T_q, T_k) or None, ``c`` the score scale); A is None unless ``need_weights``."""
+    T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
     N = math.prod(batch)
@@ -57,7 +64,7 @@ def blocked_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
     O = new((N, T_q, d_v), dtype=work)
     A = new((N, T_q, T_k), dtype=work) if need_weights else None
     if filled:
-        _attention_blocks(Q, K, V, mask, batch, score_scale(d_k, temperature), O, A)
+        _attention_blocks(Q, K, V, mask, batch, c, O, A)
     O = O.reshape(batch + (T_q, d_v)).astype(dtype, copy=False)
     if A is not None:
         A = A.reshape(batch + (T_q, T_k)).astype(dtype, copy=False)
@@ -161,11 +168,13 @@ def blocked_attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0,
 
     Same arguments, shapes and dtype rules. Pass the forward pass's ``O`` and ``A`` (from
     :func:`blocked_attention` or the plain version) to reuse them, as autograd reuses
-    what it saved; without them they are recomputed by :func:`blocked_attention`.
+    what it saved; without them they are recomputed as :func:`blocked_attention` computes them.
     Each block's dA = dO V^T is turned into dS in place and used while still in cache.
     """
-    Q, K, V, dO, O, A, c, batch = check_backward_inputs(
-        Q, K, V, dO, mask, temperature, O, A, forward=blocked_attention)
+    Q, K, V, dO, mask, O, A, c, batch = check_backward_inputs(
+        Q, K, V, dO, mask, temperature, O, A)
+    if O is None:  # the forward pass, once more: this module's kernel
+        O, A = _blocked_forward(Q, K, V, mask, batch, c)
     dtype = Q.dtype  # the gradients have the inputs' dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
     N = math.prod(batch)
