@@ -457,8 +457,46 @@ def epsilon_1e_8_in_the_row_sums(Q, K, V, tau):
     return A @ V, A
 
 
+# Found by the student round st5b.
+def shift_clamped_at_zero(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - np.maximum(S.max(axis=-1, keepdims=True), 0))  # "only if positive"
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def shift_only_when_the_scores_could_overflow(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True) if S.max() > 700 else S)
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def log_sum_exp_added_to_the_maximum(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    m = S.max(axis=-1, keepdims=True)
+    L = m + np.log(np.exp(S - m).sum(axis=-1, keepdims=True))  # rounds to m's precision
+    A = np.exp(S - L)
+    return A @ V, A
+
+
+def at_least_float32(Q, K, V, tau):
+    dtype = np.result_type(Q.dtype, np.float32)  # float16 in, float32 out
+    return right(*(x.astype(dtype) for x in (Q, K, V)), tau)
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (shift_clamped_at_zero, "the shift must be each row's own maximum, also when every "
+     "score is negative"),
+    (shift_only_when_the_scores_could_overflow, "the shift must be each row's own maximum, "
+     "also when every score is negative"),
+    (log_sum_exp_added_to_the_maximum, "some rows sum to 0.99997, not 1, though each row is "
+     "the softmax times one number: a log-sum-exp added to a large row maximum"),
+    (at_least_float32, "float16 scores gave float32 weights: O and A are float32 for "
+     "float16 inputs"),
     (floor_on_the_shifted_scores, "was there a floor on the shifted scores (np.clip(S, -20, 0)"),
     (tau_rounded_to_float32, "tau was rounded to float32 (0.3 is 0.3000000119"),
     (factor_in_float32, "the factor 1/(tau sqrt(d_k)) was rounded to float32"),
@@ -561,6 +599,10 @@ EXCLUSIVE = {
                                  uniform_above_1e6, uniform_above_1e8},
     "an epsilon added to the row sums": {epsilon_in_the_row_sums,
                                          epsilon_1e_8_in_the_row_sums},
+    "also when every score is negative": {shift_clamped_at_zero,
+                                          shift_only_when_the_scores_could_overflow},
+    "a log-sum-exp added to a large row maximum": {log_sum_exp_added_to_the_maximum},
+    "float16 scores gave float32 weights": {at_least_float32, computed_in_float32},
 }
 
 
@@ -765,3 +807,47 @@ def test_float16_work_on_float32_inputs_is_told_its_precision(capsys):
     f32 = [line for line in failed if "float32 inputs give float32" in line]
     assert f32 and "your array is float16, which keeps only about 3 digits" in f32[0]
     assert not any("not A V" in line or "rows sum to" in line for line in failed)
+
+
+def test_the_negative_row_underflows_without_its_own_shift_and_not_with_it():
+    # st5b: a shift by max(row maximum, 0), or one made only above 700, passed every
+    # case: no row had every score far below 0.
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    q = t._scaled_scores_row(K, t.NEGATIVE, t.COLD)
+    S = _scores(q, K, t.COLD)
+    assert np.allclose(S, [t.NEGATIVE], rtol=0, atol=1e-9) and S.max() < -800
+    assert not np.exp(S).any()  # every exponential underflows: 0/0 without the shift
+    A = right(q, K, V, t.COLD)[1]
+    assert np.isfinite(A).all() and A[0].max() == pytest.approx(1 / (1 + np.exp(-1.0)
+                                                                     + np.exp(-2.5)
+                                                                     + np.exp(-5.0)))
+
+
+@pytest.mark.parametrize("attempt", [right, right_in_torch, right_with_einsum,
+                                     right_with_tau_on_q_only, right_with_log_sum_exp,
+                                     right_by_torch_sdpa])
+def test_a_right_attempt_keeps_float16(attempt):
+    Q, K, V = (np.ones(s, np.float16) for s in ((2, 3), (4, 3), (4, 5)))
+    O, A = attempt(Q, K, V, 0.7)
+    assert O.dtype == A.dtype == np.float16
+
+
+def test_float32_work_cast_back_to_float16_passes():
+    # computing in float32 is fine as long as the results keep the inputs' dtype
+    def via_float32(Q, K, V, tau):
+        work = np.float32 if Q.dtype == np.float16 else Q.dtype
+        O, A = right(*(x.astype(work) for x in (Q, K, V)), tau)
+        return O.astype(Q.dtype), A.astype(Q.dtype)
+
+    assert checkers.check_attention_with_temperature(via_float32, verbose=False)
+
+
+def test_a_wrong_row_sum_is_printed_with_the_digits_that_tell_it_from_1(capsys):
+    # st5b: the sums of a log-sum-exp added to the maximum printed as "[1.]", "not 1"
+    checkers.check_attention_with_temperature(log_sum_exp_added_to_the_maximum)
+    report = capsys.readouterr().out
+    assert "[1.]" not in report and "sum to 1.," not in report
+    assert "some rows sum to 0.99997, not 1" in report

@@ -17,11 +17,14 @@ differ from 1/T_k by about 3e-8, and at 1e8 and 1e10 on scores of about 1e4 (ent
 size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
 from about tau = 1e11 on are right to the tolerance there); values of size 1000 at other
 sizes, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
-and, cold, on two queries of one direction, one far shorter, whose scores lie far apart.
+and, cold, on two queries of one direction, one far shorter, whose scores lie far apart,
+and on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
+or one made only when the scores are large, gives 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
 in float32 or float16 fails (and is told so, whether it returns that dtype or casts its
 results back to float64); float32 inputs give float32 results, with tau a Python float
-and a NumPy float64 scalar alike. When an attempt fails, the checker compares it with the
+and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
+computing in float32 and casting back is right, float32 results are not). When an attempt fails, the checker compares it with the
 usual mistakes and names the one it matches (told apart, when hot, by how far their
 weights lie from uniform). The cases' titles say what is run, not what comes out: the
 exercise asks what the limits give.
@@ -38,7 +41,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _clipped_scores, _close,
+from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _all, _clipped_scores, _close,
                       _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
                       _qkv, _report, _results, _run, _softmax)
 
@@ -76,6 +79,19 @@ BIG, BIG_TAUS = 30.0, (1e8, 1e10)
 #: The values of the case at other sizes are of size 1000, so that an output off by a
 #: relative 1e-9 (an epsilon of 1e-9 in the row sums) shows.
 V_SIZE = 1e3
+
+#: The scaled scores (Q K^T / (tau sqrt(d_k))) of a query whose every score is far below
+#: 0: without the shift by its own maximum exp() underflows to 0 on every key (below about
+#: -745 in float64), and 0/0 is NaN.
+NEGATIVE = (-1000.0, -1001.0, -1002.5, -1005.0)
+
+
+def _scaled_scores_row(K, scaled, tau):
+    """A query (1, d_k) whose scores against the keys K (T_k <= d_k of them), divided by
+    tau sqrt(d_k), are ``scaled`` (the least-norm solution of K q = scores)."""
+    target = np.asarray(scaled) * tau * np.sqrt(K.shape[-1])
+    return np.linalg.lstsq(K, target, rcond=None)[0][None, :]
+
 
 def _apart(x: float, y: float) -> int:
     """The fewest significant digits (3 at least) that print x and y differently."""
@@ -231,6 +247,8 @@ def _floored(A, want) -> str:
         if not np.all(np.where(floor, want <= low * (1 + 1e-9), True)):
             return ""
         ratio = np.where(floor, np.nan, A / want)
+        if np.isnan(ratio).all(axis=-1).any():  # a row all at the floor: no ratio left
+            return ""
         spread = np.nanmax(ratio, axis=-1) / np.nanmin(ratio, axis=-1)
         if not np.all(np.isfinite(spread) & (np.abs(spread - 1) < 1e-6)):
             return ""
@@ -336,8 +354,18 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     return False, detail
 
 
+def _sums_text(A) -> str:
+    """The first row sums of A that are not 1, each printed with the digits that tell it
+    from 1 (so that a sum off by 1e-5 does not print as 1.)."""
+    sums = A.sum(axis=-1).ravel()
+    off = [float(x) for x in sums if not np.isclose(x, 1.0, rtol=0.0, atol=1e-6)][:3]
+    text = ", ".join(f"{x:.{_apart(x, 1.0)}g}" for x in off)
+    return text + (", ..." if len(off) < np.count_nonzero(
+        ~np.isclose(sums, 1.0, rtol=0.0, atol=1e-6)) else "")
+
+
 def _why_rows_do_not_sum_to_one(A, want, tau) -> str:
-    sums = np.round(A.sum(axis=-1).ravel()[:3], 4)
+    sums = _sums_text(A)
     for axis in range(A.ndim - 1):
         if np.allclose(A.sum(axis=axis), 1.0, atol=1e-6):
             if axis == A.ndim - 2:
@@ -355,9 +383,19 @@ def _why_rows_do_not_sum_to_one(A, want, tau) -> str:
                     "weights themselves")
     if np.all(A >= 0) and np.all(A.sum(axis=-1) > 0):
         if np.allclose(A / A.sum(axis=-1, keepdims=True), want, atol=1e-7):
-            return (f"the rows sum to {sums}..., not 1: divide the exponentials by their row "
-                    "sums, A = E / E.sum(axis=-1, keepdims=True)")
-    return f"the rows sum to {sums}..., not 1: each query's weights must sum to 1"
+            # (unnormalised exponentials exp(S - max) have a largest entry of exactly 1)
+            if np.allclose(A.sum(axis=-1), 1.0, rtol=0.0, atol=1e-3) and \
+                    not np.all(A.max(axis=-1) == 1.0):
+                return (f"some rows sum to {sums}, not 1, though each row is the softmax "
+                        "times one number: a log-sum-exp added to a large row maximum "
+                        "before it is subtracted? exp(S - (m + log(sum exp(S - m)))) "
+                        "rounds m + log(...) to the precision of m (about 1e-4 when the "
+                        "scores are near 1e12); subtract m first, "
+                        "exp((S - m) - log(sum exp(S - m))), or divide the exponentials "
+                        "by their row sums")
+            return (f"some rows sum to {sums}, not 1: divide the exponentials by their "
+                    "row sums, A = E / E.sum(axis=-1, keepdims=True)")
+    return f"some rows sum to {sums}, not 1: each query's weights must sum to 1"
 
 
 def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> tuple[bool, str]:
@@ -434,6 +472,38 @@ def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
     return ok, detail
 
 
+#: How far the results for float32 and for float16 inputs may lie from the float64
+#: reference of the same inputs (right attempts in float16 are off by under 1e-3 there).
+_LOW_ATOL = {"float32": 1e-5, "float16": 5e-3}
+
+
+def _float16_case(fn, Q, K, V, tau) -> tuple[bool, str]:
+    """float16 in, float16 out, to float16's precision (computing in float32 and casting
+    the results back is right too)."""
+    pair, error = _attempt(fn, Q, K, V, tau)
+    if pair is None:
+        return False, error
+    want_O, want_A = scaled_dot_product_attention(*(x.astype(np.float64) for x in (Q, K, V)),
+                                                  temperature=tau)
+    dtypes = {n: getattr(x, "dtype", None) for n, x in zip("OA", pair)}
+    for name, got, want in (("A", pair[1], want_A), ("O", pair[0], want_O)):
+        ok, detail = _close(got, want, f"{name} for float16 inputs",
+                            atol=_LOW_ATOL["float16"])
+        if not ok:
+            return ok, detail
+    wrong = {n: d for n, d in dtypes.items() if d != np.float16}
+    if wrong and all(d == np.float32 for d in wrong.values()):
+        which = " and ".join(wrong)
+        return False, (f"float16 scores gave float32 weights: {which} "
+                       f"{'is' if len(wrong) == 1 else 'are'} float32 for float16 inputs "
+                       "(computed in float32, as np.result_type(Q.dtype, np.float32) or "
+                       "a float32 constant makes it?); the results keep the inputs' "
+                       "dtype: computing in float32 is fine, but cast the results back "
+                       "with .astype(Q.dtype)")
+    wrong = _dtype_rejection(np.float16, dtypes)
+    return not wrong, wrong
+
+
 def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
     pair, error = _attempt(fn, Q, K, V, tau)
     if pair is None:
@@ -442,7 +512,8 @@ def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
                                                   temperature=tau)
     dtypes = {n: getattr(x, "dtype", None) for n, x in zip("OA", pair)}
     for name, got, want in (("A", pair[1], want_A), ("O", pair[0], want_O)):
-        ok, detail = _close(got, want, f"{name} for float32 inputs", atol=1e-5)
+        ok, detail = _close(got, want, f"{name} for float32 inputs",
+                            atol=_LOW_ATOL["float32"])
         if not ok:
             d = dtypes[name]
             if d is not None and np.dtype(d).kind == "f" and np.dtype(d).itemsize < 4 and \
@@ -515,10 +586,25 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 "(S.max() without axis=-1) leaves a row whose scores all lie far below it with "
                 "every exponential underflowed to 0, and 0/0 is NaN; subtract "
                 "S.max(axis=-1, keepdims=True)")
-    results.append(_run(f"two queries of one direction, one far shorter, tau = {COLD:g}",
-                        lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
-                                      what="with rows far apart", hint=far_hint,
-                                      shortcuts=ordinary_ok)))
+    # Cold, with every score of a row far below 0 (from -1000 to -1005 once divided by
+    # tau sqrt(d_k)): a shift by max(row maximum, 0), or one made only when the scores are
+    # large (above about 700, where exp() overflows), leaves that row's exponentials all
+    # underflowed to 0, and 0/0 is NaN.
+    Q_neg = _scaled_scores_row(K, NEGATIVE, COLD)
+    O_neg, A_neg = scaled_dot_product_attention(Q_neg, K, V, temperature=COLD)
+    neg_hint = (": the shift must be each row's own maximum, also when every score is "
+                "negative: here every scaled score lies below -1000, so exp() of a score "
+                "not shifted (a shift by max(S.max(axis=-1, keepdims=True), 0), or one made "
+                "only when the scores are large) underflows to 0 on every key, and 0/0 is "
+                "NaN; always subtract S.max(axis=-1, keepdims=True)")
+    results.append(_run(f"two queries of one direction, one far shorter, and a query whose "
+                        f"every score is negative, tau = {COLD:g}",
+                        _all(lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
+                                           what="with rows far apart", hint=far_hint,
+                                           shortcuts=ordinary_ok),
+                             lambda: _case(fn, Q_neg, K, V, COLD, want_A=A_neg, want_O=O_neg,
+                                           what="with every score below -1000",
+                                           hint=neg_hint, shortcuts=ordinary_ok))))
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
@@ -676,8 +762,13 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     # float32 inputs: float32 results, to float32 precision.
     Q32, K32, V32 = (x.astype(np.float32) for x in _qkv(rng, T_q=4, T_k=6, d_k=3, d_v=5))
-    results.append(_run("float32 inputs give float32 results (tau = 1.5)",
-                        lambda: _float32_case(fn, Q32, K32, V32, 1.5)))
+    # and float16 inputs: float16 results, to float16 precision (inputs of their own).
+    Q16, K16, V16 = (x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
+                                                        T_q=3, T_k=5, d_k=6, d_v=4))
+    results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
+                        "(tau = 1.5, 0.7)",
+                        _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
+                             lambda: _float16_case(fn, Q16, K16, V16, 0.7))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
