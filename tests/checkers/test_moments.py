@@ -132,14 +132,24 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
      "the kurtosis was clipped (above 6 it becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
-     "(kurtosis 9 as 6): the kurtosis was clipped"),
+     "(kurtosis 9 as 6, 25 as 6, 400 as 6): the kurtosis was clipped"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
      "the kurtosis was rounded (to a whole number)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
      "cut to a whole number"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
         1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
-     "(kurtosis 2.37 as 3, 9 as 3): was a value looked up per kurtosis"),
+     "(kurtosis 2.3456789 as 3, 2.37 as 3, 9 as 3, 25 as 3, 400 as 3): was a value looked "
+     "up per kurtosis"),
+    # found by the student round st5b: right at every kurtosis of two decimals, or up to 9
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 2))),
+     "(kurtosis 2.3456789 as 2.35): the kurtosis was rounded (to two decimals)"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 9.0))),
+     "(kurtosis 25 as 9, 400 as 9): the kurtosis was clipped (above 9 it becomes the bound"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 3))),
+     "(kurtosis 2.3456789 as 2.346): the kurtosis was rounded (to three decimals)"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 20.0))),
+     "(kurtosis 25 as 20, 400 as 20): the kurtosis was clipped (above 20"),
     # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
                                  + (1 - rho**2) * kurtosis / 3),
@@ -235,6 +245,18 @@ def test_the_probed_kurtoses_are_not_all_round_and_reach_past_every_named_one():
 
     assert any(round(k, 1) != k for k in KURTOSES)
     assert max(KURTOSES) > 6 and min(KURTOSES) == 1
+    # st5b: a kurtosis rounded to two decimals, or clipped at 9, passed as well
+    assert any(round(k, 3) != k for k in KURTOSES)
+    assert sum(k > 15 for k in KURTOSES) >= 2
+
+
+def test_the_variance_is_compared_far_tighter_than_a_rounding_of_the_kurtosis():
+    # a kurtosis rounded to three decimals moves the variance by a relative 1e-4 at most
+    from attention.checkers import moments
+
+    assert moments._same(1.0 + 0.09 * 0.3456789, 1.0 + 0.09 * 0.3456789 * (1 + 1e-7))
+    assert not moments._same(1.0 + 0.09 * 0.3456789, 1.0 + 0.09 * 0.346)
+    assert not moments._same(1.0, 1.0 + 1e-5)
 
 
 def test_a_mean_wrong_off_kurtosis_3_is_not_told_of_var_q_squared(capsys):

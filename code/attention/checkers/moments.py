@@ -5,7 +5,9 @@ variance of a correlated score when the entries are not normal,
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho (from -1 to 1), at several widths, for normal entries (kurtosis 3) and others; the
+negative rho (from -1 to 1), at several widths, for normal entries (kurtosis 3) and others
+(from 1 to 400, one with more than three decimals, compared to 1e-6 relative, so that a
+kurtosis rounded to a few decimals or clipped at 9, or at 20, shows); the
 answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
 with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches, or says on which settings it
@@ -27,9 +29,11 @@ from ._engine import _RNG_SEED, Rejected, _named, _report, _run
 D_KS = (1, 2, 3, 5, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
 #: Fourth moments probed: the named distributions' (random signs 1, uniform 1.8, normal 3,
-#: Laplace 6), values between and beyond them (2.37 has two decimals, 9 lies past every
-#: named one), so that a kurtosis rounded, clipped or looked up in a table shows.
-KURTOSES = (1.0, 1.8, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0)
+#: Laplace 6), values between and beyond them (2.37 has two decimals, 2.3456789 has more,
+#: 9 lies past every named one, 25 and 400 far past: heavy-tailed entries have any fourth
+#: moment), so that a kurtosis rounded (to two or three decimals), clipped (at 9, or at
+#: 20) or looked up in a table shows; every value is compared to 1e-6 relative.
+KURTOSES = (1.0, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0)
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
 REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
@@ -260,12 +264,13 @@ def _kurtosis_replaced(values: dict) -> str:
     changed = {k: u for k, u in as_read.items() if not np.isclose(u, k, rtol=1e-7)}
     if not changed:
         return ""
-    pairs = ", ".join(f"{k:g} as {u:.6g}" for k, u in sorted(changed.items()))
-    rounded = [n for n in (0, 1, 2)
-               if all(np.isclose(u, round(k, n)) for k, u in changed.items())]
+    pairs = ", ".join(f"{k:.10g} as {u:.6g}" for k, u in sorted(changed.items()))
+    rounded = [n for n in (0, 1, 2, 3, 4)
+               if all(np.isclose(u, round(k, n), rtol=1e-9) for k, u in changed.items())]
     above = [u for k, u in changed.items() if k > u]
     below = [u for k, u in changed.items() if k < u]
-    places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals"}
+    places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
+              3: "to three decimals", 4: "to four decimals"}
     if rounded:
         cause = f"the kurtosis was rounded ({places[rounded[0]]})"
     elif all(u == math.floor(k) for k, u in changed.items()):
@@ -433,7 +438,7 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     results.append(_run("variance for normal entries (kurtosis 3)",
                         lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal,
                                                                      "variance"), values)))
-    others = ", ".join(f"{k:g}" for k in KURTOSES if k != 3.0)
+    others = ", ".join(f"{k:.10g}" for k in KURTOSES if k != 3.0)
     results.append(_run(f"variance for other entries (kurtosis {others})",
                         lambda: _diagnose(values, 1, other, "variance")))
     results.append(_run("agrees with 40,000 sampled scores, random-sign entries",
