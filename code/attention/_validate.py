@@ -84,6 +84,16 @@ def check_choice(value, name: str, choices: tuple) -> object:
     return value
 
 
+def check_kurtosis(kurtosis) -> float:
+    """A fourth moment E[x^4] of a unit-variance variable: a finite real number >= 1."""
+    if isinstance(kurtosis, bool) or not isinstance(kurtosis, numbers.Real):
+        raise TypeError(f"kurtosis must be a real number >= 1, got {kurtosis!r}")
+    # E[x^4] >= E[x^2]^2 = 1 for any unit-variance x (equality for random signs).
+    if not 1.0 <= kurtosis < np.inf:
+        raise ValueError(f"kurtosis = E[x^4] of a unit-variance entry is at least 1, got {kurtosis!r}")
+    return float(kurtosis)
+
+
 def check_mask(mask, score_shape: tuple[int, ...]) -> np.ndarray:
     """A boolean mask (True = may attend) that broadcasts to the scores' shape."""
     m = np.asarray(mask)
@@ -118,3 +128,99 @@ def sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         if size == 1 and grad.shape[axis] != 1:
             grad = grad.sum(axis=axis, keepdims=True)
     return grad
+
+
+def check_qkv(Q, K, V):
+    """Validate and convert Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v).
+
+    Returns the three as arrays of their common float dtype (integers promoted to float64).
+    """
+    Q = as_float_array(Q, "Q")
+    K = as_float_array(K, "K")
+    V = as_float_array(V, "V")
+    for name, x in (("Q", Q), ("K", K), ("V", V)):
+        check_matrix_like(x, name)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(
+            f"Q and K must have the same width d_k: Q has shape {Q.shape}, K has shape {K.shape}"
+        )
+    if Q.shape[-1] == 0:
+        raise ValueError(f"d_k must be at least 1: Q has shape {Q.shape}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(
+            f"K and V must have the same number of keys T_k: K has shape {K.shape}, V has shape {V.shape}"
+        )
+    for a, b, names in ((Q, K, "Q and K"), (Q, V, "Q and V"), (K, V, "K and V")):
+        _check_batches_broadcast(a, b, names)
+    dtype = np.result_type(Q, K, V)
+    return Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+
+
+def check_query_key(Q, K, name_q: str = "Q", name_k: str = "K", *, same_width: bool = True):
+    """Validate and convert a pair of operands (..., T_q, d_q) and (..., T_k, d_k) whose
+    leading dimensions broadcast; ``same_width`` also requires d_q = d_k."""
+    Q = as_float_array(Q, name_q)
+    K = as_float_array(K, name_k)
+    check_matrix_like(Q, name_q)
+    check_matrix_like(K, name_k)
+    if same_width and Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"{name_q} and {name_k} must have the same width d_k: "
+                         f"{name_q} has shape {Q.shape}, {name_k} has shape {K.shape}")
+    _check_batches_broadcast(Q, K, f"{name_q} and {name_k}")
+    return Q, K
+
+
+def _check_batches_broadcast(a: np.ndarray, b: np.ndarray, names: str) -> None:
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading (batch, head) dimensions of {names} do not broadcast: "
+            f"{a.shape} and {b.shape}"
+        ) from None
+
+
+def check_weight_rows(a, name: str = "a") -> np.ndarray:
+    """Rows of softmax weights (..., n): a real array, n >= 1, no negative entry."""
+    a = as_float_array(a, name)
+    if a.ndim < 1 or a.shape[-1] == 0:
+        raise ValueError(f"{name} must have at least one entry along its last axis, got shape {a.shape}")
+    if (a < 0).any():
+        raise ValueError(f"{name} must be a probability vector (non-negative entries)")
+    return a
+
+
+# --- torch tensors (torch is imported only when one is checked) --------------------------
+
+def check_tensor(x, name: str, *, allow_neg_inf: bool = False) -> None:
+    """A real floating-point torch tensor without NaN (or inf): the twin of ``as_float_array``.
+
+    Unlike the NumPy functions, integer tensors are refused (TypeError), as torch's
+    built-in attention refuses them: a torch model has already chosen its float dtype.
+    """
+    import torch
+
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not torch.is_floating_point(x):
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if x.numel():
+        if torch.isnan(x).any():
+            raise ValueError(f"{name} contains NaN")
+        bad = torch.isposinf(x) if allow_neg_inf else torch.isinf(x)
+        if bad.any():
+            raise ValueError(f"{name} contains {'+inf' if allow_neg_inf else 'inf'}")
+
+
+def check_index_tensor(x, name: str, shape: tuple, size: int, size_name: str) -> None:
+    """A torch tensor of integer indices of shape ``shape``, each in [0, size)."""
+    import torch
+
+    if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()
+                                        or x.dtype == torch.bool):
+        raise TypeError(f"{name} must hold integer indices, got dtype {x.dtype}")
+    if not isinstance(x, torch.Tensor) or tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name} must be a torch tensor of shape {tuple(shape)}")
+    if x.numel() and (x.min() < 0 or x.max() >= size):
+        raise ValueError(f"{name} must index the {size_name} = {size} entries: each in "
+                         f"[0, {size})")

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, check_mask, check_positive, sum_to_shape
-from .forward import _attend, check_qkv, score_scale
+from ._validate import as_float_array, check_mask, check_positive, check_qkv, sum_to_shape
+from .forward import _attend, score_scale
 
 
 def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=None, A=None):
@@ -60,7 +60,7 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
 def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A):
     """Validated (Q, K, V, dO, mask, O, A, c, batch) for a backward pass; computes nothing.
 
-    Q, K, V as :func:`attention.forward.check_qkv` returns them; ``mask`` (or None)
+    Q, K, V as :func:`attention._validate.check_qkv` returns them; ``mask`` (or None)
     checked and broadcast to the scores' shape (..., T_q, T_k); ``c`` the score scale;
     ``batch`` the broadcast shape of the leading dimensions. O and A are the forward
     pass's results: both given (checked against the shapes they must have) or both None

@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
-from ._validate import check_mask, check_positive
+from ._validate import check_mask, check_positive, check_qkv
 from .backward import _gradients_in, check_backward_inputs
-from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, check_qkv, score_scale
+from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, score_scale
 
 __all__ = ["blocked_attention", "blocked_attention_backward"]
 

@@ -15,41 +15,7 @@ import math
 import numpy as np
 
 from .masks import ALIGNMENTS
-from ._validate import (
-    as_float_array,
-    check_mask,
-    check_matrix_like,
-    check_positive,
-)
-
-
-def check_qkv(Q, K, V):
-    """Validate and convert Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v)."""
-    Q = as_float_array(Q, "Q")
-    K = as_float_array(K, "K")
-    V = as_float_array(V, "V")
-    for name, x in (("Q", Q), ("K", K), ("V", V)):
-        check_matrix_like(x, name)
-    if Q.shape[-1] != K.shape[-1]:
-        raise ValueError(
-            f"Q and K must have the same width d_k: Q has shape {Q.shape}, K has shape {K.shape}"
-        )
-    if Q.shape[-1] == 0:
-        raise ValueError(f"d_k must be at least 1: Q has shape {Q.shape}")
-    if K.shape[-2] != V.shape[-2]:
-        raise ValueError(
-            f"K and V must have the same number of keys T_k: K has shape {K.shape}, V has shape {V.shape}"
-        )
-    for a, b, names in ((Q, K, "Q and K"), (Q, V, "Q and V"), (K, V, "K and V")):
-        try:
-            np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-        except ValueError:
-            raise ValueError(
-                f"the leading (batch, head) dimensions of {names} do not broadcast: "
-                f"{a.shape} and {b.shape}"
-            ) from None
-    dtype = np.result_type(Q, K, V)
-    return Q.astype(dtype, copy=False), K.astype(dtype, copy=False), V.astype(dtype, copy=False)
+from ._validate import check_mask, check_positive, check_qkv
 
 
 def score_scale(d_k: int, temperature: float = 1.0) -> float:

@@ -12,23 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, check_matrix_like, check_positive
-
-
-def _pair(Q, K, name_q: str = "Q", name_k: str = "K", same_width: bool = True):
-    Q = as_float_array(Q, name_q)
-    K = as_float_array(K, name_k)
-    check_matrix_like(Q, name_q)
-    check_matrix_like(K, name_k)
-    if same_width and Q.shape[-1] != K.shape[-1]:
-        raise ValueError(f"{name_q} and {name_k} must have the same width d_k: "
-                         f"{name_q} has shape {Q.shape}, {name_k} has shape {K.shape}")
-    try:
-        np.broadcast_shapes(Q.shape[:-2], K.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the leading (batch, head) dimensions of {name_q} and {name_k} do not "
-                         f"broadcast: {Q.shape} and {K.shape}") from None
-    return Q, K
+from ._validate import as_float_array, check_positive, check_query_key
 
 
 def gaussian_kernel_weights(Q, K, bandwidth: float = 1.0) -> np.ndarray:
@@ -42,7 +26,7 @@ def gaussian_kernel_weights(Q, K, bandwidth: float = 1.0) -> np.ndarray:
     overflow; a squared distance that overflows to inf (inputs near 1e154 or beyond)
     raises a ValueError rather than returning NaN.
     """
-    Q, K = _pair(Q, K)
+    Q, K = check_query_key(Q, K)
     sigma = check_positive(bandwidth, "bandwidth")
     diff = Q[..., :, None, :] - K[..., None, :, :]  # (..., T_q, T_k, d_k)
     with np.errstate(over="ignore"):
@@ -67,7 +51,7 @@ def additive_scores(Q, K, W_q, W_k, w) -> np.ndarray:
     ValueError rather than returning NaN. Forms the (..., T_q, T_k, d_a) array of pre-activations: unlike a dot product, no
     single matrix product gives the scores.
     """
-    Q, K = _pair(Q, K, same_width=False)
+    Q, K = check_query_key(Q, K, same_width=False)
     W_q = as_float_array(W_q, "W_q")
     W_k = as_float_array(W_k, "W_k")
     w = as_float_array(w, "w")

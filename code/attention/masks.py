@@ -18,10 +18,6 @@ from ._validate import check_integer
 ALIGNMENTS = ("top-left", "bottom-right")
 
 
-def _check_length(value, name: str) -> int:
-    return check_integer(value, name, minimum=0)
-
-
 def causal_mask(T_q: int, T_k: int | None = None, *,
                 align: str = "top-left") -> np.ndarray:
     """Lower-triangular (T_q, T_k) mask: a query may attend to keys not after it.
@@ -39,8 +35,8 @@ def causal_mask(T_q: int, T_k: int | None = None, *,
 
     The two agree when T_q = T_k.
     """
-    T_q = _check_length(T_q, "T_q")
-    T_k = T_q if T_k is None else _check_length(T_k, "T_k")
+    T_q = check_integer(T_q, "T_q", minimum=0)
+    T_k = T_q if T_k is None else check_integer(T_k, "T_k", minimum=0)
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be 'top-left' or 'bottom-right', got {align!r}")
     offset = 0 if align == "top-left" else T_k - T_q
@@ -57,8 +53,8 @@ def prefix_mask(T: int, prefix: int) -> np.ndarray:
     every key up to its own position. ``prefix=0`` (or 1) is the causal mask and
     ``prefix=T`` the full mask of an encoder.
     """
-    T = _check_length(T, "T")
-    prefix = _check_length(prefix, "prefix")
+    T = check_integer(T, "T", minimum=0)
+    prefix = check_integer(prefix, "prefix", minimum=0)
     if prefix > T:
         raise ValueError(f"prefix must lie in [0, {T}], got {prefix}")
     in_prefix = np.arange(T) < prefix  # (T,): keys every query may see
@@ -72,7 +68,7 @@ def padding_mask(lengths, T: int) -> np.ndarray:
     (T, T) causal mask by ``&`` into (B, T, T). Put a head axis in front of the query axis
     yourself (``mask[:, None]``) for (B, H, T, T) scores.
     """
-    T = _check_length(T, "T")
+    T = check_integer(T, "T", minimum=0)
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
         raise TypeError(f"lengths must be a 1-D array of integers, got {lengths!r}")

@@ -26,12 +26,18 @@ reaches the query) and :func:`saturation_stats` (a summary over random rows).
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, check_in_range, check_positive
+from ._validate import (
+    as_float_array,
+    check_choice,
+    check_in_range,
+    check_integer,
+    check_kurtosis,
+    check_positive,
+)
 from .forward import score_scale
 from .softmax import jacobian_frobenius_sq, softmax
 
@@ -39,29 +45,6 @@ from .softmax import jacobian_frobenius_sq, softmax
 #: variance 1): the normal, the uniform on [-sqrt(3), sqrt(3)], random signs +-1, and the
 #: Laplace distribution with scale 1/sqrt(2).
 ENTRY_KURTOSIS = {"normal": 3.0, "uniform": 1.8, "signs": 1.0, "laplace": 6.0}
-
-
-def _check_d_k(d_k) -> int:
-    return check_positive(d_k, "d_k", integer=True)
-
-
-def _check_rho(rho) -> float:
-    return check_in_range(rho, "rho", -1.0, 1.0)
-
-
-def _check_kurtosis(kurtosis) -> float:
-    if isinstance(kurtosis, bool) or not isinstance(kurtosis, numbers.Real):
-        raise TypeError(f"kurtosis must be a real number >= 1, got {kurtosis!r}")
-    # E[x^4] >= E[x^2]^2 = 1 for any unit-variance x (equality for random signs).
-    if not 1.0 <= kurtosis < np.inf:
-        raise ValueError(f"kurtosis = E[x^4] of a unit-variance entry is at least 1, got {kurtosis!r}")
-    return float(kurtosis)
-
-
-def _check_entries(entries) -> str:
-    if entries not in ENTRY_KURTOSIS:
-        raise ValueError(f"entries must be one of {sorted(ENTRY_KURTOSIS)}, got {entries!r}")
-    return entries
 
 
 # --- the variance argument --------------------------------------------------------------------
@@ -73,7 +56,8 @@ def score_moments(d_k: int, rho: float = 0.0, kurtosis: float = 3.0) -> tuple[fl
     (derived in its solution, so not here). ``kurtosis = 3`` (normal entries) gives
     :func:`scaled_score_moments`. Returns (mean, variance) as Python floats.
     """
-    d_k, rho, kurtosis = _check_d_k(d_k), _check_rho(rho), _check_kurtosis(kurtosis)
+    d_k, kurtosis = check_integer(d_k, "d_k"), check_kurtosis(kurtosis)
+    rho = check_in_range(rho, "rho", -1.0, 1.0)
     return rho * math.sqrt(d_k), 1.0 + rho**2 * (kurtosis - 2.0)
 
 
@@ -103,7 +87,7 @@ def score_excess_kurtosis(d_k: int, rho: float = 0.0) -> float:
     variance |q|^2 / d_k: the pooled ``6 / d_k`` is that variance changing from row to row,
     3 E[(|q|^2 / d_k)^2] = 3 (1 + 2 / d_k).
     """
-    d_k, rho = _check_d_k(d_k), _check_rho(rho)
+    d_k, rho = check_integer(d_k, "d_k"), check_in_range(rho, "rho", -1.0, 1.0)
     r2 = rho**2
     return 6.0 * (1.0 + 6.0 * r2 + r2**2) / (d_k * (1.0 + r2) ** 2)
 
@@ -114,7 +98,7 @@ def sample_entries(rng: np.random.Generator, shape, entries: str = "normal") -> 
     ``entries`` is a key of :data:`ENTRY_KURTOSIS`: "normal", "uniform", "signs" (+-1 with
     probability 1/2 each) or "laplace".
     """
-    entries = _check_entries(entries)
+    entries = check_choice(entries, "entries", tuple(ENTRY_KURTOSIS))
     if entries == "normal":
         return rng.standard_normal(shape)
     if entries == "uniform":
@@ -133,9 +117,9 @@ def sample_score_parts(d_k: int, n: int, entries: str = "normal",
     gives the scores at every rho from the same draws. Sampled in chunks, so memory stays small
     at large d_k. Returns two float64 arrays of shape (n,).
     """
-    d_k = _check_d_k(d_k)
+    d_k = check_integer(d_k, "d_k")
     n = check_positive(n, "n", integer=True)
-    entries = _check_entries(entries)
+    entries = check_choice(entries, "entries", tuple(ENTRY_KURTOSIS))
     rng = np.random.default_rng(seed)
     sq, qz = np.empty(n), np.empty(n)
     chunk = max(1, 2**20 // d_k)
@@ -150,7 +134,7 @@ def sample_score_parts(d_k: int, n: int, entries: str = "normal",
 
 def scores_from_parts(sq: np.ndarray, qz: np.ndarray, rho: float) -> np.ndarray:
     """Raw scores q.k = rho |q|^2 + sqrt(1 - rho^2) q.z from the sums of :func:`sample_score_parts`."""
-    rho = _check_rho(rho)
+    rho = check_in_range(rho, "rho", -1.0, 1.0)
     return rho * np.asarray(sq, float) + np.sqrt(1.0 - rho**2) * np.asarray(qz, float)
 
 
@@ -160,7 +144,7 @@ def sample_scores(d_k: int, n: int, rho: float = 0.0, scaled: bool = True, seed:
     Entries of q and z are independent standard normals (:func:`sample_score_parts`, whose
     draws these are). Returns a float64 array of shape (n,).
     """
-    rho = _check_rho(rho)
+    rho = check_in_range(rho, "rho", -1.0, 1.0)
     scores = scores_from_parts(*sample_score_parts(d_k, n, "normal", seed), rho)
     return scores / np.sqrt(d_k) if scaled else scores
 
@@ -214,7 +198,7 @@ def row_score_draws(d_k: int, n_keys: int = 32, n_queries: int = 2000, seed: int
     numbers instead of (n_keys + 1) d_k. ``t`` depends on the seed alone, not on d_k: the
     same seed gives every width the same key directions and its own query length.
     """
-    d_k = _check_d_k(d_k)
+    d_k = check_integer(d_k, "d_k")
     n_keys = check_positive(n_keys, "n_keys", integer=True)
     n_queries = check_positive(n_queries, "n_queries", integer=True)
     rng = np.random.default_rng(seed)
@@ -243,7 +227,7 @@ def query_gradient_rms(A, t, c, d_k: int) -> np.ndarray:
     broadcastable to it, ``c`` broadcastable to the result (...). Computed in A's dtype
     (float32 or wider).
     """
-    d_k = _check_d_k(d_k)
+    d_k = check_integer(d_k, "d_k")
     A = as_float_array(A, "A")
     if A.ndim < 1 or A.shape[-1] == 0 or (A < 0).any():
         raise ValueError(f"A must hold rows of softmax weights (non-negative, at least one "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array
+from ._validate import as_float_array, check_weight_rows
 
 
 def _compute_dtype(x: np.ndarray) -> np.dtype:
@@ -63,15 +63,6 @@ def naive_softmax(x, axis: int = -1) -> np.ndarray:
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def _check_prob_row(a, name: str = "a") -> np.ndarray:
-    a = as_float_array(a, name)
-    if a.ndim < 1 or a.shape[-1] == 0:
-        raise ValueError(f"{name} must have at least one entry along its last axis, got shape {a.shape}")
-    if (a < 0).any():
-        raise ValueError(f"{name} must be a probability vector (non-negative entries)")
-    return a
-
-
 def softmax_jacobian(a) -> np.ndarray:
     """Jacobian da/ds = diag(a) - a a^T of softmax at output ``a``.
 
@@ -81,7 +72,7 @@ def softmax_jacobian(a) -> np.ndarray:
     random gradient through is tr(J^2) (:func:`jacobian_frobenius_sq`). Built here only to
     be looked at: backpropagation uses :func:`softmax_vjp`, which never forms it.
     """
-    a = _check_prob_row(a)
+    a = check_weight_rows(a)
     return a[..., :, None] * np.eye(a.shape[-1], dtype=a.dtype) - a[..., :, None] * a[..., None, :]
 
 
@@ -91,7 +82,7 @@ def softmax_vjp(a, g) -> np.ndarray:
     ``a`` (..., n) are softmax outputs, ``g`` (..., n) the gradient with respect to them;
     returns the gradient with respect to the scores, shape (..., n).
     """
-    a = _check_prob_row(a)
+    a = check_weight_rows(a)
     g = as_float_array(g, "g")
     if np.broadcast_shapes(a.shape, g.shape) != a.shape:
         raise ValueError(f"g of shape {g.shape} does not match a of shape {a.shape}")
@@ -105,7 +96,7 @@ def jacobian_trace(a) -> np.ndarray:
     the uniform row, which passes little gradient. It is the chance that two keys drawn
     independently with probabilities a land on different keys.
     """
-    a = _check_prob_row(a)
+    a = check_weight_rows(a)
     return 1.0 - np.sum(a * a, axis=-1)
 
 
@@ -122,7 +113,7 @@ def jacobian_frobenius_sq(a) -> np.ndarray:
     others, so that a nearly one-hot row gives a small non-negative number instead of a
     rounding error. Shape (..., T_k) -> (...).
     """
-    a = _check_prob_row(a)
+    a = check_weight_rows(a)
     a = a.astype(np.promote_types(a.dtype, np.float32), copy=False)
     m = np.argmax(a, axis=-1)[..., None]
     a_m = np.take_along_axis(a, m, axis=-1)[..., 0]  # (...): the largest weight

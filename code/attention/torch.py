@@ -17,25 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._validate import check_integer, check_positive, check_tensor
+
 __all__ = ["scaled_dot_product_attention", "SelfAttention", "safe_softmax", "peak_allocated"]
-
-
-def _check_tensor(x, name: str, *, allow_neg_inf: bool = False) -> None:
-    """A real floating-point tensor without NaN (or inf): the torch twin of ``as_float_array``.
-
-    Unlike the NumPy functions, integer tensors are refused (TypeError), as the built-in
-    refuses them: a torch model has already chosen its float dtype.
-    """
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not torch.is_floating_point(x):
-        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
-    if x.numel():
-        if torch.isnan(x).any():
-            raise ValueError(f"{name} contains NaN")
-        bad = torch.isposinf(x) if allow_neg_inf else torch.isinf(x)
-        if bad.any():
-            raise ValueError(f"{name} contains {'+inf' if allow_neg_inf else 'inf'}")
 
 
 def safe_softmax(S: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -48,7 +32,7 @@ def safe_softmax(S: torch.Tensor, dim: int = -1) -> torch.Tensor:
     returned in ``S``'s dtype, as ``torch.softmax`` does: a float16 sum of more than 65,504
     terms near 1 would overflow and give zeros that look like a fully masked row.
     """
-    _check_tensor(S, "S", allow_neg_inf=True)
+    check_tensor(S, "S", allow_neg_inf=True)
     if S.shape[dim] == 0:
         return torch.zeros_like(S)
     work = S.to(torch.promote_types(S.dtype, torch.float32))
@@ -65,7 +49,7 @@ def _check_inputs(q, k, v, attn_mask, dropout_p, is_causal, scale) -> None:
     Kept apart from the function so that its body reads like the page's ten lines.
     """
     for name, x in (("q", q), ("k", k), ("v", v)):
-        _check_tensor(x, name)
+        check_tensor(x, name)
         if x.dim() < 2:
             raise ValueError(f"{name} must have shape (..., length, width), got {tuple(x.shape)}")
     if not q.dtype == k.dtype == v.dtype:
@@ -84,15 +68,12 @@ def _check_inputs(q, k, v, attn_mask, dropout_p, is_causal, scale) -> None:
         raise ValueError(f"the leading dimensions of q {tuple(q.shape)}, k {tuple(k.shape)} "
                          f"and v {tuple(v.shape)} do not broadcast") from None
     if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-            raise TypeError(f"scale must be a positive number or None, got {scale!r}")
-        if not math.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must be positive and finite, got {scale!r}")
+        check_positive(scale, "scale")
     if attn_mask is not None:
         if not isinstance(attn_mask, torch.Tensor):
             raise TypeError(f"attn_mask must be a torch.Tensor, got {type(attn_mask).__name__}")
         if attn_mask.dtype != torch.bool:
-            _check_tensor(attn_mask, "attn_mask (an additive float mask)", allow_neg_inf=True)
+            check_tensor(attn_mask, "attn_mask (an additive float mask)", allow_neg_inf=True)
             if attn_mask.dtype not in (torch.float32, q.dtype):
                 # the built-in's rule: a float mask is float32 or the inputs' dtype
                 raise TypeError(f"an additive attn_mask must be float32 or the dtype of q, k "
@@ -178,11 +159,8 @@ class SelfAttention(nn.Module):
                  dropout: float = 0.0, fused: bool = True):
         super().__init__()
         d_k = d_model if d_k is None else d_k
-        for name, value in (("d_model", d_model), ("d_k", d_k)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name} must be a positive integer, got {value!r}")
-            if value < 1:
-                raise ValueError(f"{name} must be positive, got {value}")
+        check_integer(d_model, "d_model")
+        check_integer(d_k, "d_k")
         if isinstance(dropout, bool) or not isinstance(dropout, numbers.Real) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be a number in [0, 1), got {dropout!r}")
         self.d_model, self.d_k, self.causal, self.dropout, self.fused = d_model, d_k, causal, dropout, fused
@@ -192,7 +170,7 @@ class SelfAttention(nn.Module):
         self.W_o = nn.Linear(d_k, d_model, bias=False)
 
     def forward(self, x: torch.Tensor, attn_mask: torch.Tensor | None = None) -> torch.Tensor:
-        _check_tensor(x, "x")
+        check_tensor(x, "x")
         if x.dim() < 2 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must end in d_model = {self.d_model}, got shape {tuple(x.shape)}")
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, T, d_k) each

@@ -45,7 +45,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import check_choice, check_integer, check_positive
+from ._validate import (
+    check_choice,
+    check_index_tensor,
+    check_integer,
+    check_positive,
+    check_tensor,
+)
 from .measure import threads as _threads  # results then do not depend on the core count
 
 __all__ = [
@@ -151,24 +157,17 @@ def retrieval_attention(params: dict, X, target, c: float | None = None, score: 
     import torch
 
     _check_score_and_scale(score, c)
-    if c is not None:
-        c = check_positive(c, "c")
+    c = None if c is None else check_positive(c, "c")
     needed = ("W_Q", "W_K", "w", "b") if score == "additive" else ("W_Q", "W_K")
-    if not isinstance(params, dict) or any(not isinstance(params.get(k), torch.Tensor)
-                                           for k in needed):
+    if not isinstance(params, dict) or not set(needed) <= set(params):
         raise TypeError(f"params must be a dict of torch tensors with keys {needed}")
-    if not isinstance(X, torch.Tensor) or X.dim() != 3:
-        raise ValueError(f"X must be a torch tensor of shape (B, T_k, d_model), got "
-                         f"{tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__}")
-    if isinstance(target, torch.Tensor) and (target.is_floating_point() or target.dtype == torch.bool):
-        raise TypeError(f"target must hold integer key indices, got dtype {target.dtype}")
-    if not isinstance(target, torch.Tensor) or target.shape != X.shape[:1]:
-        raise ValueError(f"target must be a torch tensor of shape (B,) = {tuple(X.shape[:1])}")
-    if target.numel() and (target.min() < 0 or target.max() >= X.shape[1]):
-        raise ValueError(f"target must index the T_k = {X.shape[1]} keys")
-    if params["W_Q"].shape[0] != X.shape[-1]:
-        raise ValueError(f"W_Q {tuple(params['W_Q'].shape)} does not fit tokens of width "
-                         f"{X.shape[-1]} (X {tuple(X.shape)})")
+    for name in needed:
+        check_tensor(params[name], f"params[{name!r}]")
+    check_tensor(X, "X")
+    if X.dim() != 3 or params["W_Q"].shape[0] != X.shape[-1]:
+        raise ValueError(f"X must have shape (B, T_k, d_model) with d_model the "
+                         f"{params['W_Q'].shape[0]} rows of W_Q, got {tuple(X.shape)}")
+    check_index_tensor(target, "target", X.shape[:1], X.shape[1], "T_k")
     return torch.softmax(_scores(params, X, target, c, score), dim=-1)
 
 

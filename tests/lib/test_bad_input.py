@@ -787,16 +787,19 @@ _X, _J = torch.ones(2, 3, 4), torch.tensor([0, 2])
 
 
 @pytest.mark.parametrize("args, kwargs, error, words", [
-    ((_P, _X.numpy(), _J), {}, ValueError, "torch tensor of shape (B, T_k, d_model)"),
+    ((_P, _X.numpy(), _J), {}, TypeError, "X must be a torch.Tensor"),
     ((_P, _X[0], _J), {}, ValueError, "(B, T_k, d_model)"),
-    ((_P, _X, _J[:1]), {}, ValueError, "shape (B,)"),
-    ((_P, _X, torch.tensor([0, 3])), {}, ValueError, "index the T_k = 3 keys"),
-    ((_P, _X, torch.tensor([0.0, 1.0])), {}, TypeError, "integer key indices"),
-    ((_P, torch.ones(2, 3, 5), _J), {}, ValueError, "does not fit tokens of width 5"),
+    ((_P, torch.full((2, 3, 4), float("nan")), _J), {}, ValueError, "X contains NaN"),
+    ((_P, _X, _J[:1]), {}, ValueError, "target must be a torch tensor of shape (2,)"),
+    ((_P, _X, torch.tensor([0, 3])), {}, ValueError, "index the T_k = 3 entries"),
+    ((_P, _X, torch.tensor([0.0, 1.0])), {}, TypeError, "target must hold integer indices"),
+    ((_P, torch.ones(2, 3, 5), _J), {}, ValueError, "the 4 rows of W_Q, got (2, 3, 5)"),
     ((_P, _X, _J), {"c": None}, ValueError, "needs its scale c"),
     ((_P, _X, _J), {"c": 0.0}, ValueError, "c must be positive"),
     ((_P, _X, _J), {"score": "additive", "c": None}, TypeError, "keys ('W_Q', 'W_K', 'w', 'b')"),
     (({"W_Q": torch.ones(4, 2)}, _X, _J), {}, TypeError, "keys ('W_Q', 'W_K')"),
+    (({"W_Q": torch.ones(4, 2), "W_K": np.ones((4, 2))}, _X, _J), {}, TypeError,
+     "params['W_K'] must be a torch.Tensor"),
 ], ids=lambda v: None)
 def test_retrieval_attention_refuses_bad_input(args, kwargs, error, words):
     kwargs = {"c": 1.0} | kwargs
