@@ -19,6 +19,7 @@ import traitlets
 import attention
 from attention.widgets import SaturationExplorer, TemperatureExplorer, WidthExplorer
 from attention.widgets import _base, saturation, width
+from attention.widgets import temperature as tw
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,13 @@ def sat_widget():
     return SaturationExplorer()
 
 
+TEMP_TAUS = tw.TEMPERATURES
+TEMP_STEPS = tw.QUERY_STEPS
+WIDTH_D_KS = list(width.D_KS)
+WIDTH_RHOS = list(width.RHOS)
+WIDTH_STATS = ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")
+
+
 # --- TemperatureExplorer ---------------------------------------------------------------
 
 
@@ -43,6 +51,64 @@ def test_temperature_one_gives_the_texts_weights_about_016_0681_016(temp_widget)
     r = temp_widget.readout(1.0)
     assert r["temperature"] == 1.0
     np.testing.assert_allclose(r["weights"], [0.160, 0.681, 0.160], atol=5e-4)
+
+
+def _softmax(s):
+    e = np.exp(np.asarray(s, dtype=np.float64) - np.max(s))
+    return e / e.sum()
+
+
+def test_temperature_grid_holds_the_slider_positions_and_the_values_of_the_hull_exercise():
+    g = TemperatureExplorer()._grid
+    assert g["temperatures"] == list(TEMP_TAUS) and len(TEMP_TAUS) == 53
+    assert TEMP_TAUS[0] == pytest.approx(0.05, rel=0.01) and TEMP_TAUS[-1] == pytest.approx(20, rel=0.01)
+    assert g["query_steps"][0] == -4.0 and g["query_steps"][-1] == 4.0 and len(TEMP_STEPS) == 81
+    assert g["values"] == [[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]] and g["d_k"] == 4
+
+
+@pytest.mark.parametrize("tau", [TEMP_TAUS[0], 1.0, TEMP_TAUS[-1]])
+@pytest.mark.parametrize("q", [(0.1, 3.0, 0.1), (-4.0, 4.0, -4.0), (1.6, 0.6, -0.2), (2.0, 2.0, 2.0)])
+def test_temperature_readout_is_the_softmax_of_the_query_over_tau_sqrt_dk(tau, q):
+    r = tw.explorer_readout(tau, q)
+    a = _softmax(np.array(q) / (tau * 2.0))
+    np.testing.assert_allclose(r["weights"], a, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(r["output"], [10 * a[1], 10 * a[2]], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(r["scores"], np.array(q) / (tau * 2.0), rtol=1e-15)
+
+
+def test_temperature_starting_state_is_the_worked_example():
+    w = TemperatureExplorer()
+    r = w.readout()
+    assert w.temperature == 1.0 and w.query == [0.1, 3.0, 0.1]
+    np.testing.assert_allclose(r["weights"], [0.160, 0.681, 0.160], atol=5e-4)
+    assert r["where"] == "inside the triangle"
+
+
+def test_temperature_query_entries_snap_to_tenths_and_out_of_range_values_are_refused():
+    w = TemperatureExplorer()
+    w.query = [0.04, -3.96, 2.0]
+    assert w.query == [0.0, -4.0, 2.0]
+    for bad in ([1.0, 2.0], [4.5, 0.0, 0.0], [0.0, float("nan"), 0.0], [0.0, 0.0, float("inf")], "abc"):
+        with pytest.raises(traitlets.TraitError):
+            w.query = bad
+    assert w.query == [0.0, -4.0, 2.0]
+    with pytest.raises(traitlets.TraitError, match="between"):
+        w.temperature = 100.0
+
+
+@pytest.mark.parametrize("weights, words", [
+    ((1.0, 0.0, 0.0), "at the corner v1"), ((0.0005, 0.9995, 0.0), "at the corner v2"),
+    ((0.0, 0.5, 0.5), "on the edge v2 v3"), ((0.3, 0.0, 0.7), "on the edge v1 v3"),
+    ((0.2, 0.3, 0.5), "inside the triangle"),
+])
+def test_temperature_where_the_output_lies_is_read_off_its_weights(weights, words):
+    assert tw.where_in_triangle(weights) == words
+
+
+def test_temperature_fallback_figure_has_alt_text_without_typed_numbers():
+    w = TemperatureExplorer()
+    assert not re.search(r"\d", w.fallback_alt.replace("v2", ""))
+    assert "attn-fallback" in w.fallback_html()
 
 
 # --- WidthExplorer ---------------------------------------------------------------------
@@ -104,6 +170,74 @@ def test_width_rows_are_softmax_rows_with_the_aligned_key_winning_at_large_width
             assert len(row) == width.N_KEYS and math.isclose(sum(row), 1.0, abs_tol=1e-3)
     # An aligned key (rho = 0.5) has scaled mean 0.5 sqrt(d_k) = 16 at d_k = 1024: it takes the row.
     assert width_widget.readout(1024, 0.5)["row_scaled"][0] > 0.99
+
+
+def test_width_rho_slider_covers_minus_one_to_one_in_tenths(width_widget):
+    assert WIDTH_RHOS == [round(-1 + 0.1 * i, 1) for i in range(21)] and WIDTH_RHOS[10] == 0.0
+    assert width_widget._grid["rhos"] == WIDTH_RHOS and width_widget._grid["d_ks"] == WIDTH_D_KS
+    assert width_widget._grid["n"] == width.N_SAMPLES == 20_000
+    width_widget.rho = -0.44
+    assert width_widget.rho == -0.4
+    width_widget.rho = -1.0
+    assert width_widget.rho == -1.0
+    for bad in (-1.05, 1.2, float("nan"), "0.5"):
+        with pytest.raises(traitlets.TraitError):
+            width_widget.rho = bad
+    width_widget.rho = 0.0
+
+
+def test_width_every_measurement_agrees_with_its_prediction_within_four_standard_errors(width_widget):
+    for d_k, rho in itertools.product(WIDTH_D_KS, WIDTH_RHOS):
+        key, p = (d_k, rho), width_widget.readout(d_k, rho)
+        mean, var = attention.scaled_score_moments(d_k, rho)
+        assert p["pred_scaled_mean"] == pytest.approx(mean, abs=1e-4)
+        assert p["pred_scaled_var"] == pytest.approx(var, abs=1e-4)
+        assert p["pred_raw_mean"] == pytest.approx(mean * math.sqrt(d_k), abs=1e-3)
+        assert p["pred_raw_var"] == pytest.approx(var * d_k, abs=1e-3)
+        assert p["pred_kurtosis"] == pytest.approx(attention.score_excess_kurtosis(d_k, rho), abs=1e-4)
+        for name in WIDTH_STATS:
+            assert p[f"{name}_se"] > 0
+            assert abs(p[name] - p[f"pred_{name}"]) < 4 * p[f"{name}_se"], (key, name)
+
+
+@pytest.mark.parametrize("d_k, rho", [(1, 0.5), (64, -0.3), (1024, 1.0)])
+def test_width_grid_holds_the_statistics_of_the_librarys_samples(width_widget, d_k, rho):
+    sq, qz = attention.sample_score_parts(d_k, width.N_SAMPLES, seed=0)
+    raw = attention.scores_from_parts(sq, qz, rho)
+    st = attention.sample_statistics(raw / math.sqrt(d_k))
+    p = width_widget.readout(d_k, rho)
+    assert p["scaled_var"] == round(st["var"], 4) and p["scaled_var_se"] == round(st["var_se"], 4)
+    assert p["raw_var"] == round(st["var"] * d_k, 4) and p["raw_var_se"] == round(st["var_se"] * d_k, 4)
+    assert p["raw_mean_se"] == round(st["mean_se"] * math.sqrt(d_k), 4)
+    assert p["kurtosis"] == round(st["excess_kurtosis"], 4)
+    counts, _ = np.histogram(raw / math.sqrt(d_k), bins=width.N_BINS, range=width.axis_range(rho, True))
+    assert p["scaled_hist"] == counts.tolist()
+    counts, _ = np.histogram(raw, bins=width.N_BINS, range=width.axis_range(rho, False))
+    assert p["raw_hist"] == counts.tolist()
+
+
+def test_width_normal_curve_holds_the_expected_counts_of_the_predicted_normal(width_widget):
+    for d_k, rho in ((1, 0.0), (64, 0.5), (1024, -1.0)):
+        p = width_widget.readout(d_k, rho)
+        lo, hi = width.axis_range(rho, True)
+        mean, sd = p["pred_scaled_mean"], math.sqrt(p["pred_scaled_var"])
+        cdf = [0.5 * math.erfc(-(x - mean) / (sd * math.sqrt(2)))
+               for x in np.linspace(lo, hi, width.N_BINS + 1)]
+        np.testing.assert_allclose(p["scaled_normal"], width.N_SAMPLES * np.diff(cdf), atol=0.5 + 1e-9)
+        assert sum(p["scaled_normal"]) == pytest.approx(width.N_SAMPLES, rel=1e-3)
+
+
+def test_width_at_width_one_the_histogram_rises_above_the_normal_curve_and_at_1024_it_follows_it(width_widget):
+    one, wide = width_widget.readout(1, 0.0), width_widget.readout(1024, 0.0)
+    centre = width.N_BINS // 2  # the bins either side of zero on the symmetric axis [-4, 4]
+    assert sum(one["scaled_hist"][centre - 1 : centre + 1]) > 1.5 * sum(one["scaled_normal"][centre - 1 : centre + 1])
+    assert sum(wide["scaled_hist"][centre - 1 : centre + 1]) == pytest.approx(
+        sum(wide["scaled_normal"][centre - 1 : centre + 1]), rel=0.1)
+
+
+def test_width_fallback_figure_has_alt_text_without_typed_numbers(width_widget):
+    assert "attn-fallback" in width_widget.fallback_html()
+    assert not re.search(r"\d", width_widget.fallback_alt)
 
 
 # --- SaturationExplorer ----------------------------------------------------------------

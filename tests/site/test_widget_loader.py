@@ -19,8 +19,9 @@ import re
 import pytest
 
 from tests import harness
+from tests.site.explorers import PAGES, wait_until_ready
 
-PAGE = "chapters/soft-retrieval.html"
+PAGE = PAGES["temperature"]
 STATE = "application/vnd.jupyter.widget-state+json"
 VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -69,7 +70,7 @@ def loaded(guarded_page, site_url, built_html):
     page = guarded_page.page
     page.route(site_url + PAGE, lambda route: route.fulfill(status=200, content_type="text/html", body=changed))
     guarded_page.goto(site_url + PAGE)
-    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
+    wait_until_ready(page)
     return guarded_page, real_id
 
 

@@ -12,15 +12,16 @@ Needs a built book (``BOOK_HTML``).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from attention.widgets import SaturationExplorer
 from attention.widgets import saturation as sw
 from attention.widgets._base import D_KS
+from tests.site.explorers import (PHONE, assert_fits_a_phone, bullet_texts, control, dom_state,
+                                  drawing, focused_control, guarded_context, move_every_way, press,
+                                  smallest_texts, toggle_every_way)
+from tests.site.explorers import open_explorer as _open
 
-PAGE = "chapters/saturation.html"
 TAUS = sw.TEMPERATURES
 READOUTS = ("score_sd", "max_weight", "jacobian_sq", "grad_q", "mean_max_weight", "median_grad_q",
             "mean_grad_q", "p90_grad_q")
@@ -32,33 +33,15 @@ def widget():
 
 
 def open_explorer(guarded_page, site_url):
-    guarded_page.goto(site_url + PAGE)
-    page = guarded_page.page
-    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
-    root = page.locator(".attn-saturation").first
-    assert root.count() == 1
-    root.scroll_into_view_if_needed()
-    return page, root
-
-
-def control(root, name):
-    return root.locator(f'input[data-control="{name}"]')
+    return _open(guarded_page, site_url, "saturation")
 
 
 def state(root) -> dict:
     """The controls' settings (in the grid's terms) and every readout's unrounded value."""
-    raw = root.evaluate("""r => ({
-        controls: Object.fromEntries([...r.querySelectorAll('[data-control]')].map(
-            i => [i.dataset.control, i.type === 'checkbox' ? i.checked : Number(i.value)])),
-        readouts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
-            d => [d.dataset.readout, d.dataset.value]))})""")
+    raw = dom_state(root)
     c = raw["controls"]
     return {"d_k": D_KS[c["d_k"]], "tau": TAUS[c["temperature"]], "scaled": c["scaled"],
-            "T_k": sw.T_KS[c["T_k"]], **{k: json.loads(v) for k, v in raw["readouts"].items()}}
-
-
-def drawing(root) -> str:
-    return root.evaluate("r => r.querySelector('svg').innerHTML")
+            "T_k": sw.T_KS[c["T_k"]], **raw["readouts"]}
 
 
 def bars(root) -> str:
@@ -71,52 +54,15 @@ def assert_matches_python(widget, s: dict):
         assert s[name] == want[name], f"{name}: shows {s[name]}, Python computed {want[name]}"
 
 
-def press(page, root, name, key, times=1):
-    control(root, name).focus()
-    for _ in range(times):
-        page.keyboard.press(key)
-
-
 def test_every_control_redraws_and_shows_pythons_values(guarded_page, site_url, widget):
     page, root = open_explorer(guarded_page, site_url)
     s = state(root)
     assert (s["d_k"], s["tau"], s["scaled"], s["T_k"]) == (64, 1.0, True, 32)
     assert_matches_python(widget, s)
     for name, top in (("d_k", len(D_KS) - 1), ("temperature", len(TAUS) - 1), ("T_k", len(sw.T_KS) - 1)):
-        sl = control(root, name)
-        output = root.locator(f'output[data-output="{name}"]')
-        for how in ("fill", "keys", "drag"):
-            i, svg = int(sl.input_value()), drawing(root)
-            if how == "fill":
-                sl.fill(str(0 if i > top // 2 else top))
-            elif how == "keys":
-                sl.focus()
-                page.keyboard.press("ArrowLeft" if i > top // 2 else "ArrowRight")
-            else:
-                box = sl.bounding_box()
-                x_of = lambda k: box["x"] + 8 + (box["width"] - 16) * k / top  # noqa: E731
-                y = box["y"] + box["height"] / 2
-                target = 0 if i > top // 2 else top
-                page.mouse.move(x_of(i), y)
-                page.mouse.down()
-                page.mouse.move(x_of(target), y, steps=8)
-                page.mouse.up()
-            assert int(sl.input_value()) != i, f"{name}: {how} did not move the control"
-            assert drawing(root) != svg, f"{name}: {how} did not redraw"
-            assert sl.get_attribute("aria-valuetext") == output.inner_text()
-            assert_matches_python(widget, state(root))
-    switch = control(root, "scaled")
-    for how in ("check", "space", "click"):
-        before, svg = state(root)["scaled"], drawing(root)
-        if how == "check":
-            switch.set_checked(not before)
-        elif how == "space":
-            switch.focus()
-            page.keyboard.press("Space")
-        else:
-            switch.click()
-        assert state(root)["scaled"] != before and drawing(root) != svg, how
-        assert_matches_python(widget, state(root))
+        move_every_way(page, root, name, lambda how: assert_matches_python(widget, state(root)),
+                       top=top, drag_to_end=True)
+    toggle_every_way(page, root, "scaled", lambda how: assert_matches_python(widget, state(root)))
     guarded_page.assert_clean()
     assert guarded_page.outside_requests == []
 
@@ -126,7 +72,7 @@ def test_the_controls_are_reached_with_tab_and_moved_with_the_keyboard(guarded_p
     control(root, "d_k").focus()
     for name in ("temperature", "T_k", "scaled"):
         page.keyboard.press("Tab")
-        assert page.evaluate("document.activeElement.dataset.control") == name
+        assert focused_control(page) == name
     page.keyboard.press("Space")
     assert state(root)["scaled"] is False
     page.keyboard.press("Shift+Tab")
@@ -141,20 +87,13 @@ def test_the_controls_are_reached_with_tab_and_moved_with_the_keyboard(guarded_p
     guarded_page.assert_clean()
 
 
-def bullet_texts(page) -> list[str]:
-    return page.evaluate("""() => {
-        const p = [...document.querySelectorAll('p')].find(p => p.textContent.includes('Some things to try'));
-        return [...p.nextElementSibling.querySelectorAll(':scope > li')].map(li => li.innerText);
-    }""")
-
-
 def mark_x(root, i) -> float:
     return float(root.locator("circle.attn-mark").nth(i).get_attribute("cx"))
 
 
 def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget):
     page, root = open_explorer(guarded_page, site_url)
-    bullets = bullet_texts(page)
+    bullets = bullet_texts(page, "Some things to try", anywhere=True)
     assert len(bullets) == 5
     assert bullets[0].startswith("Switch to unscaled and drag")
     assert bullets[1].startswith("Switch back to scaled")
@@ -240,46 +179,22 @@ def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget)
 
 
 def test_on_a_390_px_phone_the_page_does_not_scroll_sideways_and_no_text_is_under_10_px(browser, site_url):
-    from tests import harness
-
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    guard = harness.GuardedPage.open(context)
-    page, root = open_explorer(guard, site_url)
-    page.wait_for_timeout(300)  # the layout observer runs on the next frame
-    assert root.evaluate("r => r.dataset.layout") == "narrow"
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
-    box = root.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
-    smallest = root.evaluate("""r => {
-        const sizes = [];
-        for (const t of r.querySelectorAll('svg text')) {
-            if (!t.textContent.trim()) continue;
-            const scale = t.ownerSVGElement.getScreenCTM().a;
-            sizes.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent]);
-        }
-        const walker = document.createTreeWalker(r, NodeFilter.SHOW_TEXT);
-        while (walker.nextNode()) {
-            const el = walker.currentNode.parentElement;
-            if (el.closest('svg') || !walker.currentNode.textContent.trim()) continue;
-            sizes.push([parseFloat(getComputedStyle(el).fontSize), walker.currentNode.textContent]);
-        }
-        return sizes.sort((a, b) => a[0] - b[0]).slice(0, 3);
-    }""")
-    assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
-    # every drawn text stays inside the drawing
-    outside = root.evaluate("""r => { const s = r.querySelector('svg').getBoundingClientRect();
-        return [...r.querySelectorAll('svg text')].filter(t => { const b = t.getBoundingClientRect();
-            return b.width > 0 && (b.left < s.left - 1 || b.right > s.right + 1); }).map(t => t.textContent); }""")
-    assert not outside, outside
-    for name in ("d_k", "temperature", "T_k"):
-        b = control(root, name).bounding_box()
-        assert b["width"] >= 60 and b["x"] + b["width"] <= 390
-    # and the controls still work there
-    press(page, root, "T_k", "End")
-    assert state(root)["T_k"] == 128
-    guard.assert_clean()
-    context.close()
+    with guarded_context(browser, PHONE) as guard:
+        page, root = open_explorer(guard, site_url)
+        page.wait_for_timeout(300)  # the layout observer runs on the next frame
+        assert root.evaluate("r => r.dataset.layout") == "narrow"
+        assert_fits_a_phone(page, root, ("d_k", "temperature", "T_k"))
+        smallest = smallest_texts(root, skip_blank_svg_text=True)
+        assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
+        # every drawn text stays inside the drawing
+        outside = root.evaluate("""r => { const s = r.querySelector('svg').getBoundingClientRect();
+            return [...r.querySelectorAll('svg text')].filter(t => { const b = t.getBoundingClientRect();
+                return b.width > 0 && (b.left < s.left - 1 || b.right > s.right + 1); }).map(t => t.textContent); }""")
+        assert not outside, outside
+        # and the controls still work there
+        press(page, root, "T_k", "End")
+        assert state(root)["T_k"] == 128
+        guard.assert_clean()
 
 
 def test_on_a_desktop_the_wide_layout_keeps_its_text_at_10_px_or_more(guarded_page, site_url):

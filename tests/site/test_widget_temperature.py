@@ -1,5 +1,5 @@
-"""The temperature explorer (page "Soft retrieval"): its Python side, and the live widget in
-the built book in headless Chromium.
+"""The temperature explorer (page "Soft retrieval") live in the built book, in headless
+Chromium, offline (its Python side: tests/lib/test_widgets_grids.py).
 
 The browser computes the softmax of three numbers itself, so every number it shows is
 compared with the library's attention at the same setting (``explorer_readout``). The
@@ -8,120 +8,39 @@ what each says happens, push the output to the extremes of the sliders and check
 the triangle, and load the page on a 390 px phone screen. Every page must stay clean: no
 console error, no request outside the site.
 
-The Python tests need no built book; the browser tests need one (``BOOK_HTML``).
+Needs a built book (``BOOK_HTML``).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 import numpy as np
-import pytest
-import traitlets
 
-from attention.widgets import TemperatureExplorer
 from attention.widgets import temperature as tw
+from tests.site.explorers import (PHONE, assert_fits_a_phone, bullet_texts, control, dom_state,
+                                  focused_control, guarded_context, move_every_way, smallest_texts)
+from tests.site.explorers import open_explorer as _open
 
-PAGE = "chapters/soft-retrieval.html"
 TAUS = tw.TEMPERATURES
 STEPS = tw.QUERY_STEPS
 TAU_ONE = TAUS.index(1.0)
 
 
-def softmax(s):
-    e = np.exp(np.asarray(s, dtype=np.float64) - np.max(s))
-    return e / e.sum()
-
-
-# --- Python side -----------------------------------------------------------------------------
-
-def test_the_grid_holds_the_slider_positions_and_the_values_of_the_hull_exercise():
-    g = TemperatureExplorer()._grid
-    assert g["temperatures"] == list(TAUS) and len(TAUS) == 53
-    assert TAUS[0] == pytest.approx(0.05, rel=0.01) and TAUS[-1] == pytest.approx(20, rel=0.01)
-    assert g["query_steps"][0] == -4.0 and g["query_steps"][-1] == 4.0 and len(STEPS) == 81
-    assert g["values"] == [[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]] and g["d_k"] == 4
-
-
-@pytest.mark.parametrize("tau", [TAUS[0], 1.0, TAUS[-1]])
-@pytest.mark.parametrize("q", [(0.1, 3.0, 0.1), (-4.0, 4.0, -4.0), (1.6, 0.6, -0.2), (2.0, 2.0, 2.0)])
-def test_readout_is_the_softmax_of_the_query_over_tau_sqrt_dk(tau, q):
-    r = tw.explorer_readout(tau, q)
-    a = softmax(np.array(q) / (tau * 2.0))
-    np.testing.assert_allclose(r["weights"], a, rtol=1e-12, atol=1e-300)
-    np.testing.assert_allclose(r["output"], [10 * a[1], 10 * a[2]], rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(r["scores"], np.array(q) / (tau * 2.0), rtol=1e-15)
-
-
-def test_the_starting_state_is_the_worked_example():
-    w = TemperatureExplorer()
-    r = w.readout()
-    assert w.temperature == 1.0 and w.query == [0.1, 3.0, 0.1]
-    np.testing.assert_allclose(r["weights"], [0.160, 0.681, 0.160], atol=5e-4)
-    assert r["where"] == "inside the triangle"
-
-
-def test_query_entries_snap_to_tenths_and_out_of_range_values_are_refused():
-    w = TemperatureExplorer()
-    w.query = [0.04, -3.96, 2.0]
-    assert w.query == [0.0, -4.0, 2.0]
-    for bad in ([1.0, 2.0], [4.5, 0.0, 0.0], [0.0, float("nan"), 0.0], [0.0, 0.0, float("inf")], "abc"):
-        with pytest.raises(traitlets.TraitError):
-            w.query = bad
-    assert w.query == [0.0, -4.0, 2.0]
-    with pytest.raises(traitlets.TraitError, match="between"):
-        w.temperature = 100.0
-
-
-@pytest.mark.parametrize("weights, words", [
-    ((1.0, 0.0, 0.0), "at the corner v1"), ((0.0005, 0.9995, 0.0), "at the corner v2"),
-    ((0.0, 0.5, 0.5), "on the edge v2 v3"), ((0.3, 0.0, 0.7), "on the edge v1 v3"),
-    ((0.2, 0.3, 0.5), "inside the triangle"),
-])
-def test_where_the_output_lies_is_read_off_its_weights(weights, words):
-    assert tw.where_in_triangle(weights) == words
-
-
-def test_the_fallback_figure_has_alt_text_without_typed_numbers():
-    w = TemperatureExplorer()
-    assert not re.search(r"\d", w.fallback_alt.replace("v2", ""))
-    assert "attn-fallback" in w.fallback_html()
-
-
-# --- the live widget ---------------------------------------------------------------------------
-
 def open_explorer(guarded_page, site_url):
-    guarded_page.goto(site_url + PAGE)
-    page = guarded_page.page
-    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
-    root = page.locator(".attn-temperature").first
-    assert root.count() == 1
-    root.scroll_into_view_if_needed()
-    return page, root
+    return _open(guarded_page, site_url, "temperature")
 
 
-def slider(root, name):
-    return root.locator(f'input[data-control="{name}"]')
+slider = control
 
 
 def state(root) -> dict:
     """The sliders' settings and every readout's unrounded value, as the page holds them."""
-    raw = root.evaluate("""r => ({
-        controls: Object.fromEntries([...r.querySelectorAll('[data-control]')].map(
-            i => [i.dataset.control, Number(i.value)])),
-        readouts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
-            d => [d.dataset.readout, d.dataset.value])),
-        texts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
-            d => [d.dataset.readout, d.textContent]))})""")
+    raw = dom_state(root)
     c = raw["controls"]
     return {"tau": TAUS[c["temperature"]], "q": [STEPS[c[f"q{j}"]] for j in (1, 2, 3)],
-            **{k: json.loads(v) for k, v in raw["readouts"].items()}, "texts": raw["texts"]}
-
-
-def drawing(root) -> str:
-    return root.evaluate("r => [...r.querySelectorAll('svg')].map(s => s.innerHTML).join('')")
+            **raw["readouts"], "texts": raw["texts"]}
 
 
 def assert_matches_the_library(s: dict):
@@ -133,43 +52,12 @@ def assert_matches_the_library(s: dict):
     assert s["where"] == tw.where_in_triangle(want["weights"])
 
 
-def set_to(page, root, name, index):
-    """Move a slider to ``index`` with the keyboard: Home, then arrow keys."""
-    sl = slider(root, name)
-    sl.focus()
-    page.keyboard.press("Home")
-    for _ in range(index):
-        page.keyboard.press("ArrowRight")
-    assert int(sl.input_value()) == index
-
-
 def test_every_control_redraws_and_shows_the_librarys_numbers(guarded_page, site_url):
     page, root = open_explorer(guarded_page, site_url)
     assert_matches_the_library(state(root))
     for name, top in (("temperature", len(TAUS) - 1), ("q1", 80), ("q2", 80), ("q3", 80)):
-        sl = slider(root, name)
-        output = root.locator(f'output[data-output="{name}"]')
-        for how in ("fill", "keys", "drag"):
-            before, svg = state(root)["q"] + [state(root)["tau"]], drawing(root)
-            i = int(sl.input_value())
-            if how == "fill":
-                sl.fill(str(0 if i > top // 2 else top))
-            elif how == "keys":
-                sl.focus()
-                page.keyboard.press("ArrowLeft" if i > top // 2 else "ArrowRight")
-            else:
-                box = sl.bounding_box()
-                x_of = lambda k: box["x"] + 8 + (box["width"] - 16) * k / top  # noqa: E731
-                y = box["y"] + box["height"] / 2
-                page.mouse.move(x_of(i), y)
-                page.mouse.down()
-                page.mouse.move(x_of(top // 4 if i > top // 2 else 3 * top // 4), y, steps=8)
-                page.mouse.up()
-            after = state(root)
-            assert after["q"] + [after["tau"]] != before, f"{name}: {how} moved nothing"
-            assert drawing(root) != svg, f"{name}: {how} did not redraw"
-            assert sl.get_attribute("aria-valuetext") == output.inner_text()
-            assert_matches_the_library(after)
+        move_every_way(page, root, name, lambda how: assert_matches_the_library(state(root)),
+                       top=top, every_svg=True)
     guarded_page.assert_clean()
     assert guarded_page.outside_requests == []
 
@@ -179,7 +67,7 @@ def test_the_sliders_are_reached_with_tab_in_order_and_moved_with_the_keyboard(g
     slider(root, "temperature").focus()
     for name in ("q1", "q2", "q3"):
         page.keyboard.press("Tab")
-        assert page.evaluate("document.activeElement.dataset.control") == name
+        assert focused_control(page) == name
     page.keyboard.press("End")
     assert state(root)["q"][2] == 4.0
     page.keyboard.press("Shift+Tab")
@@ -188,16 +76,9 @@ def test_the_sliders_are_reached_with_tab_in_order_and_moved_with_the_keyboard(g
     guarded_page.assert_clean()
 
 
-def bullet_texts(page) -> list[str]:
-    return page.evaluate("""() => {
-        const h = [...document.querySelectorAll('p')].find(p => p.textContent.startsWith('Things to try'));
-        return [...h.nextElementSibling.querySelectorAll(':scope > li')].map(li => li.innerText);
-    }""")
-
-
 def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url):
     page, root = open_explorer(guarded_page, site_url)
-    bullets = bullet_texts(page)
+    bullets = bullet_texts(page, "Things to try")
     assert [b.split(".")[0] for b in bullets] == ["Cold and hot", "A tie at the top", "No way out", "Inside"]
     s = state(root)
     assert s["tau"] == 1.0 and s["q"] == [0.1, 3.0, 0.1]
@@ -294,32 +175,9 @@ def test_the_output_stays_inside_the_triangle_at_the_extremes(guarded_page, site
 
 
 def test_on_a_390_px_phone_the_page_does_not_scroll_sideways_and_no_text_is_under_10_px(browser, site_url):
-    from tests import harness
-
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    guard = harness.GuardedPage.open(context)
-    page, root = open_explorer(guard, site_url)
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
-    box = root.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
-    smallest = root.evaluate("""r => {
-        const sizes = [];
-        for (const t of r.querySelectorAll('svg text')) {
-            const scale = t.ownerSVGElement.getScreenCTM().a;
-            sizes.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent]);
-        }
-        const walker = document.createTreeWalker(r, NodeFilter.SHOW_TEXT);
-        while (walker.nextNode()) {
-            const el = walker.currentNode.parentElement;
-            if (el.closest('svg') || !walker.currentNode.textContent.trim()) continue;
-            sizes.push([parseFloat(getComputedStyle(el).fontSize), walker.currentNode.textContent]);
-        }
-        return sizes.sort((a, b) => a[0] - b[0]).slice(0, 3);
-    }""")
-    assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
-    for name in ("temperature", "q1", "q2", "q3"):
-        b = slider(root, name).bounding_box()
-        assert b["width"] >= 60 and b["x"] + b["width"] <= 390
-    guard.assert_clean()
-    context.close()
+    with guarded_context(browser, PHONE) as guard:
+        page, root = open_explorer(guard, site_url)
+        assert_fits_a_phone(page, root, ("temperature", "q1", "q2", "q3"))
+        smallest = smallest_texts(root)
+        assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
+        guard.assert_clean()

@@ -1,33 +1,27 @@
-"""The width explorer (page "The variance argument"): its Python side, and the live widget in
-the built book in headless Chromium.
+"""The width explorer (page "The variance argument") live in the built book, in headless
+Chromium, offline (its Python side, which checks that every grid point's measurements agree
+with the predictions within their standard errors, as the readouts claim:
+tests/lib/test_widgets_grids.py).
 
-The Python tests check that every grid point's measurements agree with the predictions within
-their standard errors, which is what the widget's readouts claim. The browser tests move every
-control (fill, keys, mouse), walk the page's "things to try" bullets in order and check what
-each says happens, check that no two tick labels overlap at any rho in either layout, and load
-the page on a 390 px phone screen. Every page must stay clean: no console error, no request
+The tests move every control (fill, keys, mouse), walk the page's "things to try" bullets in
+order and check what each says happens, check that no two tick labels overlap at any rho in
+either layout, and load the page on a 390 px phone screen. Every page must stay clean: no console error, no request
 outside the site.
 
-The Python tests need no built book; the browser tests need one (``BOOK_HTML``).
+Needs a built book (``BOOK_HTML``).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import math
-import re
-
-import numpy as np
 import pytest
-import traitlets
 
-import attention
 from attention.widgets import WidthExplorer
 from attention.widgets import width as ww
-from tests import harness
+from tests.site.explorers import (DESKTOP, PHONE, assert_fits_a_phone, bullet_texts, control,
+                                  dom_state, focused_control, guarded_context, move_every_way,
+                                  smallest_texts, wait_for_layout)
+from tests.site.explorers import open_explorer as _open
 
-PAGE = "chapters/variance.html"
 D_KS = list(ww.D_KS)
 RHOS = list(ww.RHOS)
 STATS = ("raw_mean", "raw_var", "scaled_mean", "scaled_var", "kurtosis")
@@ -38,107 +32,18 @@ def widget():
     return WidthExplorer()
 
 
-# --- Python side -----------------------------------------------------------------------------
-
-def test_the_rho_slider_covers_minus_one_to_one_in_tenths(widget):
-    assert RHOS == [round(-1 + 0.1 * i, 1) for i in range(21)] and RHOS[10] == 0.0
-    assert widget._grid["rhos"] == RHOS and widget._grid["d_ks"] == D_KS
-    assert widget._grid["n"] == ww.N_SAMPLES == 20_000
-    widget.rho = -0.44
-    assert widget.rho == -0.4
-    widget.rho = -1.0
-    assert widget.rho == -1.0
-    for bad in (-1.05, 1.2, float("nan"), "0.5"):
-        with pytest.raises(traitlets.TraitError):
-            widget.rho = bad
-    widget.rho = 0.0
-
-
-def test_every_measurement_agrees_with_its_prediction_within_four_standard_errors(widget):
-    for d_k, rho in itertools.product(D_KS, RHOS):
-        key, p = (d_k, rho), widget.readout(d_k, rho)
-        mean, var = attention.scaled_score_moments(d_k, rho)
-        assert p["pred_scaled_mean"] == pytest.approx(mean, abs=1e-4)
-        assert p["pred_scaled_var"] == pytest.approx(var, abs=1e-4)
-        assert p["pred_raw_mean"] == pytest.approx(mean * math.sqrt(d_k), abs=1e-3)
-        assert p["pred_raw_var"] == pytest.approx(var * d_k, abs=1e-3)
-        assert p["pred_kurtosis"] == pytest.approx(attention.score_excess_kurtosis(d_k, rho), abs=1e-4)
-        for name in STATS:
-            assert p[f"{name}_se"] > 0
-            assert abs(p[name] - p[f"pred_{name}"]) < 4 * p[f"{name}_se"], (key, name)
-
-
-@pytest.mark.parametrize("d_k, rho", [(1, 0.5), (64, -0.3), (1024, 1.0)])
-def test_the_grid_holds_the_statistics_of_the_librarys_samples(widget, d_k, rho):
-    sq, qz = attention.sample_score_parts(d_k, ww.N_SAMPLES, seed=0)
-    raw = attention.scores_from_parts(sq, qz, rho)
-    st = attention.sample_statistics(raw / math.sqrt(d_k))
-    p = widget.readout(d_k, rho)
-    assert p["scaled_var"] == round(st["var"], 4) and p["scaled_var_se"] == round(st["var_se"], 4)
-    assert p["raw_var"] == round(st["var"] * d_k, 4) and p["raw_var_se"] == round(st["var_se"] * d_k, 4)
-    assert p["raw_mean_se"] == round(st["mean_se"] * math.sqrt(d_k), 4)
-    assert p["kurtosis"] == round(st["excess_kurtosis"], 4)
-    counts, _ = np.histogram(raw / math.sqrt(d_k), bins=ww.N_BINS, range=ww.axis_range(rho, True))
-    assert p["scaled_hist"] == counts.tolist()
-    counts, _ = np.histogram(raw, bins=ww.N_BINS, range=ww.axis_range(rho, False))
-    assert p["raw_hist"] == counts.tolist()
-
-
-def test_the_normal_curve_holds_the_expected_counts_of_the_predicted_normal(widget):
-    for d_k, rho in ((1, 0.0), (64, 0.5), (1024, -1.0)):
-        p = widget.readout(d_k, rho)
-        lo, hi = ww.axis_range(rho, True)
-        mean, sd = p["pred_scaled_mean"], math.sqrt(p["pred_scaled_var"])
-        cdf = [0.5 * math.erfc(-(x - mean) / (sd * math.sqrt(2)))
-               for x in np.linspace(lo, hi, ww.N_BINS + 1)]
-        np.testing.assert_allclose(p["scaled_normal"], ww.N_SAMPLES * np.diff(cdf), atol=0.5 + 1e-9)
-        assert sum(p["scaled_normal"]) == pytest.approx(ww.N_SAMPLES, rel=1e-3)
-
-
-def test_at_width_one_the_histogram_rises_above_the_normal_curve_and_at_1024_it_follows_it(widget):
-    one, wide = widget.readout(1, 0.0), widget.readout(1024, 0.0)
-    centre = ww.N_BINS // 2  # the bins either side of zero on the symmetric axis [-4, 4]
-    assert sum(one["scaled_hist"][centre - 1 : centre + 1]) > 1.5 * sum(one["scaled_normal"][centre - 1 : centre + 1])
-    assert sum(wide["scaled_hist"][centre - 1 : centre + 1]) == pytest.approx(
-        sum(wide["scaled_normal"][centre - 1 : centre + 1]), rel=0.1)
-
-
-def test_the_fallback_figure_has_alt_text_without_typed_numbers(widget):
-    assert "attn-fallback" in widget.fallback_html()
-    assert not re.search(r"\d", widget.fallback_alt)
-
-
-# --- the live widget ---------------------------------------------------------------------------
-
 def open_explorer(guarded_page, site_url):
-    guarded_page.goto(site_url + PAGE)
-    page = guarded_page.page
-    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
-    root = page.locator(".attn-width").first
-    assert root.count() == 1
-    root.scroll_into_view_if_needed()
-    return page, root
+    return _open(guarded_page, site_url, "width")
 
 
-def slider(root, name):
-    return root.locator(f'input[data-control="{name}"]')
+slider = control
 
 
 def state(root) -> dict:
-    raw = root.evaluate("""r => ({
-        controls: Object.fromEntries([...r.querySelectorAll('[data-control]')].map(
-            i => [i.dataset.control, Number(i.value)])),
-        readouts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
-            d => [d.dataset.readout, d.dataset.value])),
-        texts: Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
-            d => [d.dataset.readout, d.textContent]))})""")
+    raw = dom_state(root)
     c = raw["controls"]
     return {"d_k_index": c["d_k"], "rho_index": c["rho"], "d_k": D_KS[c["d_k"]], "rho": RHOS[c["rho"]],
-            **{k: json.loads(v) for k, v in raw["readouts"].items()}, "texts": raw["texts"]}
-
-
-def drawing(root) -> str:
-    return root.evaluate("r => r.querySelector('svg').innerHTML")
+            **raw["readouts"], "texts": raw["texts"]}
 
 
 def assert_shows_python(s: dict, widget):
@@ -154,27 +59,7 @@ def test_every_control_redraws_and_shows_pythons_numbers(guarded_page, site_url,
     page, root = open_explorer(guarded_page, site_url)
     assert_shows_python(state(root), widget)
     for name, top in (("d_k", len(D_KS) - 1), ("rho", len(RHOS) - 1)):
-        sl = slider(root, name)
-        output = root.locator(f'output[data-output="{name}"]')
-        for how in ("fill", "keys", "drag"):
-            i, svg = int(sl.input_value()), drawing(root)
-            if how == "fill":
-                sl.fill(str(0 if i > top // 2 else top))
-            elif how == "keys":
-                sl.focus()
-                page.keyboard.press("ArrowLeft" if i > top // 2 else "ArrowRight")
-            else:
-                box = sl.bounding_box()
-                x_of = lambda k: box["x"] + 8 + (box["width"] - 16) * k / top  # noqa: E731
-                y = box["y"] + box["height"] / 2
-                page.mouse.move(x_of(i), y)
-                page.mouse.down()
-                page.mouse.move(x_of(top // 4 if i > top // 2 else 3 * top // 4), y, steps=8)
-                page.mouse.up()
-            assert int(sl.input_value()) != i, f"{name}: {how} did not move the slider"
-            assert drawing(root) != svg, f"{name}: {how} did not redraw"
-            assert sl.get_attribute("aria-valuetext") == output.inner_text()
-            assert_shows_python(state(root), widget)
+        move_every_way(page, root, name, lambda how: assert_shows_python(state(root), widget), top=top)
     guarded_page.assert_clean()
     assert guarded_page.outside_requests == []
 
@@ -183,7 +68,7 @@ def test_the_drawn_histograms_and_normal_curve_are_pythons_counts(guarded_page, 
     """The module unpacks the stored histograms and computes the normal curve itself (from the
     predicted mean and variance): the drawn bars and curve are Python's counts, to 0.2 px."""
     page, root = open_explorer(guarded_page, site_url)
-    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
+    wait_for_layout(page, "width", "wide")
     for d_k, rho in ((1, 0.0), (64, 0.5), (1024, -1.0), (4, 1.0)):
         slider(root, "d_k").fill(str(D_KS.index(d_k)))
         slider(root, "rho").fill(str(RHOS.index(rho)))
@@ -217,7 +102,7 @@ def test_the_sliders_are_reached_with_tab_and_moved_with_home_end_and_arrows(gua
     page.keyboard.press("End")
     assert state(root)["d_k"] == 1024
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.dataset.control") == "rho"
+    assert focused_control(page) == "rho"
     page.keyboard.press("Home")
     assert state(root)["rho"] == -1.0
     page.keyboard.press("ArrowRight")
@@ -230,20 +115,9 @@ def test_the_sliders_are_reached_with_tab_and_moved_with_home_end_and_arrows(gua
     guarded_page.assert_clean()
 
 
-def bullet_texts(page) -> list[str]:
-    return page.evaluate("""() => {
-        const h = [...document.querySelectorAll('p')].find(p => p.textContent.startsWith('Things to try'));
-        return [...h.nextElementSibling.querySelectorAll(':scope > li')].map(li => li.innerText);
-    }""")
-
-
-def numbers(text: str) -> list[float]:
-    return [float(x.replace("−", "-")) for x in re.findall(r"[−-]?\d+(?:\.\d+)?", text)]
-
-
 def test_the_things_to_try_bullets_work_in_order(guarded_page, site_url, widget):
     page, root = open_explorer(guarded_page, site_url)
-    bullets = bullet_texts(page)
+    bullets = bullet_texts(page, "Things to try")
     assert [b.split(".")[0] for b in bullets] == ["Widen the head", "Narrow it to one", "Correlate the key",
                                                   "Widen the correlated head", "Reverse the correlation"]
     s = state(root)
@@ -333,86 +207,58 @@ def tick_overlaps(root) -> list:
     }""")
 
 
-@pytest.mark.parametrize("viewport", [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_no_two_tick_labels_overlap_at_any_rho(browser, site_url, viewport):
-    from tests import harness
-
-    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-    guard = harness.GuardedPage.open(context)
-    page, root = open_explorer(guard, site_url)
-    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === '%s'"
-                           % ("narrow" if viewport[0] < 600 else "wide"))
-    for d_k_index in (0, len(D_KS) - 1):
-        slider(root, "d_k").fill(str(d_k_index))
-        for i in range(len(RHOS)):
-            slider(root, "rho").fill(str(i))
-            bad = tick_overlaps(root)
-            assert not bad, (RHOS[i], bad)
-    # the raw axis at rho > 0 used to draw "-4.0" and "0.0" on top of each other
-    slider(root, "rho").fill(str(RHOS.index(0.5)))
-    labels = root.evaluate("r => [...r.querySelectorAll('svg g.attn-ticks')[0].querySelectorAll('text')].map(t => t.textContent)")
-    assert "0" in labels and "-4.0" not in labels
-    guard.assert_clean()
-    context.close()
+    with guarded_context(browser, viewport) as guard:
+        page, root = open_explorer(guard, site_url)
+        wait_for_layout(page, "width", "narrow" if viewport[0] < 600 else "wide")
+        for d_k_index in (0, len(D_KS) - 1):
+            slider(root, "d_k").fill(str(d_k_index))
+            for i in range(len(RHOS)):
+                slider(root, "rho").fill(str(i))
+                bad = tick_overlaps(root)
+                assert not bad, (RHOS[i], bad)
+        # the raw axis at rho > 0 used to draw "-4.0" and "0.0" on top of each other
+        slider(root, "rho").fill(str(RHOS.index(0.5)))
+        labels = root.evaluate(
+            "r => [...r.querySelectorAll('svg g.attn-ticks')[0].querySelectorAll('text')].map(t => t.textContent)")
+        assert "0" in labels and "-4.0" not in labels
+        guard.assert_clean()
 
 
 def test_on_a_390_px_phone_the_page_does_not_scroll_sideways_and_no_text_is_under_10_px(browser, site_url):
-    from tests import harness
-
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    guard = harness.GuardedPage.open(context)
-    page, root = open_explorer(guard, site_url)
-    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'narrow'")
-    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
-    box = root.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
-    for d_k_index, rho_index in ((6, 10), (0, 0), (10, 15)):
-        slider(root, "d_k").fill(str(d_k_index))
-        slider(root, "rho").fill(str(rho_index))
-        smallest = root.evaluate("""r => {
-            const sizes = [];
-            for (const t of r.querySelectorAll('svg text')) {
-                const scale = t.ownerSVGElement.getScreenCTM().a;
-                sizes.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent]);
-            }
-            const walker = document.createTreeWalker(r, NodeFilter.SHOW_TEXT);
-            while (walker.nextNode()) {
-                const el = walker.currentNode.parentElement;
-                if (el.closest('svg') || !walker.currentNode.textContent.trim()) continue;
-                sizes.push([parseFloat(getComputedStyle(el).fontSize), walker.currentNode.textContent]);
-            }
-            return sizes.sort((a, b) => a[0] - b[0]).slice(0, 3);
-        }""")
-        assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
-        inside = root.evaluate("""r => [...r.querySelectorAll('*')].filter(e => {
-            const b = e.getBoundingClientRect();
-            return b.width > 0 && (b.left < -0.5 || b.right > 390.5);
-        }).map(e => e.tagName + '.' + e.className.baseVal + e.className)""")
-        assert not inside, f"drawn outside the screen: {inside[:5]}"
-    for name in ("d_k", "rho"):
-        b = slider(root, name).bounding_box()
-        assert b["width"] >= 60 and b["x"] + b["width"] <= 390
-    guard.assert_clean()
-    context.close()
+    with guarded_context(browser, PHONE) as guard:
+        page, root = open_explorer(guard, site_url)
+        wait_for_layout(page, "width", "narrow")
+        assert_fits_a_phone(page, root, ("d_k", "rho"))
+        for d_k_index, rho_index in ((6, 10), (0, 0), (10, 15)):
+            slider(root, "d_k").fill(str(d_k_index))
+            slider(root, "rho").fill(str(rho_index))
+            smallest = smallest_texts(root)
+            assert smallest[0][0] >= 10, f"text drawn smaller than 10 px: {smallest}"
+            inside = root.evaluate("""r => [...r.querySelectorAll('*')].filter(e => {
+                const b = e.getBoundingClientRect();
+                return b.width > 0 && (b.left < -0.5 || b.right > 390.5);
+            }).map(e => e.tagName + '.' + e.className.baseVal + e.className)""")
+            assert not inside, f"drawn outside the screen: {inside[:5]}"
+        for name in ("d_k", "rho"):  # and still after the moves
+            b = slider(root, name).bounding_box()
+            assert b["width"] >= 60 and b["x"] + b["width"] <= 390
+        guard.assert_clean()
 
 
 def test_the_layout_follows_the_width_when_the_window_is_resized(browser, site_url):
-    from tests import harness
-
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    guard = harness.GuardedPage.open(context)
-    page, root = open_explorer(guard, site_url)
-    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
-    before = state(root)
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'narrow'")
-    after = state(root)
-    assert {k: v for k, v in after.items() if k != "texts"} == {k: v for k, v in before.items() if k != "texts"}
-    page.set_viewport_size({"width": 1280, "height": 900})
-    page.wait_for_function("document.querySelector('.attn-width').dataset.layout === 'wide'")
-    guard.assert_clean()
-    context.close()
+    with guarded_context(browser, DESKTOP) as guard:
+        page, root = open_explorer(guard, site_url)
+        wait_for_layout(page, "width", "wide")
+        before = state(root)
+        page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+        wait_for_layout(page, "width", "narrow")
+        after = state(root)
+        assert {k: v for k, v in after.items() if k != "texts"} == {k: v for k, v in before.items() if k != "texts"}
+        page.set_viewport_size({"width": DESKTOP[0], "height": DESKTOP[1]})
+        wait_for_layout(page, "width", "wide")
+        guard.assert_clean()
 
 
 # The drawing's panel titles: [text, centre x, top y] (SVG user units).
@@ -424,11 +270,9 @@ PANEL_TITLES = """r => [...r.querySelectorAll('svg text')].filter(t => /scores|a
 def test_the_attention_rows_sit_in_the_histograms_order_unscaled_then_scaled(browser, site_url, width, layout):
     # Each column (wide) or each pair of panels (narrow) goes unscaled (orange) then scaled
     # (blue), in the histograms' row as in the attention rows' (they used to swap).
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    guard = harness.GuardedPage.open(context)
-    try:
+    with guarded_context(browser, (width, 900)) as guard:
         page, root = open_explorer(guard, site_url)
-        page.wait_for_function(f"document.querySelector('.attn-width').dataset.layout === '{layout}'")
+        wait_for_layout(page, "width", layout)
         titles = {text: (x, y) for text, x, y in root.evaluate(PANEL_TITLES)}
         raw, scaled = titles["raw scores q·k"], titles["scaled scores q·k / √dₖ"]
         unscaled_row, scaled_row = titles["attention row, unscaled"], titles["attention row, scaled"]
@@ -441,8 +285,6 @@ def test_the_attention_rows_sit_in_the_histograms_order_unscaled_then_scaled(bro
         label = root.locator('[data-readout="row_key1"]').evaluate("d => d.parentElement.innerText")
         assert "unscaled, scaled" in label, label
         guard.assert_clean()
-    finally:
-        context.close()
 
 
 def test_the_width_is_written_with_a_subscript_k_never_d_underscore_k(guarded_page, site_url):

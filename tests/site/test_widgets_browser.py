@@ -7,33 +7,26 @@ readout must equal the value Python computed for that grid point. The page must 
 (no outside request, console error or page error), and the widget must be accessible and have
 a static fallback for print and for readers without JavaScript.
 
-The widgets live on the pages listed in ``PAGES``; ``WIDGET_PAGE=chapters/x.html`` points
-every widget at one other page (a scratch page while developing).
+The widgets live on the pages listed in ``tests/site/explorers.PAGES``;
+``WIDGET_PAGE=chapters/x.html`` points every widget at one other page (a scratch page while
+developing).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pytest
 
 from attention.widgets import SaturationExplorer, TemperatureExplorer, WidthExplorer
 from tests import harness
+from tests.site.explorers import (controls, guarded_context, move_every_way, open_explorer, page_of,
+                                  readouts, toggle_every_way, wait_until_ready)
 
-PAGES = {
-    "temperature": "chapters/soft-retrieval.html",
-    "width": "chapters/variance.html",
-    "saturation": "chapters/saturation.html",
-}
 CLASSES = {"temperature": TemperatureExplorer, "width": WidthExplorer, "saturation": SaturationExplorer}
 SLIDERS = {"temperature": ["temperature", "q1", "q2", "q3"], "width": ["d_k", "rho"], "saturation": ["d_k", "temperature"]}
 SWITCHES = {"temperature": [], "width": [], "saturation": ["scaled"]}
-
-
-def page_of(kind: str) -> str:
-    return os.environ.get("WIDGET_PAGE") or PAGES[kind]
 
 
 @pytest.fixture(scope="module")
@@ -42,29 +35,7 @@ def python_widgets():
 
 
 def open_widget(guarded_page, site_url, kind):
-    guarded_page.goto(site_url + page_of(kind))
-    page = guarded_page.page
-    page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'", timeout=15000)
-    root = page.locator(f".attn-{kind}").first
-    assert root.count() == 1, f"no {kind} widget on {page_of(kind)}"
-    root.scroll_into_view_if_needed()
-    return page, root
-
-
-def controls(root) -> dict:
-    """Slider indices and switch states as the DOM shows them."""
-    return root.evaluate("""r => Object.fromEntries([...r.querySelectorAll('[data-control]')].map(
-        i => [i.dataset.control, i.type === 'checkbox' ? i.checked : Number(i.value)]))""")
-
-
-def readouts(root) -> dict:
-    raw = root.evaluate("""r => Object.fromEntries([...r.querySelectorAll('[data-readout]')].map(
-        d => [d.dataset.readout, d.dataset.value]))""")
-    return {k: json.loads(v) for k, v in raw.items()}
-
-
-def drawing(root) -> str:
-    return root.locator("svg").first.evaluate("s => s.innerHTML")
+    return open_explorer(guarded_page, site_url, kind, page_of(kind))
 
 
 def expected(kind: str, widget, ctl: dict) -> dict:
@@ -102,23 +73,6 @@ def assert_shows_python_values(kind, widget, root):
         assert shown[name] == value, f"{kind}: readout {name} shows {shown[name]}, Python computed {value}"
 
 
-def drag(page, slider, to_index: int):
-    """A real mouse drag of the slider's thumb from its current position to ``to_index``."""
-    box = slider.bounding_box()
-    lo, hi, now = (int(slider.get_attribute(a) or 0) for a in ("min", "max", "value"))
-    now = int(slider.input_value())
-    thumb = 16  # Chromium's range thumb is about 16 px wide
-
-    def x_of(i):
-        return box["x"] + thumb / 2 + (box["width"] - thumb) * (i - lo) / (hi - lo)
-
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(x_of(now), y)
-    page.mouse.down()
-    page.mouse.move(x_of(to_index), y, steps=8)
-    page.mouse.up()
-
-
 @pytest.mark.parametrize("kind", list(CLASSES))
 def test_every_slider_moved_by_fill_keys_and_mouse_redraws_and_shows_pythons_values(
         guarded_page, site_url, python_widgets, kind):
@@ -126,46 +80,11 @@ def test_every_slider_moved_by_fill_keys_and_mouse_redraws_and_shows_pythons_val
     widget = python_widgets[kind]
     assert_shows_python_values(kind, widget, root)
     for name in SLIDERS[kind]:
-        slider = root.locator(f'input[data-control="{name}"]')
-        top = int(slider.get_attribute("max"))
-        output = root.locator(f'output[data-output="{name}"]')
-
-        def moved(how, before_index, before_svg):
-            after = controls(root)[name]
-            assert after != before_index, f"{kind}.{name}: {how} did not move the slider"
-            assert drawing(root) != before_svg, f"{kind}.{name}: {how} did not redraw"
-            assert output.inner_text().strip() and slider.get_attribute("aria-valuetext") == output.inner_text()
-            assert_shows_python_values(kind, widget, root)
-
-        # 1. fill: the far end from where it is.
-        i, svg = controls(root)[name], drawing(root)
-        slider.fill(str(0 if i > top // 2 else top))
-        moved("fill", i, svg)
-        # 2. arrow keys: one step toward the middle.
-        i, svg = controls(root)[name], drawing(root)
-        slider.focus()
-        page.keyboard.press("ArrowLeft" if i > top // 2 else "ArrowRight")
-        assert controls(root)[name] == i + (-1 if i > top // 2 else 1)
-        moved("arrow key", i, svg)
-        # 3. a real mouse drag to about three quarters of the way across the other side.
-        i, svg = controls(root)[name], drawing(root)
-        drag(page, slider, top // 4 if i > top // 2 else (3 * top) // 4)
-        moved("mouse drag", i, svg)
+        move_every_way(page, root, name, lambda how: assert_shows_python_values(kind, widget, root),
+                       label=f"{kind}.{name}")
     for name in SWITCHES[kind]:
-        switch = root.locator(f'input[data-control="{name}"]')
-        for how in ("check", "space", "click"):
-            before, svg = controls(root)[name], drawing(root)
-            if how == "check":
-                switch.set_checked(not before)
-            elif how == "space":
-                switch.focus()
-                page.keyboard.press("Space")
-            else:
-                box = switch.bounding_box()
-                page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-            assert controls(root)[name] != before, f"{kind}.{name}: {how} did not toggle"
-            assert drawing(root) != svg, f"{kind}.{name}: {how} did not redraw"
-            assert_shows_python_values(kind, widget, root)
+        toggle_every_way(page, root, name, lambda how: assert_shows_python_values(kind, widget, root),
+                         label=f"{kind}.{name}")
     guarded_page.assert_clean()
     assert guarded_page.outside_requests == []
 
@@ -224,23 +143,17 @@ def test_widget_colours_follow_the_dark_theme_and_keep_contrast(guarded_page, si
 
 @pytest.mark.parametrize("kind", list(CLASSES))
 def test_static_figure_stands_in_without_javascript_and_in_print(browser, site_url, kind):
-    from tests import harness
+    with guarded_context(browser, java_script_enabled=False) as guard:
+        guard.goto(site_url + page_of(kind))
+        fallback = guard.page.locator(".attn-fallback img[alt]").first
+        assert fallback.is_visible()
+        assert fallback.evaluate("i => i.complete && i.naturalWidth > 0")
 
-    context = browser.new_context(java_script_enabled=False)
-    guard = harness.GuardedPage.open(context)
-    guard.goto(site_url + page_of(kind))
-    fallback = guard.page.locator(".attn-fallback img[alt]").first
-    assert fallback.is_visible()
-    assert fallback.evaluate("i => i.complete && i.naturalWidth > 0")
-    context.close()
-
-    context = browser.new_context()
-    guard = harness.GuardedPage.open(context)
-    guard.goto(site_url + page_of(kind))
-    guard.page.wait_for_function("document.documentElement.dataset.attnWidgets === 'ready'")
-    assert guard.page.locator(".attn-fallback").first.is_hidden()  # the live widget replaces it
-    guard.page.emulate_media(media="print")
-    assert guard.page.locator(".attn-fallback").first.is_visible()
-    assert guard.page.locator(f".attn-{kind}").first.is_hidden()
-    guard.assert_clean()
-    context.close()
+    with guarded_context(browser) as guard:
+        guard.goto(site_url + page_of(kind))
+        wait_until_ready(guard.page, timeout=30000)
+        assert guard.page.locator(".attn-fallback").first.is_hidden()  # the live widget replaces it
+        guard.page.emulate_media(media="print")
+        assert guard.page.locator(".attn-fallback").first.is_visible()
+        assert guard.page.locator(f".attn-{kind}").first.is_hidden()
+        guard.assert_clean()
