@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validate import as_float_array, check_mask, check_positive, check_qkv, sum_to_shape
-from .forward import _attend, score_scale
+from .forward import _attend, _score_scale
 
 
 def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=None, A=None):
@@ -79,7 +79,7 @@ def check_backward_inputs(Q, K, V, dO, mask, temperature, O, A):
                 raise ValueError(f"{name} must have shape {shape} (from the forward pass), got {x.shape}")
     if mask is not None:
         mask = np.broadcast_to(check_mask(mask, a_shape), a_shape)
-    c = score_scale(Q.shape[-1], temperature)  # also validates the temperature
+    c = _score_scale(Q.shape[-1], check_positive(temperature, "temperature"))
     dO = as_float_array(dO, "dO")
     if dO.shape != o_shape:
         raise ValueError(f"dO must have the output's shape {o_shape}, got {dO.shape}")
@@ -106,7 +106,7 @@ def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperatur
     """
     Q, K, V = check_qkv(Q, K, V)
     block_size = check_positive(block_size, "block_size", integer=True)
-    c = score_scale(Q.shape[-1], temperature)
+    c = _score_scale(Q.shape[-1], check_positive(temperature, "temperature"))
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     T_q, T_k, d_v = Q.shape[-2], K.shape[-2], V.shape[-1]
     if mask is not None:

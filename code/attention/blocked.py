@@ -28,7 +28,7 @@ import numpy as np
 
 from ._validate import check_mask, check_positive, check_qkv
 from .backward import _gradients_in, check_backward_inputs
-from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, score_scale
+from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, _score_scale
 
 __all__ = ["blocked_attention", "blocked_attention_backward"]
 
@@ -48,7 +48,7 @@ def blocked_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
     T_q, T_k = Q.shape[-2], K.shape[-2]
     if mask is not None:
         mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
-    return _blocked_forward(Q, K, V, mask, batch, score_scale(Q.shape[-1], temperature),
+    return _blocked_forward(Q, K, V, mask, batch, _score_scale(Q.shape[-1], temperature),
                             need_weights)
 
 

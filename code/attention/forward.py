@@ -27,6 +27,11 @@ def score_scale(d_k: int, temperature: float = 1.0) -> float:
     """
     d_k = check_positive(d_k, "d_k", integer=True)
     temperature = check_positive(temperature, "temperature")
+    return _score_scale(d_k, temperature)
+
+
+def _score_scale(d_k: int, temperature: float) -> float:
+    """:func:`score_scale` for a validated width and temperature."""
     # A Python float, not np.float64: under NumPy 2's promotion rules an np.float64 scalar
     # would silently turn float32 scores into float64.
     return float(1.0 / (temperature * np.sqrt(d_k)))
@@ -63,7 +68,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *
     The same arithmetic, arranged for speed: :func:`attention.blocked.blocked_attention`.
     """
     Q, K, V = check_qkv(Q, K, V)
-    c = score_scale(Q.shape[-1], temperature)
+    c = _score_scale(Q.shape[-1], check_positive(temperature, "temperature"))
     if not isinstance(need_weights, (bool, np.bool_)):
         raise TypeError(f"need_weights must be True or False, got {need_weights!r}")
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
@@ -179,7 +184,7 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
         raise ValueError(f"causal must be None, 'top-left' or 'bottom-right', got {causal!r}")
     # key j is visible to query i when j <= i + offset (the diagonal of causal_mask)
     offset = 0 if causal in (None, "top-left") else T_k - T_q
-    c = score_scale(d_k, temperature)
+    c = _score_scale(d_k, temperature)
     dtype = Q.dtype
     acc_dtype = np.promote_types(dtype, np.float32)
     O = np.zeros(batch + (T_q, d_v), dtype=dtype)

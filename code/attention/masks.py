@@ -58,7 +58,7 @@ def prefix_mask(T: int, prefix: int) -> np.ndarray:
     if prefix > T:
         raise ValueError(f"prefix must lie in [0, {T}], got {prefix}")
     in_prefix = np.arange(T) < prefix  # (T,): keys every query may see
-    return causal_mask(T) | in_prefix[None, :]
+    return np.tri(T, T, dtype=bool) | in_prefix[None, :]  # causal_mask(T), or the prefix
 
 
 def padding_mask(lengths, T: int) -> np.ndarray:

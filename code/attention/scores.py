@@ -38,8 +38,8 @@ from ._validate import (
     check_kurtosis,
     check_positive,
 )
-from .forward import score_scale
-from .softmax import jacobian_frobenius_sq, softmax
+from .forward import _score_scale
+from .softmax import _jacobian_frobenius_sq, _softmax
 
 #: Fourth moment E[x^4] of each entry distribution :func:`sample_entries` draws (mean 0,
 #: variance 1): the normal, the uniform on [-sqrt(3), sqrt(3)], random signs +-1, and the
@@ -98,7 +98,10 @@ def sample_entries(rng: np.random.Generator, shape, entries: str = "normal") -> 
     ``entries`` is a key of :data:`ENTRY_KURTOSIS`: "normal", "uniform", "signs" (+-1 with
     probability 1/2 each) or "laplace".
     """
-    entries = check_choice(entries, "entries", tuple(ENTRY_KURTOSIS))
+    return _sample_entries(rng, shape, check_choice(entries, "entries", tuple(ENTRY_KURTOSIS)))
+
+
+def _sample_entries(rng: np.random.Generator, shape, entries: str) -> np.ndarray:
     if entries == "normal":
         return rng.standard_normal(shape)
     if entries == "uniform":
@@ -120,13 +123,17 @@ def sample_score_parts(d_k: int, n: int, entries: str = "normal",
     d_k = check_integer(d_k, "d_k")
     n = check_positive(n, "n", integer=True)
     entries = check_choice(entries, "entries", tuple(ENTRY_KURTOSIS))
+    return _sample_score_parts(d_k, n, entries, seed)
+
+
+def _sample_score_parts(d_k: int, n: int, entries: str, seed) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     sq, qz = np.empty(n), np.empty(n)
     chunk = max(1, 2**20 // d_k)
     for start in range(0, n, chunk):
         m = min(chunk, n - start)
-        q = sample_entries(rng, (m, d_k), entries)
-        z = sample_entries(rng, (m, d_k), entries)
+        q = _sample_entries(rng, (m, d_k), entries)
+        z = _sample_entries(rng, (m, d_k), entries)
         sq[start : start + m] = np.einsum("nd,nd->n", q, q)
         qz[start : start + m] = np.einsum("nd,nd->n", q, z)
     return sq, qz
@@ -134,7 +141,10 @@ def sample_score_parts(d_k: int, n: int, entries: str = "normal",
 
 def scores_from_parts(sq: np.ndarray, qz: np.ndarray, rho: float) -> np.ndarray:
     """Raw scores q.k = rho |q|^2 + sqrt(1 - rho^2) q.z from the sums of :func:`sample_score_parts`."""
-    rho = check_in_range(rho, "rho", -1.0, 1.0)
+    return _scores_from_parts(sq, qz, check_in_range(rho, "rho", -1.0, 1.0))
+
+
+def _scores_from_parts(sq, qz, rho: float) -> np.ndarray:
     return rho * np.asarray(sq, float) + np.sqrt(1.0 - rho**2) * np.asarray(qz, float)
 
 
@@ -144,8 +154,9 @@ def sample_scores(d_k: int, n: int, rho: float = 0.0, scaled: bool = True, seed:
     Entries of q and z are independent standard normals (:func:`sample_score_parts`, whose
     draws these are). Returns a float64 array of shape (n,).
     """
+    d_k, n = check_integer(d_k, "d_k"), check_positive(n, "n", integer=True)
     rho = check_in_range(rho, "rho", -1.0, 1.0)
-    scores = scores_from_parts(*sample_score_parts(d_k, n, "normal", seed), rho)
+    scores = _scores_from_parts(*_sample_score_parts(d_k, n, "normal", seed), rho)
     return scores / np.sqrt(d_k) if scaled else scores
 
 
@@ -201,6 +212,10 @@ def row_score_draws(d_k: int, n_keys: int = 32, n_queries: int = 2000, seed: int
     d_k = check_integer(d_k, "d_k")
     n_keys = check_positive(n_keys, "n_keys", integer=True)
     n_queries = check_positive(n_queries, "n_queries", integer=True)
+    return _row_score_draws(d_k, n_keys, n_queries, seed)
+
+
+def _row_score_draws(d_k: int, n_keys: int, n_queries: int, seed):
     rng = np.random.default_rng(seed)
     t = rng.standard_normal((n_queries, n_keys))
     q_norm = np.sqrt(rng.chisquare(d_k, size=n_queries))
@@ -210,7 +225,7 @@ def row_score_draws(d_k: int, n_keys: int = 32, n_queries: int = 2000, seed: int
 def _query_gradient_rms(A: np.ndarray, t: np.ndarray, c, d_k: int) -> np.ndarray:
     """:func:`query_gradient_rms` on checked arrays: A and t of one float dtype and shape."""
     Jt = A * (t - np.sum(A * t, axis=-1, keepdims=True))  # J t, the product of eq-softmax-vjp
-    sq = np.sum(Jt * Jt, axis=-1) + (d_k - 1) * jacobian_frobenius_sq(A)
+    sq = np.sum(Jt * Jt, axis=-1) + (d_k - 1) * _jacobian_frobenius_sq(A)
     return c * np.sqrt(sq)
 
 
@@ -262,10 +277,13 @@ class SaturationStats(NamedTuple):
 def _rows(d_k, n_keys, n_queries, scaled, temperature, seed):
     """(A, t, c) of :func:`attention_rows`: its weights, key directions and score scale."""
     temperature = check_positive(temperature, "temperature")
-    q_norm, t = row_score_draws(d_k, n_keys, n_queries, seed)
+    d_k = check_integer(d_k, "d_k")
+    n_keys = check_positive(n_keys, "n_keys", integer=True)
+    n_queries = check_positive(n_queries, "n_queries", integer=True)
+    q_norm, t = _row_score_draws(d_k, n_keys, n_queries, seed)
     # c in s_j = c q.k_j: 1 / (temperature sqrt(d_k)) when scaled, 1 / temperature when not.
-    c = score_scale(d_k, temperature) if scaled else 1.0 / temperature
-    return softmax(c * q_norm[:, None] * t, axis=-1), t, c  # A: (n_queries, n_keys)
+    c = _score_scale(d_k, temperature) if scaled else 1.0 / temperature
+    return _softmax(c * q_norm[:, None] * t, axis=-1), t, c  # A: (n_queries, n_keys)
 
 
 def attention_rows(d_k: int, n_keys: int = 32, n_queries: int = 2000, scaled: bool = True,
@@ -292,7 +310,7 @@ def saturation_stats(d_k: int, n_keys: int = 32, scaled: bool = True, n_queries:
     A, t, c = _rows(d_k, n_keys, n_queries, scaled, temperature, seed)
     grad_q = _query_gradient_rms(A, t, c, int(d_k))
     a_max = A.max(axis=-1)
-    jsq = jacobian_frobenius_sq(A)
+    jsq = _jacobian_frobenius_sq(A)
     return SaturationStats(
         d_k=int(d_k), n_keys=int(n_keys), scaled=bool(scaled), temperature=float(temperature),
         mean_max_weight=float(a_max.mean()),

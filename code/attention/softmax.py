@@ -32,7 +32,11 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     Shapes: any; the result has the shape of ``x``. float16 is computed in float32 and
     cast back; integers are promoted to float64. NaN or +inf in ``x`` raise ``ValueError``.
     """
-    x = as_float_array(x, "x", allow_neg_inf=True)
+    return _softmax(as_float_array(x, "x", allow_neg_inf=True), axis)
+
+
+def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """:func:`softmax` of a validated float array."""
     out_dtype = x.dtype
     xc = x.astype(_compute_dtype(x), copy=False)
     if x.size == 0:
@@ -113,7 +117,11 @@ def jacobian_frobenius_sq(a) -> np.ndarray:
     others, so that a nearly one-hot row gives a small non-negative number instead of a
     rounding error. Shape (..., T_k) -> (...).
     """
-    a = check_weight_rows(a)
+    return _jacobian_frobenius_sq(check_weight_rows(a))
+
+
+def _jacobian_frobenius_sq(a: np.ndarray) -> np.ndarray:
+    """:func:`jacobian_frobenius_sq` of validated weights."""
     a = a.astype(np.promote_types(a.dtype, np.float32), copy=False)
     m = np.argmax(a, axis=-1)[..., None]
     a_m = np.take_along_axis(a, m, axis=-1)[..., 0]  # (...): the largest weight

@@ -113,7 +113,7 @@ def additive_point(seed: int) -> dict:
     """
     import torch
 
-    from .training import retrieval_attention
+    from .training import _scores
 
     task = RetrievalTask()
     torch.set_num_threads(1)
@@ -127,8 +127,8 @@ def additive_point(seed: int) -> dict:
     with torch.no_grad():
         for r in range(len(ADDITIVE_LRS)):
             p = {k: v[r] for k, v in out.params.items()}
-            A = torch.cat([retrieval_attention(p, X[i:i + 1024], j[i:i + 1024],
-                                               score="additive")
+            A = torch.cat([torch.softmax(_scores(p, X[i:i + 1024], j[i:i + 1024], None,
+                                                 "additive"), dim=-1)
                            for i in range(0, N_HELD_OUT, 1024)])
             O = torch.einsum("bt,btv->bv", A, V)
             loss.append(((O - V[rows, j]) ** 2).mean().item())
