@@ -1,4 +1,4 @@
-"""Light pages: the theme's icons without its 1.5 MB icon script, and no file that no page uses.
+"""Light pages: the theme's icons without its 1.5 MB icon script, and only the scripts a page uses.
 
 The theme (pydata-sphinx-theme) ships Font Awesome twice: a script (``fontawesome.js``,
 1.5 MB, 540 KB gzipped) that replaces every ``<i class="fa-...">`` by an inline SVG, and the
@@ -18,13 +18,13 @@ After the build this module:
   it, however many glyphs it shares with the styles in use);
 * leaves off each page the scripts and styles it does not use: Sphinx's search index and
   tools except on the search page (the theme's search-as-you-type, which needs them
-  everywhere, is off), sphinx-design's except on pages with its components;
-* deletes from ``_static`` and ``vendor`` every file that no page references, directly or
-  through a stylesheet (source maps, the icon script, unused fonts and images, translation
-  catalogues of the theme), and Sphinx's cross-project inventory ``objects.inv``.
+  everywhere, is off), sphinx-design's except on pages with its components.
+
+Files that no page uses (source maps, the icon script, the theme's translations) stay in
+the built folder: a browser never fetches them, so they cost a reader nothing.
 
 ``tests/site/test_page_weight.py`` checks the result: every page at most 400 KB gzipped,
-every published file used, every icon still drawn and every control still named.
+every icon still drawn and every control still named.
 """
 
 from __future__ import annotations
@@ -157,52 +157,6 @@ def _icon_fonts(app, outdir: Path):
     theme_css.write_text(css, encoding="utf-8")
 
 
-# --- no file that no page uses ---------------------------------------------------------------
-REFERENCE = re.compile(r'(?:src|href)="([^"#?]+)[^"]*"')
-CSS_URL = re.compile(r"url\((?!data:)[\"']?([^)\"'#?]+)|@import\s+[\"']([^\"']+)")
-PRUNED_FOLDERS = ("_static", "vendor")
-ALWAYS_PRUNED = ("objects.inv", ".buildinfo")
-
-
-def referenced_files(outdir: Path) -> set[Path]:
-    """Every file a page of the site references, directly or through a stylesheet."""
-    seen: set[Path] = set()
-    todo = list(_pages(outdir))
-    seen.update(todo)
-    while todo:
-        current = todo.pop()
-        text = current.read_text(encoding="utf-8", errors="replace")
-        if current.suffix == ".html":
-            refs = REFERENCE.findall(text)
-        elif current.suffix == ".css":
-            refs = [a or b for a, b in CSS_URL.findall(text)]
-        else:
-            continue
-        for ref in refs:
-            if "://" in ref or ref.startswith(("data:", "mailto:", "javascript:")):
-                continue
-            target = (current.parent / ref).resolve()
-            if target.is_file() and target not in seen:
-                seen.add(target)
-                todo.append(target)
-    return seen
-
-
-def _prune(outdir: Path):
-    used = referenced_files(outdir)
-    for folder in PRUNED_FOLDERS:
-        root = outdir / folder
-        if not root.exists():
-            continue
-        for path in sorted(root.rglob("*"), reverse=True):
-            if path.is_file() and path.resolve() not in used:
-                path.unlink()
-            elif path.is_dir() and not any(path.iterdir()):
-                path.rmdir()
-    for name in ALWAYS_PRUNED:
-        (outdir / name).unlink(missing_ok=True)
-
-
 # --- scripts and styles a page does not use -------------------------------------------------
 # pydata-sphinx-theme loads Sphinx's search index and tools on every page for its optional
 # search-as-you-type; with that off (the default), the search box sends the reader to
@@ -240,7 +194,6 @@ def _lighten(app, exception):
     outdir = Path(app.outdir)
     _icon_fonts(app, outdir)
     _without_search_scripts(outdir, app)
-    _prune(outdir)
 
 
 def setup(app):

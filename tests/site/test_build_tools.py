@@ -104,27 +104,19 @@ def test_each_build_process_has_its_own_katex_server_and_stops_it(tmp_path):
     assert not (tmp_path / f"stopped-{os.getpid()}").exists(), "the main process's server stops at exit only"
 
 
-def test_math_faces_reads_unchanged_pages_back_from_its_cache(tmp_path, monkeypatch):
+def test_math_characters_are_what_the_formulas_show_not_their_mathml_or_the_page(tmp_path):
     import book_math
 
-    css = (harness.ROOT / "node_modules" / "katex" / "dist" / "katex.min.css").read_text(encoding="utf-8")
     site = tmp_path / "html"
-    site.mkdir()
-    page = site / "a.html"
-    page.write_text('<p><span class="katex"><span class="katex-html"><span class="mord mathnormal">q</span>'
-                    '</span></span></p>', encoding="utf-8")
-    cache = tmp_path / "faces.json"
-    first = book_math.math_faces(site, css, cache=cache)
-    assert first == {"KaTeX_Math-Italic": {ord("q")}}
-
-    def no_parsing(*args):
-        raise AssertionError("an unchanged page was parsed again")
-
-    monkeypatch.setattr(book_math, "face_characters", no_parsing)
-    assert book_math.math_faces(site, css, cache=cache) == first
-    page.write_text(page.read_text(encoding="utf-8").replace(">q<", ">k<"), encoding="utf-8")
-    with pytest.raises(AssertionError, match="parsed again"):  # a changed page is parsed
-        book_math.math_faces(site, css, cache=cache)
+    (site / "chapters").mkdir(parents=True)
+    (site / "chapters" / "a.html").write_text(
+        '<p>outside</p><span class="katex"><span class="katex-mathml"><math><semantics>'
+        '<mi>z</mi><annotation encoding="application/x-tex">\\zeta</annotation></semantics>'
+        '</math></span><span class="katex-html"><span class="mord mathnormal">q</span>'
+        '<span class="mrel">&lt;</span><span>&#8730;</span></span></span>', encoding="utf-8")
+    (site / "b.html").write_text('<span class="katex"><span class="katex-html">K</span></span>',
+                                 encoding="utf-8")
+    assert book_math.math_characters(site) == {ord("q"), ord("<"), 0x221A, ord("K")}
 
 
 def _record_start(args):
@@ -164,7 +156,7 @@ def test_pages_start_slowest_first_in_sphinxs_parallel_tasks(tmp_path):
         assert abs(started.index(name) - k) <= 1, started
 
 
-def test_only_each_formulas_own_markup_is_parsed_for_its_faces():
+def test_only_each_formulas_own_markup_is_read_for_its_characters():
     import book_math
 
     html = ('<p>x<span class="katex"><span class="a"><span>1</span></span><span>2</span></span>'
