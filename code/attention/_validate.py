@@ -115,6 +115,29 @@ def check_mask(mask, score_shape: tuple[int, ...]) -> np.ndarray:
     return m
 
 
+def overflow_error(dtype) -> ValueError:
+    """The error of scores c Q K^T that overflowed ``dtype``, the dtype they are computed in."""
+    return ValueError(
+        f"the scaled scores c Q K^T overflowed {np.dtype(dtype).name}: some |c q . k| exceeds "
+        "the largest representable number; scale Q or K down, raise the temperature, or "
+        "compute in float64"
+    )
+
+
+def check_no_overflow(m, mask=None, T_k: int = 0) -> None:
+    """Raise :func:`overflow_error` if the row maxima ``m`` of scores c Q K^T (masked
+    entries -inf) show that the product overflowed.
+
+    The inputs are finite, so a NaN or +inf maximum is an overflow, and so is -inf in a
+    row that has a visible key: with ``mask`` None, any row when T_k > 0; else a row of
+    ``mask`` (..., T_q, T_k) with a True. With the defaults only NaN and +inf count: a
+    tile of keys, whose rows may all be masked.
+    """
+    visible = T_k > 0 if mask is None else mask.any(axis=-1, keepdims=True)
+    if (np.isnan(m) | np.isposinf(m) | (np.isneginf(m) & visible)).any():
+        raise overflow_error(m.dtype)
+
+
 def float_dtype(*arrays: np.ndarray) -> np.dtype:
     """The common float dtype of the operands (integers were promoted already)."""
     return np.result_type(*arrays)

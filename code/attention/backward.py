@@ -20,7 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_float_array, check_mask, check_positive, check_qkv, sum_to_shape
+from ._validate import (
+    as_float_array,
+    check_mask,
+    check_no_overflow,
+    check_positive,
+    check_qkv,
+    sum_to_shape,
+)
 from .forward import _attend, _score_scale
 
 
@@ -134,24 +141,24 @@ def tiled_attention_backward(Q, K, V, dO, block_size: int, mask=None, temperatur
         return np.swapaxes(X, -1, -2)
 
     D = np.sum(dO * O, axis=-1, keepdims=True)           # (..., T_q, 1), once
-    row_max = np.full(batch + (T_q, 1), -np.inf, dtype=work)  # for _check_rows
+    row_max = np.full(batch + (T_q, 1), -np.inf, dtype=work)  # for the overflow check
     dQ = np.zeros(batch + Q.shape[-2:], dtype=work)
     dK = np.zeros(batch + K.shape[-2:], dtype=work)
     dV = np.zeros(batch + V.shape[-2:], dtype=work)
     for k0 in range(0, T_k, block_size):
         blk = slice(k0, k0 + block_size)
-        with np.errstate(over="ignore"):                   # reported by _check_tile
+        with np.errstate(over="ignore"):                   # reported by check_no_overflow
             S = c * (Q_ @ T_(K_[..., blk, :]))             # (..., T_q, block)
         if mask is not None:
             S = np.where(mask[..., blk], S, -np.inf)       # the mask, on every tile
-        _check_tile(S)
+        check_no_overflow(S.max(initial=-np.inf))
         row_max = np.maximum(row_max, S.max(axis=-1, keepdims=True))
         A = np.exp(S - lse)                                  # the tile of weights
         dV[..., blk, :] = T_(A) @ dO
         dS = A * (dO @ T_(V_[..., blk, :]) - D)
         dQ += c * (dS @ K_[..., blk, :])
         dK[..., blk, :] = c * (T_(dS) @ Q_)
-    _check_rows(row_max, mask, T_k)
+    check_no_overflow(row_max, mask, T_k)  # a row whose visible scores were all -inf
     return _gradients_in(dtype, (("dQ", dQ, Q), ("dK", dK, K), ("dV", dV, V)))
 
 
@@ -173,32 +180,6 @@ def _gradients_in(dtype, named):
     return tuple(out)
 
 
-def _overflow(dtype) -> ValueError:
-    return ValueError(
-        f"the scaled scores c Q K^T overflowed {np.dtype(dtype).name}: some |c q . k| exceeds the "
-        "largest representable number; scale Q or K down, raise the "
-        "temperature, or compute in float64")
-
-
-def _check_tile(S) -> None:
-    """NaN or +inf in a tile of scores (masked entries already -inf) is an overflow of
-    Q K^T. A score of -inf on a visible key is not, by itself (its weight is 0, as in the
-    forward pass); only a row whose visible scores are all -inf is, see _check_rows."""
-    top = S.max(initial=-np.inf)
-    if np.isnan(top) or np.isposinf(top):
-        raise _overflow(S.dtype)
-
-
-def _check_rows(row_max, mask, T_k) -> None:
-    """A row with a visible key whose scores were all -inf overflowed, as the forward
-    pass reports it; a row with no visible key is the empty-row convention."""
-    if T_k == 0:
-        return
-    visible = True if mask is None else mask.any(axis=-1, keepdims=True)
-    if (np.isneginf(row_max) & visible).any():
-        raise _overflow(row_max.dtype)
-
-
 def _output_and_log_sum_exp(Q, K, V, mask, c, block_size):
     """O (..., T_q, d_v) and lse (..., T_q) by an online softmax over blocks of keys.
 
@@ -212,11 +193,11 @@ def _output_and_log_sum_exp(Q, K, V, mask, c, block_size):
     acc = np.zeros(batch + (T_q, V.shape[-1]), dtype=Q.dtype)  # running sum of e^(s-m) v
     for k0 in range(0, T_k, block_size):
         blk = slice(k0, k0 + block_size)
-        with np.errstate(over="ignore"):  # reported by _check_tile
+        with np.errstate(over="ignore"):  # reported by check_no_overflow
             S = c * (Q @ np.swapaxes(K[..., blk, :], -1, -2))
         if mask is not None:
             S = np.where(mask[..., blk], S, -np.inf)
-        _check_tile(S)
+        check_no_overflow(S.max(initial=-np.inf))
         m_new = np.maximum(m, S.max(axis=-1, keepdims=True))
         shift = np.where(np.isneginf(m_new), 0.0, m_new)       # all masked so far: 0
         P = np.exp(S - shift)

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from ._validate import check_mask, check_positive, check_qkv
+from ._validate import check_mask, check_no_overflow, check_positive, check_qkv
 from .backward import _gradients_in, check_backward_inputs
 from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, _score_scale
 
@@ -151,13 +151,7 @@ def _shift_by_row_max(S: np.ndarray, mask) -> None:
     """
     m = S.max(axis=-1, keepdims=True)
     if not np.isfinite(m).all():  # rare: a fully masked row, or an overflow
-        visible = True if mask is None else mask.any(axis=-1, keepdims=True)
-        if (np.isnan(m) | np.isposinf(m) | (np.isneginf(m) & visible)).any():
-            raise ValueError(
-                f"the scaled scores c Q K^T overflowed {S.dtype.name}: some |c q . k| exceeds the "
-                "largest representable number; scale Q or K down, raise the "
-                "temperature, or compute in float64"
-            )
+        check_no_overflow(m, mask, S.shape[-1])
         m[np.isneginf(m)] = 0.0
     S -= m
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from .masks import ALIGNMENTS
-from ._validate import check_mask, check_positive, check_qkv
+from ._validate import check_mask, check_no_overflow, check_positive, check_qkv
 
 
 def score_scale(d_k: int, temperature: float = 1.0) -> float:
@@ -105,7 +105,7 @@ def _attend(Q, K, V, mask, c, need_weights=True):
     if mask is not None:
         S = np.where(mask, S, -np.inf)             # a masked key scores -inf
     m = S.max(axis=-1, keepdims=True, initial=-np.inf)  # (..., T_q, 1): each row's max
-    _check_no_overflow(m, mask, K.shape[-2])
+    check_no_overflow(m, mask, K.shape[-2])
     m[np.isneginf(m)] = 0.0                        # a fully masked row: shift by 0
     S -= m                                         # every score <= 0: exp cannot overflow
     A = np.exp(S, out=S)                           # e^(s_ij - m_i), masked keys give 0
@@ -120,15 +120,6 @@ def _attend(Q, K, V, mask, c, need_weights=True):
     return O.astype(dtype, copy=False), A.astype(dtype, copy=False)
 
 
-def _check_no_overflow(m: np.ndarray, mask, T_k: int) -> None:
-    """Raise if Q K^T overflowed. The inputs are finite, so a NaN or an infinite row
-    maximum means just that; -inf is allowed only for a row with no visible key."""
-    visible = T_k > 0 if mask is None else mask.any(axis=-1, keepdims=True)
-    overflow = np.isnan(m) | np.isposinf(m) | (np.isneginf(m) & visible)
-    if overflow.any():
-        raise _overflow_error(m.dtype)
-
-
 def _causal_rows_visible(mask, q0: int, q1: int, offset: int, batch: tuple):
     """(..., q1 - q0, 1) bool: does query i (q0 <= i < q1) see any key under the causal
     mask (keys 0 .. i + offset) and ``mask``? Read one row block of ``mask`` at a time."""
@@ -138,14 +129,6 @@ def _causal_rows_visible(mask, q0: int, q1: int, offset: int, batch: tuple):
     rows = mask[..., q0:q1, :]
     # a visible key j <= last_i exists iff the first True of the row is at or before last_i
     return (rows.any(axis=-1) & (rows.argmax(axis=-1) <= last))[..., None]  # (..., bq, 1)
-
-
-def _overflow_error(dtype: np.dtype) -> ValueError:
-    return ValueError(
-        f"the scaled scores c Q K^T overflowed {dtype.name}: some |c q . k| exceeds the "
-        "largest representable number; scale Q or K down, raise the "
-        "temperature, or compute in float64"
-    )
 
 
 def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.0, *,
@@ -212,8 +195,7 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
             S_max = S.max(axis=-1, keepdims=True)  # (..., bq, 1): this tile's row maxima
             # The plain version's check, split: NaN or +inf in any tile is an overflow (NaN
             # would otherwise fail l > 0 below and pass as an empty row) ...
-            if (np.isnan(S_max) | np.isposinf(S_max)).any():
-                raise _overflow_error(S.dtype)
+            check_no_overflow(S_max)
             m_new = np.maximum(m, S_max)
             # Rows with every key so far masked keep m = -inf; shift them by 0 instead.
             shift = np.where(np.isneginf(m_new), 0.0, m_new)
@@ -228,6 +210,6 @@ def tiled_attention(Q, K, V, block_size: int, mask=None, temperature: float = 1.
             visible = None if mask is None else mask[..., q0:q1, :]
         else:  # the rows' visible keys, causal and mask together, without a T_k-wide copy
             visible = _causal_rows_visible(mask, q0, q1, offset, batch)
-        _check_no_overflow(m, visible, T_k)
+        check_no_overflow(m, visible, T_k)
         O[..., q0:q1, :] = np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0)
     return O

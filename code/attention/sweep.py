@@ -31,7 +31,6 @@ check a sample of the file.
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ._validate import check_choice, check_integer
+from .forward import score_scale
 from .training import RetrievalTask, train_retrieval_heads
 
 __all__ = ["ADDITIVE_DK", "ADDITIVE_LRS", "DATA_PATH", "DESIGNS", "HEADS", "LR_GRID", "N_HELD_OUT", "SEEDS",
@@ -66,7 +66,9 @@ DATA_PATH = Path(__file__).parent / "data" / "training_sweep.json"  # what the p
 def scale(head: str, d_k: int) -> float:
     """The score scale c of a head: 1/sqrt(d_k), 1 or 1/d_k."""
     check_choice(head, "head", HEADS)
-    return {"scaled": 1 / math.sqrt(d_k), "unscaled": 1.0, "1/d_k": 1 / d_k}[head]
+    if head == "scaled":
+        return score_scale(d_k)
+    return 1.0 if head == "unscaled" else 1 / check_integer(d_k, "d_k")
 
 
 def _held_out(task: RetrievalTask, n: int = N_HELD_OUT):
