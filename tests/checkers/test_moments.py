@@ -201,7 +201,32 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(a
 def test_the_right_formula_passes_every_check(capsys):
     assert checkers.check_scaled_score_moments(right) is True
     assert "7 of 7 checks passed." in capsys.readouterr().out
-    assert checkers.check_scaled_score_moments(attention.score_moments, verbose=False) is True
+
+
+def score_moments(d_k, rho, kurtosis=3.0):
+    """The reader's own formula under the library's name."""
+    return right(d_k, rho, kurtosis)
+
+
+def test_a_function_of_the_librarys_name_that_is_the_readers_own_passes():
+    assert checkers.check_scaled_score_moments(lambda d, r, k=3.0: score_moments(d, r, k),
+                                               verbose=False) is True
+
+
+def test_the_librarys_own_answer_is_rejected_as_such(capsys):
+    # st5b: attention.score_moments passed every check of the exercise it answers
+    from attention.scores import scaled_score_moments as normal_only
+
+    for attempt, name in (
+            (attention.score_moments, "attention.score_moments"),
+            (lambda d, r, k=3.0: attention.score_moments(d, r, k), "attention.score_moments"),
+            # the library for normal entries, a formula of one's own for the others
+            (lambda d, r, k=3.0: normal_only(d, r) if k == 3.0 else right(d, r, k),
+             "attention.scaled_score_moments")):
+        assert checkers.check_scaled_score_moments(attempt) is False
+        out = capsys.readouterr().out
+        assert f"your function calls the library's own {name}, which is this " \
+               "exercise's answer" in out, out
 
 
 @pytest.mark.parametrize("form", [

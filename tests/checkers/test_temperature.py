@@ -482,6 +482,15 @@ def log_sum_exp_added_to_the_maximum(Q, K, V, tau):
     return A @ V, A
 
 
+def the_librarys_function_imported_inside(Q, K, V, tau):
+    from attention.forward import scaled_dot_product_attention as sdpa  # under a new name
+    return sdpa(Q, K, V, temperature=tau)
+
+
+def the_librarys_tiled_attention(Q, K, V, tau):
+    return attention.tiled_attention(Q, K, V, block_size=2, temperature=tau)
+
+
 def at_least_float32(Q, K, V, tau):
     dtype = np.result_type(Q.dtype, np.float32)  # float16 in, float32 out
     return right(*(x.astype(dtype) for x in (Q, K, V)), tau)
@@ -489,6 +498,11 @@ def at_least_float32(Q, K, V, tau):
 
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (right_by_the_library, "your function calls the library's own "
+     "attention.scaled_dot_product_attention, which takes a temperature already"),
+    (the_librarys_function_imported_inside, "calls the library's own "
+     "attention.scaled_dot_product_attention"),
+    (the_librarys_tiled_attention, "calls the library's own attention.tiled_attention"),
     (shift_clamped_at_zero, "the shift must be each row's own maximum, also when every "
      "score is negative"),
     (shift_only_when_the_scores_could_overflow, "the shift must be each row's own maximum, "
@@ -603,6 +617,8 @@ EXCLUSIVE = {
                                           shift_only_when_the_scores_could_overflow},
     "a log-sum-exp added to a large row maximum": {log_sum_exp_added_to_the_maximum},
     "float16 scores gave float32 weights": {at_least_float32, computed_in_float32},
+    "the library's own": {right_by_the_library, the_librarys_function_imported_inside,
+                          the_librarys_tiled_attention},
 }
 
 
@@ -640,8 +656,18 @@ def right_by_torch_sdpa(Q, K, V, tau):
     return O.numpy(), torch.softmax(c * q @ k.transpose(-2, -1), -1).numpy()
 
 
-RIGHT = [right, right_in_torch, right_by_the_library, right_with_einsum, right_with_tau_on_q_only,
-         right_with_log_sum_exp, right_by_torch_sdpa]
+def scaled_dot_product_attention(Q, K, V, tau=1.0):
+    """The reader's own function of the library's name (from the masks page's exercise)."""
+    return right(Q, K, V, tau)
+
+
+def right_by_the_readers_own_function_of_the_librarys_name(Q, K, V, tau):
+    return scaled_dot_product_attention(Q, K, V, tau)
+
+
+RIGHT = [right, right_in_torch, right_with_einsum, right_with_tau_on_q_only,
+         right_with_log_sum_exp, right_by_torch_sdpa,
+         right_by_the_readers_own_function_of_the_librarys_name]
 
 
 @pytest.mark.parametrize("attempt", RIGHT, ids=[f.__name__ for f in RIGHT])
@@ -851,3 +877,16 @@ def test_a_wrong_row_sum_is_printed_with_the_digits_that_tell_it_from_1(capsys):
     report = capsys.readouterr().out
     assert "[1.]" not in report and "sum to 1.," not in report
     assert "some rows sum to 0.99997, not 1" in report
+
+
+def test_the_librarys_attention_fails_every_case_with_one_line(capsys):
+    # st5b: the library's own function passed every case of the exercise it answers
+    assert checkers.check_attention_with_temperature(right_by_the_library) is False
+    report = capsys.readouterr().out
+    assert report.startswith("✗ every case: your function calls the library's own "
+                             "attention.scaled_dot_product_attention")
+    assert "0 of 16 checks passed." in report
+    # and the watch leaves no profiler behind
+    import sys
+
+    assert sys.getprofile() is None

@@ -23,8 +23,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import scores
 from ..scores import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
 from ._engine import _RNG_SEED, Rejected, _named, _report, _run
+from .temperature import _refusing_the_library
+
+#: Said when the attempt runs the library's own answer ({name}: the function's name).
+LIBRARY = ("your function calls the library's own {name}, which is this exercise's "
+           "answer: derive the mean and variance and return your own formula, without "
+           "the library's function")
 
 D_KS = (1, 2, 3, 5, 16, 64, 256)
 RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
@@ -413,7 +420,11 @@ def _agrees_with_sampling(fn: Callable, entries: str, d_k: int, rho: float, n: i
 
 def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(d_k, rho, kurtosis) -> (mean, variance)`` of the scaled score q.k / sqrt(d_k)
-    with k = rho q + sqrt(1 - rho^2) z and entries of fourth moment ``kurtosis``."""
+    with k = rho q + sqrt(1 - rho^2) z and entries of fourth moment ``kurtosis``; an
+    attempt that runs the library's own score_moments fails."""
+    fn = _refusing_the_library(fn, {"attention.score_moments": scores.score_moments,
+                                    "attention.scaled_score_moments":
+                                        scores.scaled_score_moments}, LIBRARY)
     values: dict = {}
 
     def returns_a_pair():

@@ -36,12 +36,15 @@ the temperatures used no two of the usual scale mistakes give the same scores.
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable
 
 import numpy as np
 
+from .. import blocked, forward
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, BATCH_HINT, ChangedInPlace, _all, _clipped_scores, _close,
+from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _clipped_scores, _close,
                       _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
                       _qkv, _report, _results, _run, _softmax)
 
@@ -93,6 +96,55 @@ def _scaled_scores_row(K, scaled, tau):
     return np.linalg.lstsq(K, target, rcond=None)[0][None, :]
 
 
+def _refusing_the_library(fn: Callable, banned: dict, message: str) -> Callable:
+    """``fn``, wrapped so that a call which runs one of the library's functions ``banned``
+    (name -> function) raises Rejected(message.format(name=...)). What runs is seen by
+    ``sys.setprofile`` while ``fn`` runs, however ``fn`` reaches the function: as itself,
+    under another name, through a lambda or a helper of its own, or imported inside it. A
+    function of the reader's own with the same name is not the library's and passes."""
+    codes = {f.__code__: name for name, f in banned.items()}
+
+    @functools.wraps(fn)
+    def watched(*args, **kwargs):
+        seen = []
+
+        def hook(frame, event, arg):
+            if event == "call" and frame.f_code in codes:
+                seen.append(codes[frame.f_code])
+
+        previous = sys.getprofile()
+        sys.setprofile(hook)
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+        if seen:
+            raise Rejected(message.format(name=seen[0]))
+        return result
+
+    return watched
+
+
+#: Said when the attempt runs the library's own attention ({name}: the function's name).
+LIBRARY = ("your function calls the library's own {name}, which takes a temperature "
+           "already: the exercise is to write attention with a temperature yourself, "
+           "without the library's function (the scores Q K^T / (tau sqrt(d_k)), their "
+           "softmax along the keys and O = A V, in NumPy)")
+
+
+def _library_attention() -> dict:
+    """The library's attention functions that take a temperature (or a scale), by name."""
+    found = {"attention.scaled_dot_product_attention": forward.scaled_dot_product_attention,
+             "attention.tiled_attention": forward.tiled_attention,
+             "attention.blocked_attention": blocked.blocked_attention,
+             "attention.forward._attend": forward._attend}
+    torch_module = sys.modules.get("attention.torch")  # imported only if the reader did
+    if torch_module is not None:
+        found["attention.torch.scaled_dot_product_attention"] = \
+            torch_module.scaled_dot_product_attention
+    return found
+
+
 def _apart(x: float, y: float) -> int:
     """The fewest significant digits (3 at least) that print x and y differently."""
     return next((n for n in range(3, 16) if f"{x:.{n}g}" != f"{y:.{n}g}"), 16)
@@ -110,7 +162,7 @@ def _attempt(fn: Callable, Q, K, V, tau) -> tuple[tuple | None, str]:
     """Call the attempt; on an exception return (None, a message with a hint if one fits)."""
     try:
         return _results(fn, dict(Q=Q, K=K, V=V, tau=tau)), ""
-    except ChangedInPlace as exc:
+    except Rejected as exc:  # it changed an input in place, or called the library
         return None, str(exc)
     except Exception as exc:  # the reader's code failed: say why, do not crash
         message = f"raised {type(exc).__name__}"
@@ -527,7 +579,9 @@ def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
 
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, tau) -> (O, A)``: scores Q K^T / (tau sqrt(d_k)), A their softmax
-    along the keys, O = A V, for (T_q, d_k) and (..., T_q, d_k) inputs and in both limits."""
+    along the keys, O = A V, for (T_q, d_k) and (..., T_q, d_k) inputs and in both limits;
+    an attempt that runs the library's own attention fails every case."""
+    fn = _refusing_the_library(fn, _library_attention(), LIBRARY)
     rng = np.random.default_rng(_RNG_SEED + 1)
     Q, K, V = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V)
     results = []
