@@ -155,7 +155,7 @@ def forward_vs_torch(repeats: int = 5) -> dict:
     print("  numpy = blocked_attention(..., need_weights=False): the output O only, which is all"
           " torch's function computes;")
     print("  +A = blocked_attention returning the T x T weights too; plain = the pages'"
-          " scaled_dot_product_attention(..., need_weights=False);")
+          " scaled_dot_product_attention (it returns the weights too);")
     print("  rates in GFLOP/s counting 4 T^2 d flops per head; mm = one (T x d)(d x T) product")
     print(f"  {'T':>5}  {'numpy':>7} {'torch':>7} {'np/torch':>9} {'+A/torch':>9} {'plain/torch':>11}"
           f"  {'mm numpy':>9} {'mm torch':>9}  {'numpy/mm':>8} {'torch/mm':>8}  {'np products/torch':>17}"
@@ -169,7 +169,7 @@ def forward_vs_torch(repeats: int = 5) -> dict:
         t = timed_in_turns({
             "numpy": lambda: blocked_attention(Q, K, V, need_weights=False),
             "with_weights": lambda: blocked_attention(Q, K, V),
-            "plain": lambda: scaled_dot_product_attention(Q, K, V, need_weights=False),
+            "plain": lambda: scaled_dot_product_attention(Q, K, V),
             "torch": _torch_forward(Q, K, V),
             "products": numpy_products(Q, K, V),
             "floor": numpy_stable_softmax_floor(Q, K, V),

@@ -28,9 +28,14 @@ import numpy as np
 
 from ._validate import check_mask, check_no_overflow, check_positive, check_qkv
 from .backward import _gradients_in, check_backward_inputs
-from .forward import BLOCK_ENTRIES, MIN_BLOCK_ROWS, _score_scale
+from .forward import _score_scale
 
 __all__ = ["blocked_attention", "blocked_attention_backward"]
+
+# A block holds about BLOCK_ENTRIES scores (2^20 float32 = 4 MiB), but never fewer than
+# MIN_BLOCK_ROWS rows, because thinner matrix products run well below BLAS's best rate.
+BLOCK_ENTRIES = 1 << 20
+MIN_BLOCK_ROWS = 512
 
 def blocked_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
                       need_weights: bool = True):

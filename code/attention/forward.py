@@ -10,8 +10,6 @@ page "Numerical stability". The same arithmetic arranged for speed lives in
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .masks import ALIGNMENTS
@@ -37,17 +35,7 @@ def _score_scale(d_k: int, temperature: float) -> float:
     return float(1.0 / (temperature * np.sqrt(d_k)))
 
 
-# need_weights=False scores a block of query rows at a time, for every batch item at once:
-# about BLOCK_ENTRIES scores in all (2^20 float32 = 4 MiB), but never fewer than
-# MIN_BLOCK_ROWS rows, because thinner matrix products run well below BLAS's best rate.
-# With many items the minimum wins: 8 heads x 512 rows x 4096 keys is 64 MiB of float32
-# (still 1/8 of the full weights).
-BLOCK_ENTRIES = 1 << 20
-MIN_BLOCK_ROWS = 512
-
-
-def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
-                                 need_weights: bool = True):
+def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):
     """Attention O = softmax(Q K^T / (temperature sqrt(d_k))) V, returning (O, A).
 
     Shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v); leading batch and
@@ -60,41 +48,23 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0, *
     in raise ``ValueError`` (float32 for float16 inputs, so these do not raise where only
     float16's range is exceeded).
 
-    ``need_weights=False`` returns (O, None) and computes the same thing a block of query
-    rows at a time (see ``BLOCK_ENTRIES``), so that all T_q x T_k weights never exist at
-    once: the O(T^2) memory of attention is the price of *returning* A, not of computing
-    O. (torch's ``nn.MultiheadAttention`` has the same switch.)
-
-    The same arithmetic, arranged for speed: :func:`attention.blocked.blocked_attention`.
+    The same arithmetic, arranged for speed, and without returning (or holding) all
+    T_q x T_k weights (``need_weights=False``): :func:`attention.blocked.blocked_attention`.
     """
     Q, K, V = check_qkv(Q, K, V)
     c = _score_scale(Q.shape[-1], check_positive(temperature, "temperature"))
-    if not isinstance(need_weights, (bool, np.bool_)):
-        raise TypeError(f"need_weights must be True or False, got {need_weights!r}")
     batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     T_q, T_k = Q.shape[-2], K.shape[-2]
     if mask is not None:
         mask = np.broadcast_to(check_mask(mask, batch + (T_q, T_k)), batch + (T_q, T_k))
-    if need_weights:
-        return _attend(Q, K, V, mask, c)
-    O = np.empty(batch + (T_q, V.shape[-1]), dtype=Q.dtype)
-    rows = max(MIN_BLOCK_ROWS, BLOCK_ENTRIES // max(1, math.prod(batch) * T_k))
-    for q0 in range(0, T_q, rows):
-        block = slice(q0, q0 + rows)  # the queries q0 .. q0 + rows - 1
-        O[..., block, :] = _attend(Q[..., block, :], K, V,
-                                   None if mask is None else mask[..., block, :], c,
-                                   need_weights=False)[0]
-    return O, None
+    return _attend(Q, K, V, mask, c)
 
 
-def _attend(Q, K, V, mask, c, need_weights=True):
+def _attend(Q, K, V, mask, c):
     """(O, A) for validated operands: the steps of the pages, one line each.
 
     The score matrix is overwritten in place by its shifted version, its exponential and
-    finally the weights, so that one T_q x T_k array is all the memory this needs. With
-    ``need_weights=False`` it returns (O, None) and divides the T_q x d_v outputs by the
-    row sums instead of the T_q x T_k exponentials: the same numbers up to rounding, since
-    (E / total) V = (E V) / total, for fewer divisions.
+    finally the weights, so that one T_q x T_k array is all the memory this needs.
     """
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
@@ -111,10 +81,6 @@ def _attend(Q, K, V, mask, c, need_weights=True):
     A = np.exp(S, out=S)                           # e^(s_ij - m_i), masked keys give 0
     total = A.sum(axis=-1, keepdims=True)          # (..., T_q, 1), >= 1 unless all masked
     total[total == 0] = 1.0                        # a fully masked row: zero weights
-    if not need_weights:                           # normalize the outputs, not the weights
-        O = A @ V                                  # (..., T_q, d_v), unnormalized
-        O /= total
-        return O.astype(dtype, copy=False), None
     A /= total                                     # each row now sums to 1 (or is zero)
     O = A @ V                                      # (..., T_q, d_v)
     return O.astype(dtype, copy=False), A.astype(dtype, copy=False)

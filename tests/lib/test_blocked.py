@@ -1,7 +1,7 @@
 """The fast arrangement of the forward and backward passes (attention.blocked): query-row
 blocks, grouped batch items, the scale folded into Q, the max shift on every block,
-need_weights=False and reusing the forward pass's O and A; and the plain version's own
-output-only path (attention.forward, need_weights=False).
+need_weights=False (the output alone, one block of scores at a time) and reusing the
+forward pass's O and A.
 
 Every result is compared with the formula of the pages written out directly, with block
 sizes shrunk so that small inputs exercise every kind of block.
@@ -175,32 +175,29 @@ def test_float16_is_computed_in_float32_and_cast_back(forward_fn, backward_fn):
     assert dQ.dtype == dK.dtype == dV.dtype == np.float16
 
 
-@pytest.mark.parametrize("fn, module", [(scaled_dot_product_attention, forward),
-                                        (blocked_attention, blocked)], ids=["plain", "blocked"])
-def test_without_weights_memory_stays_far_below_the_weights_size(fn, module):
+def test_without_weights_memory_stays_far_below_the_weights_size():
     """need_weights=False keeps one block of scores, not the T x T weights."""
     T = 2048
     Q, K, V = measure.random_qkv(T, d=64, heads=1)
     weights_bytes = T * T * 4
-    with_weights = measure.peak_memory(lambda: fn(Q, K, V))
-    without = measure.peak_memory(lambda: fn(Q, K, V, need_weights=False))
+    with_weights = measure.peak_memory(lambda: blocked_attention(Q, K, V))
+    without = measure.peak_memory(lambda: blocked_attention(Q, K, V, need_weights=False))
     assert with_weights >= weights_bytes
-    block = max(module.BLOCK_ENTRIES, module.MIN_BLOCK_ROWS * T)
+    block = max(blocked.BLOCK_ENTRIES, blocked.MIN_BLOCK_ROWS * T)
     assert without <= block * 4 + 4 * T * 64 * 4, without  # one block + small arrays
     assert without < weights_bytes / 3
 
 
-@pytest.mark.parametrize("mask", MASKS.values(), ids=list(MASKS))
-def test_plain_output_only_path_equals_the_weights_path_block_by_block(mask, monkeypatch):
-    """The plain version's need_weights=False loops over blocks of query rows."""
-    monkeypatch.setattr(forward, "BLOCK_ENTRIES", 12)
-    monkeypatch.setattr(forward, "MIN_BLOCK_ROWS", 2)  # 7 queries: blocks of 2, 2, 2, 1 rows
-    Q, K, V = _inputs(6)
-    O, _ = scaled_dot_product_attention(Q, K, V, mask=mask)
-    O_only, none = scaled_dot_product_attention(Q, K, V, mask=mask, need_weights=False)
-    assert none is None
-    np.testing.assert_allclose(O_only, O, rtol=1e-13, atol=1e-14)
-    padding = np.ones((2, 1, 1, 6), dtype=bool)  # one row of the mask shared by every query
-    padding[1, ..., 4:] = False
-    np.testing.assert_allclose(scaled_dot_product_attention(Q, K, V, mask=padding, need_weights=False)[0],
-                               scaled_dot_product_attention(Q, K, V, mask=padding)[0], rtol=1e-13)
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-13), (np.float32, 1e-5), (np.float16, 2e-3)])
+def test_blocked_output_only_path_divides_the_outputs_and_matches_the_weights_path(dtype, rtol):
+    """need_weights=False normalises O, not A: the same outputs up to rounding, in every
+    dtype, and a fully masked query still gets a zero output."""
+    rng = np.random.default_rng(10)
+    Q, K, V = (rng.standard_normal((2, 37, 16)).astype(dtype) for _ in range(3))
+    mask = rng.random((37, 37)) < 0.7
+    mask[5] = False  # query 5 sees no key
+    O, A = blocked_attention(Q, K, V, mask=mask)
+    O_only, none = blocked_attention(Q, K, V, mask=mask, need_weights=False)
+    assert none is None and O_only.dtype == O.dtype == dtype
+    np.testing.assert_allclose(O_only.astype(np.float64), O.astype(np.float64), rtol=rtol, atol=rtol)
+    assert np.array_equal(O_only[:, 5], np.zeros((2, 16), dtype=dtype))

@@ -311,9 +311,9 @@ def test_library_row_blocked_path_and_a_dense_mask_in_the_tiled_version():
     T, block, d = int(g(PAGE, "memory_T_big")), int(g(PAGE, "memory_block")), int(g(PAGE, "memory_d"))
     Q, K, V = (np.random.default_rng(s).standard_normal((1, 1, T, d), dtype=np.float32)
                for s in (1, 2, 3))
-    assert g(PAGE, "min_block_rows") == attention.forward.MIN_BLOCK_ROWS == 512
+    assert g(PAGE, "min_block_rows") == attention.blocked.MIN_BLOCK_ROWS == 512
     no_weights = measure.peak_memory(
-        lambda: attention.scaled_dot_product_attention(Q, K, V, need_weights=False))
+        lambda: attention.blocked_attention(Q, K, V, need_weights=False))
     assert g(PAGE, "no_weights_peak_mib") == pytest.approx(no_weights / MiB, rel=0.2)
     # blocks of 512 rows x T keys, float32, plus O: far below T x T, above the tiled version
     assert 4 * 512 * T <= no_weights < 4 * T * T / 4
