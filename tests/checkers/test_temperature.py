@@ -491,6 +491,15 @@ def the_librarys_tiled_attention(Q, K, V, tau):
     return attention.tiled_attention(Q, K, V, block_size=2, temperature=tau)
 
 
+def one_maximum_for_all_the_heads(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    m = S.max(axis=-1, keepdims=True) if S.ndim == 2 else S.max()  # right on one head only
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - m)
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
 def at_least_float32(Q, K, V, tau):
     dtype = np.result_type(Q.dtype, np.float32)  # float16 in, float32 out
     return right(*(x.astype(dtype) for x in (Q, K, V)), tau)
@@ -503,6 +512,10 @@ WRONG = [
     (the_librarys_function_imported_inside, "calls the library's own "
      "attention.scaled_dot_product_attention"),
     (the_librarys_tiled_attention, "calls the library's own attention.tiled_attention"),
+    (one_maximum_for_all_the_heads, "with batch dimensions at tau = 0.001 contains NaN "
+     "where the reference has none: usually exp() of a score that overflowed (inf / inf), or "
+     "a row whose every score is -inf (-inf - (-inf)): was each row shifted by its own "
+     "maximum? One maximum for the whole array"),
     (shift_clamped_at_zero, "the shift must be each row's own maximum, also when every "
      "score is negative"),
     (shift_only_when_the_scores_could_overflow, "the shift must be each row's own maximum, "

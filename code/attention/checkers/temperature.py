@@ -3,7 +3,8 @@ temperature, ``attention_with_temperature(Q, K, V, tau) -> (O, A)``.
 
 The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` is their
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
-batch and head dimensions (..., T_q, d_k); at several temperatures (0.3 among them, which
+batch and head dimensions (..., T_q, d_k), at tau = 2 and, cold, at 1e-3 (one maximum for
+all the heads leaves rows underflowed there); at several temperatures (0.3 among them, which
 float32 cannot hold, so that a tau or a factor rounded to float32 shows); cold, at
 tau = 1e-3 and, on a row of 256 keys, at 1e-2, compared with the reference at 1e-8 like
 every other case (a floor on the shifted scores, np.clip(S, -L, 0), shows for L up to 24;
@@ -827,7 +828,14 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
     O_b, A_b = scaled_dot_product_attention(Qb, Kb, Vb, temperature=2.0)
-    results.append(_run("leading batch and head dimensions (5, 6, T, d)",
-                        lambda: _case(fn, Qb, Kb, Vb, 2.0, want_A=A_b, want_O=O_b,
-                                      what="with batch dimensions")))
+    # and cold, where one maximum for all the heads (a shift right on one head only) leaves
+    # the rows of the others underflowed
+    O_bc, A_bc = scaled_dot_product_attention(Qb, Kb, Vb, temperature=COLD)
+    results.append(_run(f"leading batch and head dimensions (5, 6, T, d), tau = 2 and "
+                        f"{COLD:g}",
+                        _all(lambda: _case(fn, Qb, Kb, Vb, 2.0, want_A=A_b, want_O=O_b,
+                                           what="with batch dimensions"),
+                             lambda: _case(fn, Qb, Kb, Vb, COLD, want_A=A_bc, want_O=O_bc,
+                                           what=f"with batch dimensions at tau = {COLD:g}",
+                                           hint=far_hint, shortcuts=ordinary_ok))))
     return _report(results, verbose)
