@@ -9,8 +9,8 @@ from .backward import attention_backward, tiled_attention_backward
 from .blocked import blocked_attention, blocked_attention_backward
 from .forward import scaled_dot_product_attention, score_scale, tiled_attention
 from .gradcheck import numerical_gradient, relative_error
-from .kernel import additive_scores, gaussian_kernel_weights
 from .masks import causal_mask, padding_mask, prefix_mask
+from .regression import additive_scores, gaussian_kernel_weights
 from .softmax import (
     jacobian_frobenius_sq,
     jacobian_trace,

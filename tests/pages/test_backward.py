@@ -573,7 +573,7 @@ def _nodes(out):
 
 def test_glue_comes_from_the_book_module_and_only_timings_are_measurements():
     text = (CHAPTERS / f"{PAGE}.md").read_text()
-    assert "from myst_nb import glue" not in text and "from attention.book import glue" in text
+    assert "from myst_nb import glue" not in text and "from attention.glue import glue" in text
     for cell in executed_notebook(PAGE)["cells"]:
         tags = cell.get("metadata", {}).get("tags", [])
         if "measurement" in tags:

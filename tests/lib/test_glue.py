@@ -1,4 +1,4 @@
-"""attention.book.glue writes exactly what myst_nb.glue writes (the build reads it back)."""
+"""attention.glue.glue writes exactly what myst_nb.glue writes (the build reads it back)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from attention import book  # noqa: E402
+from attention import glue as book  # noqa: E402
 
 
 def _captured(glue, *args, **kwargs):

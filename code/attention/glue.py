@@ -5,7 +5,7 @@ value's display representations, marked with ``{"scrapbook": {"name": ..., "mime
 ...}}`` metadata, which myst-nb reads back when it renders ``{glue:text}`name``` in the
 prose. It exists because ``from myst_nb import glue`` imports nbformat, whose JSON-schema
 validator imports a URI grammar that takes seconds to compile: seconds on every page of
-every build, for a function of five lines. ``tests/lib/test_book.py`` holds the two
+every build, for a function of five lines. ``tests/lib/test_glue.py`` holds the two
 functions' outputs equal, with one deliberate difference: a NumPy scalar is glued as the
 Python number it holds. (``myst_nb.glue`` stores its repr, ``np.float64(0.25)``, which
 ``{glue:text}`name:.2f``` cannot format: a build warning, and a raw repr on the page.)

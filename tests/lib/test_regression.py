@@ -1,4 +1,4 @@
-"""attention.kernel: Gaussian-kernel weights and additive scores, against formulas written
+"""attention.regression: Gaussian-kernel weights and additive scores, against formulas written
 out independently (torch, loops), and the identities the page "Why the dot product" uses."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import attention
-from attention.kernel import additive_scores, gaussian_kernel_weights
+from attention.regression import additive_scores, gaussian_kernel_weights
 
 
 def torch_kernel_weights(Q, K, sigma):
