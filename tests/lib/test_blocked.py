@@ -14,7 +14,6 @@ import pytest
 
 import attention
 import attention.blocked as blocked
-import attention.forward as forward
 from attention import (
     attention_backward,
     blocked_attention,
