@@ -211,7 +211,20 @@ def forward_vs_torch(repeats: int = 5) -> dict:
           " allocation) against torch's whole fused pass: the NumPy version cannot beat this ratio;")
     print("  'np floor/torch': those products plus the row maximum, the shift, exp and the row sums,"
           " one head at a time with no checks: what any NumPy pass that shifts by the maximum pays")
-    return dict(rows=rows, goals=goals)
+    return dict(rows=rows, goals=goals, exp_vs_exp2=exp_vs_exp2())
+
+
+def exp_vs_exp2(repeats: int = 20) -> dict:
+    """Why attention/blocked.py stays in base e: NumPy's float32 exp and exp2 on one block."""
+    from attention.blocked import MIN_BLOCK_ROWS
+
+    S = np.random.default_rng(0).standard_normal((MIN_BLOCK_ROWS, 2048), dtype=np.float32) - 4
+    out = np.empty_like(S)
+    t = timed_in_turns({"exp": lambda: np.exp(S, out=out),
+                        "exp2": lambda: np.exp2(S, out=out)}, repeats)
+    print(f"  one block of {S.shape[0]} x {S.shape[1]} float32 scores: exp {t.median('exp') * 1e3:.2f} ms,"
+          f" exp2 {t.median('exp2') * 1e3:.2f} ms (blocked.py uses exp)", flush=True)
+    return dict(shape=list(S.shape), exp_s=t.median("exp"), exp2_s=t.median("exp2"))
 
 
 def tiled_vs_plain(repeats: int = 3) -> dict:

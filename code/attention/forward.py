@@ -42,8 +42,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, temperature: float = 1.0):
     head dimensions broadcast. Returns O (..., T_q, d_v) and the weights A (..., T_q, T_k).
     ``mask`` is boolean and broadcasts to (..., T_q, T_k); True = may attend, False gets
     weight exactly 0. A query whose every key is masked (or a query with T_k = 0 keys)
-    gets all-zero weights and a zero output, never NaN: the same policy as torch 2.13's
-    built-in. Integer inputs are promoted to float64; float16 is computed in float32 and
+    gets all-zero weights and a zero output, never NaN: the same policy as the
+    pinned torch's built-in. Integer inputs are promoted to float64; float16 is computed in float32 and
     the results cast back. Scaled scores c q . k that overflow the dtype they are computed
     in raise ``ValueError`` (float32 for float16 inputs, so these do not raise where only
     float16's range is exceeded).

@@ -1,11 +1,11 @@
 """The book's bookkeeping: publish a computed value under a name the prose can quote.
 
-:func:`glue` writes exactly the output that ``myst_nb.glue`` (myst-nb 1.4) writes: the
+:func:`glue` writes exactly the output that the pinned ``myst_nb.glue`` writes: the
 value's display representations, marked with ``{"scrapbook": {"name": ..., "mime_prefix":
 ...}}`` metadata, which myst-nb reads back when it renders ``{glue:text}`name``` in the
 prose. It exists because ``from myst_nb import glue`` imports nbformat, whose JSON-schema
-validator imports a URI grammar that takes seconds to compile: seconds on every page of
-every build, for a function of five lines. ``tests/lib/test_glue.py`` holds the two
+validator imports a URI grammar that is slow to compile: paid on every page of every
+build, for a function of five lines. ``tests/lib/test_glue.py`` holds the two
 functions' outputs equal, with one deliberate difference: a NumPy scalar is glued as the
 Python number it holds. (``myst_nb.glue`` stores its repr, ``np.float64(0.25)``, which
 ``{glue:text}`name:.2f``` cannot format: a build warning, and a raw repr on the page.)

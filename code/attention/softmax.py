@@ -27,7 +27,7 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     dtype's range; exp gives 0 there, which is that weight correctly rounded.)
     ``-inf`` entries (masked scores) get weight exactly 0.
     A row that is entirely ``-inf`` (every key masked) returns all zeros rather than NaN:
-    the library's policy for fully masked rows, the same as torch 2.13's built-in attention.
+    the library's policy for fully masked rows, the same as the pinned torch's built-in attention.
 
     Shapes: any; the result has the shape of ``x``. float16 is computed in float32 and
     cast back; integers are promoted to float64. NaN or +inf in ``x`` raise ``ValueError``.

@@ -20,10 +20,10 @@ rows whose largest weight is on a wrong key.
 It also holds ``"additive"``: the page's additive head (d_model = 32, d_k =
 ``ADDITIVE_DK``, Adam at the rates ``ADDITIVE_LRS``) for every seed, scored the same way.
 
-Run ``python -m attention.sweep OUT.json`` (``make sweep``) to recompute the file; it
-took 690 s (about 12 minutes) on one thread here. ``python -m attention.sweep --additive
-OUT.json`` recomputes only the additive entry of an existing file (it took 18 s on
-one thread here: the file's ``"additive_seconds"``).
+Run ``python -m attention.sweep OUT.json`` (``make sweep``) to recompute the file (it
+prints how long that took and stores it as ``"seconds"``). ``python -m attention.sweep
+--additive OUT.json`` recomputes only the additive entry of an existing file
+(``"additive_seconds"``).
 :func:`sweep_point` and :func:`additive_point` recompute one entry, which is how the tests
 check a sample of the file.
 """

@@ -25,7 +25,7 @@ __all__ = ["scaled_dot_product_attention", "SelfAttention", "safe_softmax", "pea
 def safe_softmax(S: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Softmax in which a row that is entirely -inf gives zeros instead of NaN.
 
-    The policy of torch 2.13's built-in attention on the CPU (MATH and flash) for fully
+    The policy of the pinned torch's built-in attention on the CPU (MATH and flash) for fully
     masked rows, and of the NumPy :func:`attention.softmax`. An empty ``dim`` (no keys) gives an empty result.
     ``S`` must be a floating-point tensor (TypeError otherwise); NaN or +inf in it raise
     ``ValueError``, -inf (a masked score) is allowed. Computed in float32 at least and
@@ -100,16 +100,16 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
     q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v) -> (..., T_q, d_v).
     ``attn_mask``: boolean (True = take part) or a float bias added to the scores; it
-    broadcasts to (..., T_q, T_k), so a 1-D (T_k,) mask is accepted here, although torch
-    2.13's unpinned built-in rejects one on the CPU (its dispatcher raises IndexError;
-    pinned to MATH it broadcasts it as we do). ``is_causal`` keeps keys j <= i, aligned top-left when
+    broadcasts to (..., T_q, T_k), so a 1-D (T_k,) mask is accepted here, although the
+    built-in, left to choose its kernel, rejects one on the CPU (its dispatcher raises
+    IndexError; pinned to MATH it broadcasts it as we do). ``is_causal`` keeps keys j <= i, aligned top-left when
     T_q != T_k (as the built-in does). Passing both ``attn_mask`` and ``is_causal=True``
-    raises ValueError, as the built-in's documentation says it does (in torch 2.13 its
+    raises ValueError, as the built-in's documentation says it does (in the pinned torch its
     MATH kernel raises, while its CPU flash kernel silently applies both masks).
     ``scale`` (the book's c) defaults to 1/sqrt(d_k). The scores, the softmax and the
     product with v run in float32 (or float64 for float64 inputs), and the result is cast
     back to the inputs' dtype. A fully masked row gives a zero output, as the built-in's
-    CPU kernels (MATH and flash) do in torch 2.13. ``dropout_p`` zeroes weights at random and rescales the rest by
+    CPU kernels (MATH and flash) do in the pinned torch. ``dropout_p`` zeroes weights at random and rescales the rest by
     1/(1 - p) whenever it is positive, exactly like the built-in: pass 0 at evaluation time.
 
     The body is the page's ten lines with ``safe_softmax`` in place of ``torch.softmax``;
