@@ -20,10 +20,14 @@ export MPLBACKEND := Agg
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 CHECK := _build/check
-# The build: `jupyter-book build` with its pages read and executed by JOBS processes at once
-# (_ext/book_build.py; the same site as a plain `jupyter-book build .`, sooner).
+# The build executes nothing itself: tools/notebooks.py runs the pages, JOBS at once, as a
+# reader's Run All would (nbclient, a fresh kernel each) and stores them in the jupyter-cache
+# that `jupyter-book build` reads (execute_notebooks: cache in _config.yml). --stale runs only
+# the pages the cache lacks; the cache is emptied when code/ changes.
 JOBS ?= $(shell nproc 2> /dev/null || echo 2)
-BUILD := $(PY) _ext/book_build.py --jobs $(JOBS) build
+CACHE := _build/.jupyter_cache
+EXECUTE := $(PY) -m tools.notebooks --cache $(CACHE)
+BUILD := $(BIN)/jupyter-book build
 
 .PHONY: help book html pdf check test lab serve clean bench assets figures venv test-deps chromium sweep
 
@@ -61,12 +65,14 @@ figures: venv  ## Redraw the static diagrams in figures/ from their sources.
 
 # --- the book ------------------------------------------------------------------------
 book: venv assets figures  ## Execute every page fresh, build the HTML into _build/html, then its PDF.
-	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html
+	rm -rf $(CACHE) _build/jupyter_execute _build/html
+	$(EXECUTE) --workers $(JOBS)
 	$(BUILD) --all -W -n --keep-going .
 	@$(MAKE) --no-print-directory pdf HTML=_build/html
 	@echo "The book is built: open $(CURDIR)/_build/html/index.html, or run 'make serve'."
 
-html: venv assets  ## Rebuild only what changed (no --all): quick edits while writing.
+html: venv assets  ## Rebuild only what changed: pages edited (or all, if code/ changed) run again.
+	$(EXECUTE) --workers $(JOBS) --stale
 	$(BUILD) -W -n --keep-going .
 
 pdf: test-deps  ## Print the built site into one PDF (Playwright and Debian's chromium), linked from every page's download menu.
@@ -117,17 +123,19 @@ check: $(VENV)/.test-installed  ## The quick loop, no book build: library, check
 
 RUN_ALL := _build/nbclient
 
-# While the book builds (as make book builds it), a reader's "Run All" of every page
-# (tools/notebooks.py, one page at a time) runs beside it; the tests compare the two
-# executions and read the Run-All's results from $(RUN_ALL). Then the PDF, then every test,
-# two at a time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
-test: test-deps assets figures  ## Build the book fresh (and Run All every page meanwhile), then run every test.
+# Every page is executed twice, at once, one page at a time each: into the book's cache (as
+# make book does) and into $(RUN_ALL), a second fresh Run All that the tests compare with the
+# first (tests/site/test_determinism.py). Then the build, the PDF, then every test, two at a
+# time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
+test: test-deps assets figures  ## Execute every page twice, build the book and its PDF, then run every test.
 	$(BIN)/ruff check --quiet .
-	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/html $(RUN_ALL)
+	rm -rf $(CACHE) _build/jupyter_execute _build/html $(RUN_ALL)
 	@mkdir -p _build
 	@$(PY) -m tools.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \
-	$(BUILD) --all -W -n --keep-going .; built=$$?; \
-	wait $$run_all; echo "Run All of every page:"; cat _build/run-all.log; exit $$built
+	$(EXECUTE) --workers 1; executed=$$?; \
+	wait $$run_all; ran=$$?; echo "Run All of every page, again:"; cat _build/run-all.log; \
+	test $$executed = 0 -a $$ran = 0
+	$(BUILD) --all -W -n --keep-going .
 	@$(MAKE) --no-print-directory pdf HTML=_build/html
 	BOOK_RUN_ALL=$(RUN_ALL) $(BIN)/pytest -n 2 --dist loadfile --durations=10
 

@@ -6,11 +6,6 @@
   configuration block (naming a Binder repository) goes too.
 * Rewrites generated markup that axe-core reports (bibliography roles, hidden-cell
   summaries: see BODY_FIXES).
-* Joins a cell's printed output into one block per stream, exactly as printed. The kernel
-  sends what a cell prints in as many messages as its output buffer was flushed, which
-  depends on timing (a loaded machine splits one ``print`` mid-line), and each message would
-  be its own block on the page. myst-nb's own merge (``nb_merge_streams``) strips each
-  piece and ends it with a newline, which breaks a line split mid-way; this one concatenates.
 * Adds the book's own stylesheet ``site/static/book-site.css`` (contrast, narrow screens,
   code column) to every page, and the theme template overrides of ``site/templates``
   (decorative icons and a keyboard hint that made axe-core report a label mismatch).
@@ -75,27 +70,7 @@ def _add_site_files(app, config):
         config.html_static_path.append(str(STATIC))
 
 
-def _join_streams(outputs):
-    """A cell's outputs with every stdout (and every stderr) text joined, in order, at the
-    place of its first piece; other outputs as they are."""
-    joined, first = [], {}
-    for output in outputs:
-        if output.get("output_type") != "stream":
-            joined.append(output)
-        elif output["name"] in first:
-            first[output["name"]]["text"] += output["text"]
-        else:
-            output = type(output)(output)  # a copy: the executed notebook keeps its pieces
-            first[output["name"]] = output
-            joined.append(output)
-    return joined
-
-
 def setup(app):
-    import myst_nb.core.render
-
-    # nb_merge_streams (in _config.yml) makes myst-nb call this for every code cell.
-    myst_nb.core.render.coalesce_streams = _join_streams
     app.connect("config-inited", _add_site_files)
     app.add_css_file("book-site.css")
     app.connect("html-page-context", _strip_thebe, priority=900)

@@ -2,15 +2,16 @@
 
 Builds into temporary folders (never _build, which the tests use):
 
-* `make book`'s steps, timed one by one: the static figures (figures/draw.py), the build as
-  make book runs it (`_ext/book_build.py --jobs N build --all -W -n --keep-going`: Sphinx
-  reads and executes N pages at once, N = the machine's cores), then the PDF
+* `make book`'s steps, timed one by one: the static figures (figures/draw.py), the pages'
+  execution (`python -m tools.notebooks --cache ... --workers N`: N pages at once, N = the
+  machine's cores, into the jupyter-cache the build reads), the build
+  (`jupyter-book build --all -W -n --keep-going`, which executes nothing), then the PDF
   (`_ext/book_pdf.py`). Their sum is the clean `make book` (with .venv and node_modules
   installed; installing is a one-off that depends on the network), judged against 120 s.
-* An unchanged rebuild with the same command (without --all).
-* A reader's plain `jupyter-book build --all`, one page at a time: each page's execution
-  time is the one myst-nb recorded in that build (alone on its core, not sharing it with a
-  second page), the figure the page "How this book was built" shows in its table.
+* An unchanged rebuild as `make html` runs it (`--stale`, then the build without --all).
+* A reader's plain `jupyter-book build --all` into an empty cache: myst-nb executes each
+  page itself, one at a time; each page's execution time is the one myst-nb recorded in that
+  build (alone on its core), the figure the page "How this book was built" shows.
 """
 
 from __future__ import annotations
@@ -39,11 +40,15 @@ def _run(cmd: list[str]) -> tuple[float, int, str]:
     return w.seconds, proc.returncode, proc.stdout + proc.stderr
 
 
-def _build(out: Path, full: bool, jobs: int | None) -> tuple[float, int, str]:
-    """jobs=None: a plain `jupyter-book build`; else make book's parallel build."""
-    command = [_jupyter_book()] if jobs is None else [
-        sys.executable, str(ROOT / "_ext" / "book_build.py"), "--jobs", str(jobs)]
-    return _run([*command, "build", *(["--all"] if full else []), "-W", "-n", "--keep-going",
+def _execute(out: Path, jobs: int, stale: bool) -> tuple[float, int, str]:
+    """make book's execution of the pages into the cache of the build at ``out``."""
+    return _run([sys.executable, "-m", "tools.notebooks", "--cache", str(out / "_build" / ".jupyter_cache"),
+                 "--workers", str(jobs), *(["--stale"] if stale else [])])
+
+
+def _build(out: Path, full: bool) -> tuple[float, int, str]:
+    """`jupyter-book build` into ``out``: it reads the pages' outputs from out's cache."""
+    return _run([_jupyter_book(), "build", *(["--all"] if full else []), "-W", "-n", "--keep-going",
                  ".", "--path-output", str(out)])
 
 
@@ -73,17 +78,23 @@ def run(out: Path) -> dict:
             shutil.rmtree(folder)
     jobs = os.cpu_count() or 1
     figures_s, figures_rc, _ = _run([sys.executable, str(ROOT / "figures" / "draw.py")])
-    clean_s, clean_rc, clean_log = _build(out, full=True, jobs=jobs)
+    execute_s, execute_rc, execute_log = _execute(out, jobs, stale=False)
+    built_s, built_rc, clean_log = _build(out, full=True)
+    clean_s, clean_rc = execute_s + built_s, max(execute_rc, built_rc)
+    clean_log = execute_log + clean_log
     html = out / "_build" / "html"
     pdf_s, pdf_rc, pdf_log = _run([sys.executable, str(ROOT / "_ext" / "book_pdf.py"), "--html", str(html),
                                    "--out", str(html / "downloads" / "scaled-dot-product-attention.pdf")])
     book_s = figures_s + clean_s + pdf_s
-    rebuild_s, rebuild_rc, _ = _build(out, full=False, jobs=jobs)
-    serial_s, serial_rc, serial_log = _build(serial, full=True, jobs=None)
+    stale_s, stale_rc, _ = _execute(out, jobs, stale=True)
+    rebuild_s, rebuild_rc, _ = _build(out, full=False)
+    rebuild_s, rebuild_rc = stale_s + rebuild_s, max(stale_rc, rebuild_rc)
+    serial_s, serial_rc, serial_log = _build(serial, full=True)
     pages = page_run_times(serial)
     warnings = _warnings(clean_log) + _warnings(serial_log)
     print(f"  figures (figures/draw.py):                    {figures_s:6.1f} s   exit {figures_rc}")
-    print(f"  build, {jobs} pages at a time (--all, fresh):      {clean_s:6.1f} s   exit {clean_rc}")
+    print(f"  execution, {jobs} pages at a time (fresh):         {execute_s:6.1f} s   exit {execute_rc}")
+    print(f"  build, reading the cache (--all):             {built_s:6.1f} s   exit {built_rc}")
     print(f"  PDF (_ext/book_pdf.py):                       {pdf_s:6.1f} s   exit {pdf_rc}")
     print(f"  clean make book, the sum:                     {book_s:6.1f} s")
     print(f"  unchanged rebuild:                            {rebuild_s:6.1f} s   exit {rebuild_rc}")

@@ -1,8 +1,9 @@
 """Read the values a page glued (myst-nb ``glue``) from its freshly executed notebook.
 
-``make book`` executes every page into ``_build/jupyter_execute/chapters/PAGE.ipynb``;
-each ``glue(name, value)`` leaves an output whose metadata names it. The tests compare
-these values, the very ones the prose quotes, against independent computations.
+``make book`` executes every page into the jupyter-cache ``_build/.jupyter_cache``, which
+the build reads (tools/notebooks.py); each ``glue(name, value)`` leaves an output whose
+metadata names it. The tests compare these values, the very ones the prose quotes, against
+independent computations.
 
 Set ``BOOK_EXECUTED=DIR`` to read them instead from ``DIR/chapters/PAGE.ipynb``, as written
 by ``python -m tools.notebooks --out DIR chapters/PAGE.md`` (one page, no book build).
@@ -15,31 +16,32 @@ import json
 import os
 from pathlib import Path
 
-from tests.harness import HTML
+from tests.harness import HTML, ROOT
+from tools import notebooks
 
-EXECUTED = Path(os.environ.get("BOOK_EXECUTED") or HTML.parent / "jupyter_execute")
+EXECUTED = Path(os.environ["BOOK_EXECUTED"]) if os.environ.get("BOOK_EXECUTED") else None
+CACHE = HTML.parent / ".jupyter_cache"  # make book's execution of every page
 
 
 def executed_notebook(page: str) -> dict:
-    path = EXECUTED / "chapters" / f"{page}.ipynb"
-    if not path.exists():
-        raise RuntimeError(f"{path} is missing: run `make book` first, or "
-                           f"`python -m tools.notebooks --out DIR chapters/{page}.md` with BOOK_EXECUTED=DIR")
-    return json.loads(path.read_text())
+    """The page's executed notebook: from BOOK_EXECUTED's folder, else the build's cache."""
+    if EXECUTED is not None:
+        path = EXECUTED / "chapters" / f"{page}.ipynb"
+        if not path.exists():
+            raise RuntimeError(f"{path} is missing: run `python -m tools.notebooks --out "
+                               f"{EXECUTED} chapters/{page}.md`")
+        return json.loads(path.read_text())
+    try:
+        return notebooks.cached_notebook(ROOT / "chapters" / f"{page}.md", CACHE)
+    except KeyError:
+        raise RuntimeError(f"{CACHE} holds no execution of chapters/{page}.md as it is now: run "
+                           f"`make book` (or `make html`) first, or `python -m tools.notebooks "
+                           f"--out DIR chapters/{page}.md` with BOOK_EXECUTED=DIR") from None
 
 
 def glued(page: str) -> dict[str, str]:
-    """Map glue name -> the text/plain representation the page stored for it.
-
-    myst-nb moves the outputs of ``glue(..., display=False)`` out of the executed notebook
-    into ``PAGE.glue.json`` beside it; both places are read.
-    """
+    """Map glue name -> the text/plain representation the page stored for it."""
     out = {}
-    side = EXECUTED / "chapters" / f"{page}.glue.json"
-    if side.exists():
-        for name, output in json.loads(side.read_text()).items():
-            text = output.get("data", {}).get("text/plain", "")
-            out[name] = "".join(text) if isinstance(text, list) else text
     for cell in executed_notebook(page)["cells"]:
         for output in cell.get("outputs", []):
             meta = output.get("metadata", {}).get("scrapbook", {})

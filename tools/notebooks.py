@@ -6,6 +6,14 @@ nbclient (working directory ``chapters/``, as under `make lab`), and on failure 
 cell failed and why: its index, its line in the .md file, its first source line and the
 error. Pages run in separate processes, two at a time (the machine has two cores).
 
+The book's build reads the same executions: ``--cache DIR`` also stores each executed
+notebook in a jupyter-cache at DIR, where ``jupyter-book build`` (``execute_notebooks:
+cache`` in ``_config.yml``) finds it and executes nothing; ``--stale`` runs only the pages
+the cache does not hold, and the cache is emptied first when anything under ``code/`` has
+changed since it was filled (a cache keyed on the pages' code cells would not notice)::
+
+    .venv/bin/python -m tools.notebooks --cache _build/.jupyter_cache --stale
+
 Usable on its own while writing a page::
 
     .venv/bin/python -m tools.notebooks chapters/variance.md chapters/saturation.md
@@ -16,14 +24,15 @@ where the page tests read its glued values when ``BOOK_EXECUTED=DIR`` is set::
     .venv/bin/python -m tools.notebooks --out _build/check chapters/variance.md
     BOOK_EXECUTED=_build/check .venv/bin/pytest tests/pages/test_variance.py
 
-``make test`` runs every page this way while the book builds (``--workers 1``: the build
-executes one page at a time, so the second core is free) and sets ``BOOK_RUN_ALL=DIR``:
-the tests then use those runs and read the glued values from the build's own execution.
+``make test`` executes every page twice, once into the book's cache and once more into
+``--out _build/nbclient``, and sets ``BOOK_RUN_ALL=DIR``: the tests then use that second
+run and compare it with the build's (tests/site/test_determinism.py).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import subprocess
@@ -36,7 +45,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = ROOT / "chapters"
 KERNEL = "python3"  # the kernel `make venv` installs into .venv: the book's own Python
-CELL_TIMEOUT = 600  # seconds; the build allows 180 per cell, a reader's machine may be slower
+CELL_TIMEOUT = 600  # seconds per cell; a reader's machine may be slower than the book's
+CODE = ROOT / "code"
+FINGERPRINT = "code-fingerprint"  # in the cache folder: the code/ the cache was filled with
 
 
 def toc_pages() -> list[Path]:
@@ -101,7 +112,8 @@ def _md_line_of_code_cell(source: Path, code_index: int) -> int | None:
     return None
 
 
-def run_page(source: Path, cwd: Path = CHAPTERS, out: Path | None = None) -> RunResult:
+def run_page(source: Path, cwd: Path = CHAPTERS, out: Path | None = None,
+             cache: Path | None = None) -> RunResult:
     """Execute one page top to bottom in a fresh kernel; never raises for a failing cell."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -110,9 +122,15 @@ def run_page(source: Path, cwd: Path = CHAPTERS, out: Path | None = None) -> Run
     page = source.relative_to(ROOT).as_posix() if source.is_relative_to(ROOT) else str(source)
     n_code = sum(cell.cell_type == "code" for cell in notebook.cells)
     if n_code == 0:  # plain Markdown (e.g. the references): nothing to run, no kernel to start
+        if cache is not None and "kernelspec" in notebook.metadata:  # else the build starts one
+            _store(cache, source, notebook, 0.0)
         return RunResult(page, True, 0.0, 0)
+    # coalesce_streams: a cell's printed lines as one block per stream, joined exactly (the
+    # kernel sends them in as many pieces as its flushes happened to cut). record_timing off:
+    # the executed notebook holds no clock times, so two runs can write the same bytes.
     client = NotebookClient(notebook, timeout=CELL_TIMEOUT, kernel_name=KERNEL,
-                            resources={"metadata": {"path": str(cwd)}})
+                            resources={"metadata": {"path": str(cwd)}},
+                            coalesce_streams=True, record_timing=False)
     start = time.perf_counter()
     code_index = -1
     try:
@@ -143,17 +161,84 @@ def run_page(source: Path, cwd: Path = CHAPTERS, out: Path | None = None) -> Run
         target = out / "chapters" / f"{source.stem}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, target)
+    if cache is not None:
+        _store(cache, source, notebook, seconds)
     return RunResult(page, True, seconds, n_code)
 
 
-def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None) -> dict[str, RunResult]:
-    """Run pages in separate Python processes, ``workers`` at a time; keyed by page path.
+def _store(cache: Path, source: Path, notebook, seconds: float) -> None:
+    from jupyter_cache.base import CacheBundleIn
 
-    With ``out``, each executed notebook is written to ``out/chapters/PAGE.ipynb``.
+    open_cache(cache).cache_notebook_bundle(
+        CacheBundleIn(notebook, str(source), data={"execution_seconds": seconds}), overwrite=True)
+
+
+def open_cache(folder: Path):
+    """The jupyter-cache at ``folder`` (created if missing), as jupyter-book opens it."""
+    from jupyter_cache import get_cache
+
+    return get_cache(folder)
+
+
+def cached_notebook(source: Path, cache_dir: Path):
+    """The executed notebook of ``source`` (as it is now) that the cache at ``cache_dir``
+    holds: what the build read for that page. KeyError if the cache holds none.
+
+    (myst-nb 1.4.0 writes ``_build/jupyter_execute/PAGE.ipynb`` without the cached outputs
+    in cache mode, so the cache itself is where the build's execution can be read.)
+    """
+    if not (Path(cache_dir) / "global.db").exists():
+        raise KeyError(f"no jupyter-cache at {cache_dir}")
+    return open_cache(cache_dir).merge_match_into_notebook(jupytext_notebook(source))[1]
+
+
+def code_fingerprint() -> str:
+    """A hash of every file under ``code/`` (names and bytes): what the pages import."""
+    digest = hashlib.sha256()
+    for path in sorted(CODE.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and ".egg-info" not in str(path):
+            digest.update(path.relative_to(CODE).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def stale_pages(sources: list[Path], cache_dir: Path) -> list[Path]:
+    """The pages the cache at ``cache_dir`` does not hold an execution of, as they are now.
+
+    A cache filled with another ``code/`` is emptied first: its outputs came from other code.
+    """
+    cache = open_cache(cache_dir)
+    mark = cache_dir / FINGERPRINT
+    now = code_fingerprint()
+    if not mark.exists() or mark.read_text() != now:
+        cache.clear_cache()  # removes the folder
+        open_cache(cache_dir).list_cache_records()  # makes it again, empty
+        mark.write_text(now)
+        return list(sources)
+    stale = []
+    for source in sources:
+        notebook = jupytext_notebook(source)
+        if "kernelspec" not in notebook.metadata:  # plain Markdown: the build executes nothing
+            continue
+        try:
+            cache.match_cache_notebook(notebook)
+        except KeyError:
+            stale.append(source)
+    return stale
+
+
+def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None,
+              cache: Path | None = None) -> dict[str, RunResult]:
+    """Run pages in separate Python processes, ``workers`` at a time; keyed by page path, in
+    the order given. The longest sources start first, so that the short pages fill the end.
+
+    With ``out``, each executed notebook is written to ``out/chapters/PAGE.ipynb``; with
+    ``cache``, it is stored in the jupyter-cache there.
     """
 
     def one(source: Path) -> RunResult:
         extra = ["--out", str(out)] if out is not None else []
+        extra += ["--cache", str(cache)] if cache is not None else []
         proc = subprocess.run([sys.executable, "-m", "tools.notebooks", "--json", *extra, str(source)],
                               cwd=ROOT, capture_output=True, text=True,
                               env={"SOURCE_DATE_EPOCH": "1767225600", **os.environ,  # as the Makefile
@@ -167,9 +252,10 @@ def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None) ->
             return RunResult(page, False, 0.0, 0, f"{page}: the runner itself failed\n{proc.stderr[-2000:]}")
         return RunResult(**json.loads(lines[-1]))
 
+    longest_first = sorted(sources, key=lambda source: -source.stat().st_size)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(one, sources))
-    return {r.page: r for r in results}
+        results = dict(zip(longest_first, pool.map(one, longest_first)))
+    return {results[source].page: results[source] for source in sources}
 
 
 def page_id(source: Path) -> str:
@@ -234,13 +320,19 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.notebooks", description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", type=Path, help="page sources (default: every page of _toc.yml)")
     parser.add_argument("--out", type=Path, help="also write each executed notebook to OUT/chapters/PAGE.ipynb")
+    parser.add_argument("--cache", type=Path, help="also store each executed notebook in the jupyter-cache CACHE"
+                        " (the book's build reads _build/.jupyter_cache)")
+    parser.add_argument("--stale", action="store_true", help="with --cache: run only the pages the cache lacks")
     parser.add_argument("--workers", type=int, default=2, help="pages executed at once (default 2: two cores)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     paths = [p.resolve() for p in args.pages] or toc_pages()
     out = args.out.resolve() if args.out else None
+    cache = args.cache.resolve() if args.cache else None
+    if args.stale and cache is None:
+        parser.error("--stale needs --cache")
     if args.json:  # one page, one JSON line: what run_pages reads
-        result = run_page(paths[0], out=out)
+        result = run_page(paths[0], out=out, cache=cache)
         print(json.dumps(asdict(result)))
         return 0 if result.ok else 1
     if out is not None:  # a fresh folder: no notebook of an earlier run may be read as this one's
@@ -250,7 +342,16 @@ def main(argv: list[str]) -> int:
         (out / RUNS_FILE).unlink(missing_ok=True)
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, not {args.workers}")
-    results = run_pages(paths, workers=args.workers, out=out)
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        if args.stale:
+            fresh = len(paths)
+            paths = stale_pages(paths, cache)
+            print(f"{len(paths)} of {fresh} pages to run (the cache holds the others as they "
+                  f"are, or they have no kernel)")
+        else:  # every page given runs; a cache of other code must not serve the others
+            stale_pages([], cache)
+    results = run_pages(paths, workers=args.workers, out=out, cache=cache)
     if out is not None and not args.pages:  # every page: the tests may use these runs
         out.mkdir(parents=True, exist_ok=True)
         (out / RUNS_FILE).write_text(json.dumps({k: asdict(r) for k, r in results.items()}, indent=1))

@@ -1,5 +1,6 @@
-"""The build's own tools, without a build: the parallel builder's command line
-(_ext/book_build.py, what make book runs) and the exact joining of a cell's printed pieces."""
+"""The build's own tools: the page runner that executes the book for its build (joining a
+cell's printed pieces exactly, caching each page until it or code/ changes, a stock
+`jupyter-book build` reading its cache), and the extensions' helpers."""
 
 from __future__ import annotations
 
@@ -7,54 +8,73 @@ import subprocess
 import sys
 
 import nbformat
-import pytest
 
 from tests import harness
+from tools import notebooks
 
 sys.path.insert(0, str(harness.ROOT / "_ext"))
 
 
-@pytest.mark.parametrize("args", [[], ["build", "."], ["--jobs"], ["--jobs", "0", "build", "."],
-                                  ["--jobs", "two", "build", "."]])
-def test_book_build_refuses_a_missing_or_bad_job_count(args):
-    proc = subprocess.run([sys.executable, str(harness.ROOT / "_ext" / "book_build.py"), *args],
-                          capture_output=True, text=True, cwd=harness.ROOT)
-    assert proc.returncode == 2
-    assert "usage: book_build.py --jobs N" in proc.stderr
+PRINTING_PAGE = harness.NOTEBOOK_FRONT_MATTER + """
+# A page that prints in pieces
+
+```{code-cell} ipython3
+import sys, time
+print("shapes: dQ", end="")
+sys.stdout.flush()
+time.sleep(0.5)  # the kernel sends what was printed so far as its own message
+print(" (2, 3, 5, 4)")
+sys.stderr.write("a warning\\n")
+sys.stderr.flush()
+time.sleep(0.5)
+print("next line")
+```
+"""
 
 
-def stream(name, text):
-    return nbformat.NotebookNode(output_type="stream", name=name, text=text)
-
-
-def test_printed_pieces_are_joined_exactly_in_order():
-    import book_markup
-
-    pieces = [stream("stdout", "shapes: dQ"), stream("stderr", "a warning\n"),
-              stream("stdout", " (2, 3, 5, 4)\n"), nbformat.NotebookNode(output_type="display_data", data={}),
-              stream("stdout", "next line\n"), stream("stderr", "more\n")]
-    joined = book_markup._join_streams(pieces)
-    assert [(o.output_type, o.get("name"), o.get("text")) for o in joined] == [
+def test_the_runner_joins_a_cells_printed_pieces_exactly(tmp_path):
+    # The kernel sent four messages; the page shows one block per stream, as printed.
+    page = tmp_path / "page.md"
+    page.write_text(PRINTING_PAGE)
+    result = notebooks.run_page(page, cwd=tmp_path, out=tmp_path / "run")
+    assert result.ok, result.message
+    cell = nbformat.read(tmp_path / "run" / "chapters" / "page.ipynb", as_version=4).cells[1]
+    assert [(o.output_type, o.name, o.text) for o in cell.outputs] == [
         ("stream", "stdout", "shapes: dQ (2, 3, 5, 4)\nnext line\n"),
-        ("stream", "stderr", "a warning\nmore\n"),
-        ("display_data", None, None)]
-    assert pieces[0].text == "shapes: dQ", "the executed notebook's own outputs must not change"
+        ("stream", "stderr", "a warning\n")]
+    assert "execution" not in cell.metadata, "no clock times in an executed notebook"
 
 
-def test_the_build_uses_the_exact_join():
-    import myst_nb.core.render
+def test_the_cache_holds_a_page_until_it_or_code_changes(tmp_path, monkeypatch):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "helper.py").write_text("X = 1\n")
+    monkeypatch.setattr(notebooks, "CODE", code)
+    page, cache = tmp_path / "page.md", tmp_path / "cache"
+    page.write_text(harness.NOTEBOOK_FRONT_MATTER + "\n```{code-cell} ipython3\nprint(1)\n```\n")
+    assert notebooks.stale_pages([page], cache) == [page], "an empty cache holds nothing"
+    assert notebooks.run_page(page, cwd=tmp_path, cache=cache).ok
+    assert notebooks.stale_pages([page], cache) == [], "the executed page is in the cache"
+    (code / "helper.py").write_text("X = 2\n")
+    assert notebooks.stale_pages([page], cache) == [page], "code/ changed: run every page again"
+    assert notebooks.open_cache(cache).list_cache_records() == [], "and the cache was emptied"
+    assert notebooks.run_page(page, cwd=tmp_path, cache=cache).ok
+    page.write_text(page.read_text().replace("print(1)", "print(2)"))
+    assert notebooks.stale_pages([page], cache) == [page], "the page's code changed"
 
-    import book_markup
 
-    class App:
-        def connect(self, *args, **kwargs):
-            pass
-
-        def add_css_file(self, *args, **kwargs):
-            pass
-
-    book_markup.setup(App())
-    assert myst_nb.core.render.coalesce_streams is book_markup._join_streams
+def test_the_build_reads_the_runners_execution_and_executes_nothing(tmp_path):
+    # What make book does: the runner executes and caches, a stock jupyter-book build reads.
+    folder = harness.one_page_book(tmp_path / "book", PRINTING_PAGE)
+    cache = folder / "_build" / ".jupyter_cache"
+    source = folder / "chapters" / "index.md"
+    assert notebooks.run_page(source, cwd=source.parent, cache=cache).ok
+    built = harness.build_book(folder, timeout=600)
+    log = built.stdout + built.stderr
+    assert built.returncode == 0, log[-3000:]
+    assert "Executing notebook" not in log and "Executed notebook" not in log, log[-3000:]
+    html = (folder / "_build" / "html" / "chapters" / "index.html").read_text()
+    assert "shapes: dQ (2, 3, 5, 4)\nnext line" in html
 
 
 def test_each_build_process_has_its_own_katex_server_and_stops_it(tmp_path):
@@ -117,43 +137,6 @@ def test_math_characters_are_what_the_formulas_show_not_their_mathml_or_the_page
     (site / "b.html").write_text('<span class="katex"><span class="katex-html">K</span></span>',
                                  encoding="utf-8")
     assert book_math.math_characters(site) == {ord("q"), ord("<"), 0x221A, ord("K")}
-
-
-def _record_start(args):
-    name, log = args
-    with open(log, "a", encoding="utf-8") as out:
-        out.write(name + "\n")
-    import time
-
-    time.sleep(0.15)  # long enough that every task is added before the first one ends
-
-
-def test_pages_start_slowest_first_in_sphinxs_parallel_tasks(tmp_path):
-    """page_tasks lists the pages for Sphinx's task runner, which starts the first nproc
-    tasks at once and then the one added last: the pages must start in SLOW_FIRST's order
-    (a Sphinx that ran its tasks in another order would make this fail, not the build)."""
-    from sphinx.util.parallel import ParallelTasks
-
-    import book_build
-
-    from tools.notebooks import toc_pages
-
-    names = sorted(path.relative_to(harness.ROOT).with_suffix("").as_posix() for path in toc_pages())
-    assert set(book_build.SLOW_FIRST) <= set(names), "SLOW_FIRST names a page _toc.yml lacks"
-    log = tmp_path / "started.txt"
-    tasks = ParallelTasks(2)
-    for chunk in book_build.page_tasks(names, 2):
-        assert len(chunk) == 1
-        tasks.add_task(_record_start, (chunk[0], str(log)))
-    tasks.join()
-    started = log.read_text(encoding="utf-8").split()
-    assert sorted(started) == names
-    slow = list(book_build.SLOW_FIRST)
-    # Two tasks run at once (one per process), and which of two starting together writes to
-    # the log first is up to the machine's scheduler: each slow page starts within one place
-    # of its place in SLOW_FIRST.
-    for k, name in enumerate(slow):
-        assert abs(started.index(name) - k) <= 1, started
 
 
 def test_only_each_formulas_own_markup_is_read_for_its_characters():

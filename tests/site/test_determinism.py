@@ -1,9 +1,10 @@
 """Two fresh executions of every page give the same numbers, widget data and figures.
 
-``make test`` executes every page twice, and only twice: once in the book's build
-(``make book``: myst-nb, into ``_build/jupyter_execute``) and once as a reader's "Run All"
-(``tools/notebooks.py``: nbclient in a fresh kernel, into ``_build/nbclient``; the test
-``tests/pages/test_notebooks_run.py`` needs that run anyway). This module compares the two:
+``make test`` executes every page twice, and only twice, each time in a fresh kernel with
+``tools/notebooks.py``: once for the book's build (``make book``'s execution, into the
+jupyter-cache ``_build/.jupyter_cache`` that the build reads) and once more as a reader's
+"Run All" (into ``_build/nbclient``; ``tests/pages/test_notebooks_run.py`` needs that run
+anyway). This module compares the two:
 
 * every glued value (the numbers the prose quotes, and glued figures), byte for byte;
 * the state embedded for every widget (its precomputed data);
@@ -38,7 +39,7 @@ from tests import harness
 from tools import notebooks
 
 ROOT = harness.ROOT
-BUILD = harness.HTML.parent / "jupyter_execute"  # `make book`'s execution (or $BOOK_HTML/..)
+CACHE = harness.HTML.parent / ".jupyter_cache"  # `make book`'s execution (or $BOOK_HTML/..)
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MEASUREMENT_TAG = "measurement"
@@ -47,7 +48,8 @@ MODEL_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")  # ipywidgets: u
 
 
 def built(page: str) -> dict:
-    return json.loads((BUILD / "chapters" / f"{page}.ipynb").read_text())
+    """The page's execution that the build read from its cache."""
+    return notebooks.cached_notebook(ROOT / "chapters" / f"{page}.md", CACHE)
 
 
 def run_all(page: str) -> dict:
@@ -115,11 +117,8 @@ def measured_glue_names(run: dict) -> set[str]:
 
 
 def glued_outputs(notebook: dict, side: Path | None = None) -> dict[str, str]:
-    """glue name -> the data the page stored for it, as canonical JSON.
-
-    In the build, myst-nb moves the outputs of ``glue(..., display=False)`` into
-    ``PAGE.glue.json`` beside the executed notebook; both places are read.
-    """
+    """glue name -> the data the page stored for it, as canonical JSON (from the notebook's
+    outputs, and from ``side``, a myst-nb ``PAGE.glue.json``, if given)."""
     names = model_id_names(notebook)
     outputs = json.loads(side.read_text()) if side is not None and side.exists() else {}
     for cell in notebook.get("cells", []):
@@ -167,15 +166,20 @@ def first_difference(a: str, b: str, context: int = 60) -> str:
 
 
 def test_the_build_executed_every_page_run_all_ran(pages):
-    executed = {p.stem for p in (BUILD / "chapters").glob("*.ipynb")}
-    assert set(pages) <= executed, f"not executed by the build: {sorted(set(pages) - executed)}"
+    missing = []
+    for page in pages:
+        try:
+            built(page)
+        except KeyError:
+            missing.append(page)
+    assert not missing, f"the build's cache holds no execution of {missing} as they are now"
 
 
 def test_every_glued_value_is_byte_identical_in_both_executions(pages):
     compared, measured, differences = 0, 0, []
     for page in pages:
         run = run_all(page)
-        a = glued_outputs(built(page), BUILD / "chapters" / f"{page}.glue.json")
+        a = glued_outputs(built(page))
         b = glued_outputs(run)
         if set(a) != set(b):
             differences.append(f"{page}: glued names differ: {sorted(set(a) ^ set(b))}")

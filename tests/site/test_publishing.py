@@ -52,7 +52,8 @@ def test_workflow_builds_with_the_readme_command_and_publishes_its_output():
     import subprocess
 
     dry = subprocess.run(["make", "-n", "book"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert re.search(r"_ext/book_build\.py --jobs \d+ build --all -W -n --keep-going \.$", dry, re.M), dry
+    assert re.search(r"-m tools\.notebooks --cache _build/\.jupyter_cache --workers \d+$", dry, re.M), dry
+    assert re.search(r"/jupyter-book build --all -W -n --keep-going \.$", dry, re.M), dry
     assert re.search(r"_ext/book_pdf\.py --html _build/html --out _build/html/downloads/\S+\.pdf$", dry, re.M), dry
 
 
