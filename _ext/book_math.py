@@ -3,7 +3,7 @@
 * Points sphinxcontrib-katex's build-time renderer at the pinned npm ``katex``
   (``node_modules/katex``, installed by ``npm ci`` from package-lock.json).
 * Turns any formula KaTeX cannot render into a build warning (an error under ``-W``): the
-  renderer itself would only colour the TeX red.
+  renderer itself would only colour the TeX red (book_patches.py, with the start-up fix).
 * Keeps KaTeX's stylesheets off pages that have no math.
 * Publishes KaTeX's stylesheet and fonts at ``vendor/katex/`` (where ``katex_css_path`` in
   ``_config.yml`` points). As the math is rendered at build time, the build knows every
@@ -34,112 +34,11 @@ def _use_vendored_katex(app, config):
 
         raise ConfigError(f"{katex_js} is missing: run `npm ci` (make assets) first")
     config.katex_js_path = str(katex_js)
-    _strict_katex(app)
+    import sphinxcontrib.katex
 
+    import book_patches
 
-def _strict_katex(app):
-    """Make every formula KaTeX cannot render a build warning (an error under -W).
-
-    sphinxcontrib-katex renders with ``throwOnError: false``: a parse error or an unknown
-    command only comes out red in the page, and TeX that real LaTeX would reject only
-    prints a note on node's console. Each formula is rendered strictly first (throwOnError,
-    strict "error"); on an error the warning names the page and the TeX, and the page still
-    gets the lenient rendering.
-    """
-    import sphinxcontrib.katex as katex
-    from sphinx.util import logging
-
-    # The extension allows node 5 s to start and 5 s per formula: on a loaded machine the
-    # start timed out (and left node running). Generous limits cost nothing when all is well.
-    katex.STARTUP_TIMEOUT = max(katex.STARTUP_TIMEOUT, 60.0)
-    katex.RENDER_TIMEOUT = max(katex.RENDER_TIMEOUT, 60.0)
-    _patiently_connect(katex)
-    _server_per_process(katex)
-    lenient = katex.render_latex
-    if getattr(lenient, "strict_wrapper", False):
-        return
-    logger = logging.getLogger(__name__)
-
-    def render_latex(latex, options=None):
-        try:
-            return lenient(latex, {**(options or {}), "throwOnError": True, "strict": "error"})
-        except katex.KaTeXError as error:
-            docname = getattr(app.builder, "current_docname", None)
-            logger.warning("KaTeX cannot render %r: %s", latex, error,
-                           location=docname, type="katex", subtype="error")
-            return lenient(latex, options)
-
-    render_latex.strict_wrapper = True
-    katex.render_latex = render_latex
-
-
-def _patiently_connect(katex):
-    """Retry the connection to the KaTeX server while its socket is not yet listening.
-
-    The extension connects once, as soon as node's socket file exists; but node creates the
-    file (bind) a moment before it accepts connections (listen), and on a loaded machine the
-    connect in between is refused and the whole build stops (seen in a build that ran while
-    other pages executed). This is the extension's own start-up with the connect retried
-    until its start-up timeout.
-    """
-    server = katex.KaTeXServer
-    if getattr(server.start_server_process, "patient", False):
-        return
-
-    def start_server_process(cls, rundir, timeout):
-        import socket
-        import subprocess
-        import time
-
-        socket_path = Path(rundir) / "katex.sock"
-        process = subprocess.Popen(cls.build_command(socket=socket_path), stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, cwd=rundir)
-        deadline = time.monotonic() + timeout
-        while True:
-            if socket_path.is_socket():
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    sock.connect(str(socket_path))
-                    return process, sock
-                except ConnectionRefusedError:
-                    sock.close()
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise cls.timeout_error(timeout)
-            time.sleep(0.01)
-
-    start_server_process.patient = True
-    server.start_server_process = classmethod(start_server_process)
-
-
-def _server_per_process(katex):
-    """One KaTeX server per process, stopped when that process ends.
-
-    make book builds with parallel processes (_ext/book_build.py), forked from Sphinx's
-    main process. The extension keeps one server per class: a worker forked after the main
-    process had started it would talk to it over the same socket as its sibling workers, and
-    two requests in flight at once could each read the other's formula. A worker that
-    started its own would leave it running, because workers end without running atexit,
-    where the extension stops it (multiprocessing runs its own finalizers instead).
-    """
-    import multiprocessing
-    import multiprocessing.util
-    import os
-
-    server = katex.KaTeXServer
-    if getattr(server.get, "per_process", False):
-        return
-
-    def get(cls):
-        if cls.katex_server is None or getattr(cls, "katex_server_pid", None) != os.getpid():
-            cls.katex_server = cls.start()  # the main process's one stops at exit (atexit)
-            cls.katex_server_pid = os.getpid()
-            if multiprocessing.parent_process() is not None:  # a worker: stop it as it ends
-                multiprocessing.util.Finalize(cls.katex_server, cls.katex_server.terminate, exitpriority=10)
-        return cls.katex_server
-
-    get.per_process = True
-    server.get = classmethod(get)
+    book_patches.patch_katex(sphinxcontrib.katex, app)
 
 
 def _katex_css_only_with_math(app, pagename, templatename, context, doctree):

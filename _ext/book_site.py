@@ -9,8 +9,9 @@ Each concern is a module of its own in ``_ext/``, readable alone:
   violation) and the book's own stylesheet and templates from ``site/``.
 * ``book_math``: formulas rendered at build time by the pinned KaTeX, strictly, and its
   stylesheet and fonts published under ``vendor/katex``.
-* ``book_weight``: light pages: the theme's icons without its icon script, and no file in
-  the published site that no page uses.
+* ``book_weight``: light pages: the theme's icons without its icon script, and only the
+  scripts a page uses.
+* ``book_patches``: the only changes to a package's internals, each with its pinned version.
 
 This module also fixes what the themes and extensions get wrong for a reader (each checked
 by ``tests/site/test_navigation.py`` or ``tests/site/test_theme_fixes.py``):

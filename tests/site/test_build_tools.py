@@ -77,52 +77,68 @@ def test_the_build_reads_the_runners_execution_and_executes_nothing(tmp_path):
     assert "shapes: dQ (2, 3, 5, 4)\nnext line" in html
 
 
-def test_each_build_process_has_its_own_katex_server_and_stops_it(tmp_path):
-    # A stand-in for sphinxcontrib.katex's server class: start() counts, terminate() records.
-    import multiprocessing
-    import os
-    import types
+def test_every_patch_still_finds_what_it_replaces():
+    # book_patches.py names the version each patch was written against; an upgrade that
+    # moves or renames what it replaces fails here, not in a build.
+    import importlib.metadata
 
-    import book_math
+    import sphinxcontrib.katex as katex
 
-    class Server:
-        katex_server = None
+    import book_patches
 
-        def __init__(self, pid):
-            self.pid = pid
+    assert importlib.metadata.version("sphinxcontrib-katex") == book_patches.KATEX_VERSION
+    for name in ("STARTUP_TIMEOUT", "RENDER_TIMEOUT", "render_latex", "KaTeXError", "KaTeXServer",
+                 "KATEX_DEFAULT_OPTIONS"):
+        assert hasattr(katex, name), name
+    for name in ("start_server_process", "build_command", "timeout_error", "get"):
+        assert hasattr(katex.KaTeXServer, name), name
+    assert katex.KATEX_DEFAULT_OPTIONS.get("throwOnError") is False, "patch 3 may be stock now"
 
-        @classmethod
-        def start(cls):
-            return cls(os.getpid())
 
-        @classmethod
-        def get(cls):
-            if cls.katex_server is None:
-                cls.katex_server = cls.start()
-            return cls.katex_server
+def test_no_extension_but_book_patches_assigns_into_another_package():
+    # "A patch that must stay lives in one module": an assignment to an attribute of an
+    # imported package (module.name = ..., module.Class.name = ...) anywhere else in _ext/.
+    import ast
 
-        def terminate(self):
-            (tmp_path / f"stopped-{os.getpid()}").write_text(str(self.pid))
+    local = {path.stem for path in (harness.ROOT / "_ext").glob("*.py")}
+    found = []
+    for path in sorted((harness.ROOT / "_ext").glob("*.py")):
+        if path.name == "book_patches.py":
+            continue
+        tree = ast.parse(path.read_text())
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                imported |= {(a.asname or a.name).split(".")[0] for a in node.names
+                             if a.name.split(".")[0] not in local}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] not in local:
+                imported |= {a.asname or a.name for a in node.names}
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                base = target
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if target is not base and isinstance(base, ast.Name) and base.id in imported:
+                    found.append(f"{path.name}:{node.lineno}: {ast.unparse(target)}")
+    assert not found, "patches outside _ext/book_patches.py:\n" + "\n".join(found)
 
-    book_math._server_per_process(types.SimpleNamespace(KaTeXServer=Server))
-    main = Server.get()
-    assert Server.get() is main and main.pid == os.getpid()
 
-    def worker(out):
-        server = Server.get()
-        out.put((server.pid, server is main))
+BAD_MATH_PAGE = harness.NOTEBOOK_FRONT_MATTER + r"""
+# Bad math
 
-    context = multiprocessing.get_context("fork")  # as Sphinx's parallel build forks
-    out = context.Queue()
-    process = context.Process(target=worker, args=(out,))
-    process.start()
-    child_server_pid, shared = out.get(timeout=30)
-    process.join(timeout=30)
-    assert child_server_pid == process.pid and not shared, "a worker must start its own server"
-    assert (tmp_path / f"stopped-{process.pid}").read_text() == str(process.pid), \
-        "the worker's server was not stopped when the worker ended"
-    assert not (tmp_path / f"stopped-{os.getpid()}").exists(), "the main process's server stops at exit only"
+An unfinished fraction $\frac{a}{$ and an unknown command $\foo x$.
+"""
 
+
+def test_a_formula_katex_cannot_render_fails_the_build(tmp_path):
+    folder = harness.one_page_book(tmp_path / "book", BAD_MATH_PAGE)
+    built = harness.build_book(folder, timeout=600)
+    log = built.stdout + built.stderr
+    assert built.returncode != 0, log[-3000:]
+    assert "KaTeX cannot render '\\\\frac{a}{'" in log, log[-3000:]
+    assert "KaTeX cannot render '\\\\foo x'" in log, log[-3000:]
 
 def test_math_characters_are_what_the_formulas_show_not_their_mathml_or_the_page(tmp_path):
     import book_math
