@@ -24,6 +24,8 @@ from typing import Callable
 
 import numpy as np
 
+from ._validate import check_choice, check_integer
+
 __all__ = [
     "median_time",
     "peak_memory",
@@ -39,10 +41,9 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
     faults, BLAS thread start, torch kernel selection) that the median should not include;
     the median, unlike the mean, ignores a call slowed by another process.
     """
-    if repeats < 1:
-        raise ValueError(f"repeats must be at least 1, got {repeats}")
-    if warmup < 0:
-        raise ValueError(f"warmup must be non-negative, got {warmup}")
+    _check_callable(fn)
+    check_integer(repeats, "repeats")
+    check_integer(warmup, "warmup", minimum=0)
     for _ in range(warmup):
         fn()
     times = []
@@ -145,18 +146,29 @@ def peak_memory(fn: Callable[[], object], method: str = "tracemalloc") -> int:
     and the sampling fallback can miss short peaks. Use it for torch; compare like with
     like (never a tracemalloc figure with an rss one).
     """
-    if method == "tracemalloc":
-        return _peak_tracemalloc(fn)
-    if method == "rss":
-        return _peak_rss(fn)
-    raise ValueError(f"method must be 'tracemalloc' or 'rss', got {method!r}")
+    _check_callable(fn)
+    check_choice(method, "method", ("tracemalloc", "rss"))
+    return _peak_tracemalloc(fn) if method == "tracemalloc" else _peak_rss(fn)
+
+
+def _check_callable(fn) -> None:
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
 
 
 # --- attention's cost ------------------------------------------------------------------
 
 def random_qkv(T: int, d: int = 64, heads: int = 8, batch: int = 1, seed: int = 0,
                dtype=np.float32) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Standard-normal Q, K, V of shape (batch, heads, T, d), reproducible from ``seed``."""
+    """Standard-normal Q, K, V of shape (batch, heads, T, d), reproducible from ``seed``.
+
+    The sizes are positive integers and ``seed`` a non-negative one; ``dtype`` a float dtype.
+    """
+    for name, value in (("T", T), ("d", d), ("heads", heads), ("batch", batch)):
+        check_integer(value, name)
+    check_integer(seed, "seed", minimum=0)
+    if not np.issubdtype(np.dtype(dtype), np.floating):
+        raise TypeError(f"dtype must be a float dtype, got {np.dtype(dtype)}")
     rng = np.random.default_rng(seed)
     return tuple(rng.standard_normal((batch, heads, T, d), dtype=np.float32).astype(dtype, copy=False)
                  for _ in range(3))
@@ -173,6 +185,7 @@ def threads(n: int | None):
     if n is None:
         yield
         return
+    check_integer(n, "n")
     from threadpoolctl import threadpool_limits
 
     try:

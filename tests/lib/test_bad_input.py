@@ -15,6 +15,8 @@ meta-test at the end can check that every public function has a bad-input test h
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
 import re
 import warnings
@@ -27,7 +29,7 @@ import torch
 import attention
 import attention.torch as at
 import attention.training as training
-from attention import checkers
+from attention import checkers, measure, plotting, widgets
 
 rng = np.random.default_rng(0)
 Q, K, V = rng.standard_normal((4, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
@@ -920,30 +922,213 @@ def test_peak_allocated_refuses_what_it_cannot_call(fn):
         at.peak_allocated(fn)
 
 
+# attention.measure, attention.plotting, attention.sweep, attention.widgets: what the pages call --
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda: measure.random_qkv(0), ValueError, "T must be a positive integer"),
+    (lambda: measure.random_qkv(8, d=2.0), TypeError, "d must be a positive integer"),
+    (lambda: measure.random_qkv(8, heads=True), TypeError, "heads"),
+    (lambda: measure.random_qkv(8, seed=-1), ValueError, "seed"),
+    (lambda: measure.random_qkv(8, dtype=np.int32), TypeError, "float dtype"),
+    (lambda: measure.peak_memory(None), TypeError, "callable"),
+    (lambda: measure.peak_memory(lambda: 0, method="vmrss"), ValueError, "method must be one of"),
+    (lambda: measure.median_time(3), TypeError, "callable"),
+    (lambda: measure.median_time(lambda: 0, repeats=0), ValueError, "repeats"),
+    (lambda: measure.median_time(lambda: 0, warmup=-1), ValueError, "warmup"),
+], ids=["T 0", "float d", "bool heads", "negative seed", "int dtype", "peak of None",
+        "unknown method", "time of 3", "no repeats", "negative warmup"])
+def test_measure_refuses_bad_sizes_functions_and_options(call, error, words):
+    with pytest.raises(error, match=re.escape(words)):
+        call()
+
+
+@pytest.mark.parametrize("n, error", [(0, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_measure_threads_refuses_a_bad_thread_count_and_none_changes_nothing(n, error):
+    with pytest.raises(error, match="n must be a positive integer"):
+        with measure.threads(n):
+            pass
+    before = torch.get_num_threads()
+    with measure.threads(None):
+        assert torch.get_num_threads() == before
+
+
+def test_use_book_style_takes_no_argument_and_sets_the_books_style():
+    import matplotlib as mpl
+
+    with pytest.raises(TypeError):
+        plotting.use_book_style("dark")
+    with mpl.rc_context():
+        plotting.use_book_style()
+        assert mpl.rcParams["svg.hashsalt"] == plotting.STYLE["svg.hashsalt"]
+
+
+def test_sweep_readers_refuse_a_missing_file_and_a_scale_per_run_mismatch(tmp_path):
+    from attention import sweep
+
+    with pytest.raises(FileNotFoundError):
+        sweep.load_sweep(tmp_path / "no-such-sweep.json")
+    task = training.RetrievalTask(d_model=4, T_k=3, d_v=2, batch=2, steps=1)
+    params = {"W_Q": torch.ones(2, 4, 2), "W_K": torch.ones(2, 4, 2)}  # two stacked runs
+    with pytest.raises(ValueError, match="one scale per stacked run"):
+        sweep.held_out_scores(params, [1.0], task, n=4)
+    with pytest.raises(ValueError, match="n must be a positive integer"):
+        sweep.held_out_scores(params, [1.0, 1.0], task, n=0)
+
+
+@pytest.mark.parametrize("make, trait, value", [
+    (lambda: widgets.SaturationExplorer(), "T_k", 5),
+    (lambda: widgets.SaturationExplorer(), "temperature", float("nan")),
+    (lambda: widgets.TemperatureExplorer(), "temperature", -1.0),
+    (lambda: widgets.WidthExplorer(), "rho", 2.0),
+    (lambda: widgets.WidthExplorer(), "d_k", 3),
+], ids=["saturation T_k", "saturation NaN temperature", "temperature below range",
+        "width rho", "width d_k off the grid"])
+def test_explorers_refuse_values_off_their_grid(make, trait, value):
+    import traitlets
+
+    explorer = make()
+    with pytest.raises(traitlets.TraitError, match=trait):
+        setattr(explorer, trait, value)
+
+
 # Meta-test ---------------------------------------------------------------------------------
 
 
-def _public_names():
-    names = [(f"attention.{n}", n) for n in attention.__all__]
-    names += [(f"at.{n}", n) for n in at.__all__]
-    names += [(f"training.{n}", n) for n in training.__all__]
-    names += [(f"checkers.{n}", n) for n in _checker_names()]
-    return names
+CODE_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", re.S | re.M)
+PAGES = Path(__file__).resolve().parents[2] / "chapters"
+
+
+def _cells(text: str, shown_only: bool):
+    """The Python of a page's code cells (magics dropped), or only of those a reader sees."""
+    for match in CODE_CELL.finditer(text):
+        lines = match.group(1).splitlines()
+        options = []
+        while lines and lines[0].startswith(":"):
+            options.append(lines.pop(0))
+        if shown_only and any("remove-cell" in line for line in options):
+            continue
+        yield "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
+
+
+def _aliases(tree) -> dict:
+    """Every name an ``import attention...`` or ``from attention... import`` binds, anywhere."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "attention":
+                    module = importlib.import_module(alias.name)
+                    out[alias.asname or "attention"] = module if alias.asname else attention
+        elif (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+              and node.module.split(".")[0] == "attention"):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                obj = getattr(module, alias.name, None)
+                if obj is None:
+                    obj = importlib.import_module(f"{node.module}.{alias.name}")
+                out[alias.asname or alias.name] = obj
+    return out
+
+
+def _referenced(tree, aliases: dict) -> dict:
+    """id -> object of everything the code reaches through those names (``attention.x.y``):
+    code only, so a name in a comment or a string does not count."""
+    found = {}
+    for node in ast.walk(tree):
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id in aliases:
+            obj = aliases[node.id]
+            found[id(obj)] = obj
+            for part in reversed(parts):
+                obj = getattr(obj, part, None)
+                if obj is None:
+                    break
+                found[id(obj)] = obj
+    return found
+
+
+def _parse(source: str):
+    with warnings.catch_warnings():  # a page's invalid escape in a plain string
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(source)
+
+
+def _shown_on_pages() -> dict:
+    """qualified name -> the functions and classes of the library that the pages' shown
+    cells use (through the imports of any of the page's cells)."""
+    shown = {}
+    for page in sorted(PAGES.glob("*.md")):
+        text = page.read_text()
+        aliases = {}
+        for source in _cells(text, shown_only=False):
+            aliases.update(_aliases(_parse(source)))
+        for source in _cells(text, shown_only=True):
+            for obj in _referenced(_parse(source), aliases).values():
+                if ((inspect.isfunction(obj) or inspect.isclass(obj))
+                        and getattr(obj, "__module__", "").startswith("attention")):
+                    shown[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return shown
+
+
+def _public_names() -> dict:
+    """qualified name -> object: every name of the public lists, and every function or
+    class a page shows a reader."""
+    names = {f"attention.{n}": getattr(attention, n, None) for n in attention.__all__}
+    names |= {f"at.{n}": getattr(at, n) for n in at.__all__}
+    names |= {f"training.{n}": getattr(training, n) for n in training.__all__}
+    names |= {f"checkers.{n}": getattr(checkers, n) for n in _checker_names()}
+    return names | _shown_on_pages()
+
+
+def _tested(source: str) -> dict:
+    """What the tests before the meta-test reach in code (not in comments or strings)."""
+    tree = ast.parse(source[: source.index("# Meta-test")])
+    return _referenced(tree, _aliases(tree))
+
+
+def _missing(source: str) -> list:
+    tested = _tested(source)
+    return sorted(q for q, obj in _public_names().items() if obj is None or id(obj) not in tested)
 
 
 def test_every_public_helper_has_a_bad_input_test_in_this_file():
-    source = Path(__file__).read_text()
-    body = source[: source.index("# Meta-test")]
-    missing = [qualified for qualified, _ in _public_names()
-               if not re.search(rf"(?<![\w.]){re.escape(qualified)}\b", body)]
+    missing = _missing(Path(__file__).read_text())
     assert not missing, f"public names without a bad-input test in {Path(__file__).name}: {missing}"
     assert set(CHECKER_CALLS) == set(_checker_names())
 
 
+def test_the_meta_test_covers_what_the_pages_show():
+    shown = _shown_on_pages()
+    for name in ("attention.scores.saturation_stats", "attention.measure.random_qkv",
+                 "attention.sweep.load_sweep", "attention.widgets.width.WidthExplorer",
+                 "attention.blocked.blocked_attention", "attention.torch.peak_allocated"):
+        assert name in shown, name
+
+
 def test_the_meta_test_would_notice_a_new_public_name(monkeypatch):
     monkeypatch.setattr(attention, "__all__", [*attention.__all__, "brand_new_helper"])
+    monkeypatch.setattr(attention, "brand_new_helper", lambda: None, raising=False)
     with pytest.raises(AssertionError, match="brand_new_helper"):
         test_every_public_helper_has_a_bad_input_test_in_this_file()
+
+
+def test_a_name_in_a_comment_or_a_string_is_not_a_test():
+    source = (
+        "import attention\n"
+        "def test_x():\n"
+        "    # attention.saturation_stats(0) should raise\n"
+        "    'attention.softmax is tested here'\n"
+        "    attention.causal_mask(3)\n"
+        "# Meta-test\n")
+    tested = _tested(source)
+    assert id(attention.causal_mask) in tested
+    assert id(attention.saturation_stats) not in tested and id(attention.softmax) not in tested
+    assert "attention.saturation_stats" in _missing(source)
 
 
 def test_kernel_functions_raise_when_an_intermediate_overflows_instead_of_nan():
