@@ -135,15 +135,15 @@ LIBRARY = ("your function calls the library's own {name}, which takes a temperat
 
 def _library_attention() -> dict:
     """The library's attention functions that take a temperature (or a scale), by name."""
-    found = {"attention.scaled_dot_product_attention": forward.scaled_dot_product_attention,
-             "attention.tiled_attention": forward.tiled_attention,
-             "attention.blocked_attention": blocked.blocked_attention,
-             "attention.forward._attend": forward._attend}
-    torch_module = sys.modules.get("attention.torch")  # imported only if the reader did
-    if torch_module is not None:
-        found["attention.torch.scaled_dot_product_attention"] = \
-            torch_module.scaled_dot_product_attention
-    return found
+    places = [("attention", forward, "scaled_dot_product_attention"),
+              ("attention", forward, "tiled_attention"),
+              ("attention", blocked, "blocked_attention"),
+              ("attention.forward", forward, "_attend"),
+              # imported only if the reader did
+              ("attention.torch", sys.modules.get("attention.torch"),
+               "scaled_dot_product_attention")]
+    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
+            if callable(getattr(module, name, None))}
 
 
 def _apart(x: float, y: float) -> int:
