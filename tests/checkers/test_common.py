@@ -1,9 +1,11 @@
-"""Exercise checkers (attention.checkers): the library's own functions pass, typical
-mistakes fail the matching checker, and a crashing attempt is reported, not raised."""
+"""Exercise checkers (attention.checkers): the library's own functions pass (for the two
+exercises the library answers, whose checkers refuse it, a NumPy attempt and the formula),
+typical mistakes fail the matching checker, and a crashing attempt is reported, not raised."""
 
 from __future__ import annotations
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -17,7 +19,16 @@ def _sdpa(Q, K, V, mask=None):
 
 
 def _sdpa_tau(Q, K, V, tau):
-    return attention.scaled_dot_product_attention(Q, K, V, temperature=tau)
+    # in NumPy: the checker fails an attempt that calls the library's own attention
+    S = Q @ np.swapaxes(K, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def _score_moments(d_k, rho, kurtosis=3.0):
+    # the formula: the checker fails an attempt that calls attention.score_moments
+    return rho * math.sqrt(d_k), 1.0 + rho**2 * (kurtosis - 2.0)
 
 
 def _backward(Q, K, V, dO, mask=None):
@@ -33,7 +44,7 @@ REFERENCE = {
     "check_scaled_dot_product_attention": (_sdpa,),
     "check_attention_with_temperature": (_sdpa_tau,),
     "check_attention_backward": (_backward,),
-    "check_scaled_score_moments": (attention.score_moments,),
+    "check_scaled_score_moments": (_score_moments,),
     "check_softmax_jacobian": (attention.softmax_jacobian, attention.softmax_vjp),
 }
 
@@ -78,7 +89,7 @@ def test_an_attempt_returning_nan_of_the_right_shape_fails(name):
 
 
 def test_verbose_false_prints_nothing(capsys):
-    assert checkers.check_scaled_score_moments(attention.score_moments, verbose=False)
+    assert checkers.check_scaled_score_moments(_score_moments, verbose=False)
     assert capsys.readouterr().out == ""
 
 
