@@ -145,14 +145,18 @@ def test_no_keys_gives_a_zero_output_like_a_fully_masked_row():
 def test_the_plain_function_is_the_pages_algorithm_without_a_block_loop():
     """Blocks of query rows (need_weights=False) live in attention.blocked: the plain
     function has no loop and no need_weights switch."""
+    import ast
     import inspect
 
     import attention.forward as forward
 
     assert "need_weights" not in inspect.signature(scaled_dot_product_attention).parameters
     for fn in (forward.scaled_dot_product_attention, forward._attend):
-        body = inspect.getsource(fn).split('"""')[-1]
-        assert "for " not in body and "while " not in body, fn.__name__
+        tree = ast.parse(inspect.getsource(fn))
+        loops = [node for node in ast.walk(tree) if isinstance(node, (ast.For, ast.While))]
+        assert not loops, fn.__name__
+    tiled = ast.parse(inspect.getsource(forward.tiled_attention))
+    assert any(isinstance(node, ast.For) for node in ast.walk(tiled))  # the test can see one
 
 
 # --- tiled_attention: the online softmax, block by block ------------------------------------
