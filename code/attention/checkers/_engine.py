@@ -6,6 +6,8 @@ exercise's cases and its table of named mistakes."""
 
 from __future__ import annotations
 
+import functools
+import sys
 import textwrap
 import warnings
 from collections.abc import Callable
@@ -272,3 +274,32 @@ def _dtype_rejection(want, dtypes: dict) -> str:
         cause = "; cast the results with .astype(Q.dtype)"
     return (f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} {kinds} for "
             f"{want.name} inputs ({listed}); the results keep the inputs' dtype{cause}")
+
+
+def _refusing_the_library(fn: Callable, banned: dict, message: str) -> Callable:
+    """``fn``, wrapped so that a call which runs one of the library's functions ``banned``
+    (name -> function) raises Rejected(message.format(name=...)). What runs is seen by
+    ``sys.setprofile`` while ``fn`` runs, however ``fn`` reaches the function: as itself,
+    under another name, through a lambda or a helper of its own, or imported inside it. A
+    function of the reader's own with the same name is not the library's and passes."""
+    codes = {f.__code__: name for name, f in banned.items()}
+
+    @functools.wraps(fn)
+    def watched(*args, **kwargs):
+        seen = []
+
+        def hook(frame, event, arg):
+            if event == "call" and frame.f_code in codes:
+                seen.append(codes[frame.f_code])
+
+        previous = sys.getprofile()
+        sys.setprofile(hook)
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+        if seen:
+            raise Rejected(message.format(name=seen[0]))
+        return result
+
+    return watched

@@ -25,8 +25,7 @@ import numpy as np
 
 from .. import scores
 from ..scores import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
-from ._engine import _RNG_SEED, Rejected, _named, _report, _run
-from .temperature import _refusing_the_library
+from ._engine import _RNG_SEED, Rejected, _named, _refusing_the_library, _report, _run
 
 #: Said when the attempt runs the library's own answer ({name}: the function's name).
 LIBRARY = ("your function calls the library's own {name}, which is this exercise's "

@@ -37,7 +37,6 @@ the temperatures used no two of the usual scale mistakes give the same scores.
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable
 
@@ -45,7 +44,7 @@ import numpy as np
 
 from .. import blocked, forward
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _clipped_scores, _close,
+from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _refusing_the_library, _clipped_scores, _close,
                       _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
                       _qkv, _report, _results, _run, _softmax)
 
@@ -95,35 +94,6 @@ def _scaled_scores_row(K, scaled, tau):
     tau sqrt(d_k), are ``scaled`` (the least-norm solution of K q = scores)."""
     target = np.asarray(scaled) * tau * np.sqrt(K.shape[-1])
     return np.linalg.lstsq(K, target, rcond=None)[0][None, :]
-
-
-def _refusing_the_library(fn: Callable, banned: dict, message: str) -> Callable:
-    """``fn``, wrapped so that a call which runs one of the library's functions ``banned``
-    (name -> function) raises Rejected(message.format(name=...)). What runs is seen by
-    ``sys.setprofile`` while ``fn`` runs, however ``fn`` reaches the function: as itself,
-    under another name, through a lambda or a helper of its own, or imported inside it. A
-    function of the reader's own with the same name is not the library's and passes."""
-    codes = {f.__code__: name for name, f in banned.items()}
-
-    @functools.wraps(fn)
-    def watched(*args, **kwargs):
-        seen = []
-
-        def hook(frame, event, arg):
-            if event == "call" and frame.f_code in codes:
-                seen.append(codes[frame.f_code])
-
-        previous = sys.getprofile()
-        sys.setprofile(hook)
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            sys.setprofile(previous)
-        if seen:
-            raise Rejected(message.format(name=seen[0]))
-        return result
-
-    return watched
 
 
 #: Said when the attempt runs the library's own attention ({name}: the function's name).
