@@ -39,6 +39,7 @@ import numpy as np
 
 from ._validate import check_choice, check_integer
 from .forward import score_scale
+from .measure import threads
 from .training import RetrievalTask, train_retrieval_heads
 
 __all__ = ["ADDITIVE_DK", "ADDITIVE_LRS", "DATA_PATH", "DESIGNS", "HEADS", "LR_GRID", "N_HELD_OUT", "SEEDS",
@@ -113,15 +114,19 @@ def additive_point(seed: int) -> dict:
     Returns float64 arrays (rates,): ``train``, ``loss`` and ``wrong`` as
     :func:`sweep_point`'s.
     """
+    seed = check_integer(seed, "seed", minimum=0)
+    with threads(1):  # results then do not depend on the core count
+        return _additive_point(seed)
+
+
+def _additive_point(seed: int) -> dict:
     import torch
 
     from .training import _scores
 
     task = RetrievalTask()
-    torch.set_num_threads(1)
     out = train_retrieval_heads(ADDITIVE_DK, lrs=ADDITIVE_LRS, score="additive",
-                                optimizer="adam", task=task,
-                                seed=check_integer(seed, "seed", minimum=0))
+                                optimizer="adam", task=task, seed=seed)
     train = out.losses[:, -LAST:].mean(axis=1)
     X, V, j = _held_out(task)
     rows = torch.arange(N_HELD_OUT)
@@ -154,19 +159,17 @@ def sweep_point(d_model: int, d_k: int, optimizer: str, seed: int) -> dict:
     Returns float64 arrays (heads, rates): ``train`` (mean training loss over the last
     ``LAST`` steps), ``loss`` and ``wrong`` (held out).
     """
-    import torch
-
     d_model, d_k = check_integer(d_model, "d_model"), check_integer(d_k, "d_k")
     check_choice(optimizer, "optimizer", tuple(LR_GRID))
     task = RetrievalTask(d_model=d_model)
     lrs = LR_GRID[optimizer]
     runs = [(h, lr) for h in HEADS for lr in lrs]
     cs = [scale(h, d_k) for h, _ in runs]
-    torch.set_num_threads(1)
-    out = train_retrieval_heads(d_k, lrs=[lr for _, lr in runs], cs=cs,
-                                optimizer=optimizer, task=task, seed=seed)
+    with threads(1):  # results then do not depend on the core count
+        out = train_retrieval_heads(d_k, lrs=[lr for _, lr in runs], cs=cs,
+                                    optimizer=optimizer, task=task, seed=seed)
+        loss, wrong = held_out_scores(out.params, cs, task)
     train = out.losses[:, -LAST:].mean(axis=1)
-    loss, wrong = held_out_scores(out.params, cs, task)
     shape = (len(HEADS), len(lrs))
     return {"train": train.reshape(shape), "loss": loss.reshape(shape),
             "wrong": wrong.reshape(shape)}
