@@ -68,6 +68,23 @@ def check_positive(value, name: str, *, integer: bool = False):
     return float(value)
 
 
+def check_positive_list(values, name: str, what: str) -> list[float]:
+    """A non-empty sequence of positive finite numbers, one per ``what`` (NumPy scalars too)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of positive numbers, one per {what}, "
+                        f"got {values!r}")
+    out = [check_positive(v.item() if isinstance(v, np.generic) else v, f"{name}[{i}]")
+           for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must hold at least one {what}")
+    return out
+
+
+def check_callable(fn, name: str = "fn") -> None:
+    if not callable(fn):
+        raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+
+
 def check_in_range(value, name: str, low: float, high: float) -> float:
     """A real number in [low, high] (NaN and the infinities are outside)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -233,6 +250,15 @@ def check_tensor(x, name: str, *, allow_neg_inf: bool = False) -> None:
         bad = torch.isposinf(x) if allow_neg_inf else torch.isinf(x)
         if bad.any():
             raise ValueError(f"{name} contains {'+inf' if allow_neg_inf else 'inf'}")
+
+
+def check_torch_float_dtype(dtype):
+    """torch.float32 or torch.float64."""
+    import torch
+
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
+    return dtype
 
 
 def check_index_tensor(x, name: str, shape: tuple, size: int, size_name: str) -> None:

@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._validate import check_choice, check_integer
+from ._validate import check_callable, check_choice, check_integer
 
 __all__ = [
     "median_time",
@@ -41,7 +41,7 @@ def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> 
     faults, BLAS thread start, torch kernel selection) that the median should not include;
     the median, unlike the mean, ignores a call slowed by another process.
     """
-    _check_callable(fn)
+    check_callable(fn)
     check_integer(repeats, "repeats")
     check_integer(warmup, "warmup", minimum=0)
     for _ in range(warmup):
@@ -146,14 +146,9 @@ def peak_memory(fn: Callable[[], object], method: str = "tracemalloc") -> int:
     and the sampling fallback can miss short peaks. Use it for torch; compare like with
     like (never a tracemalloc figure with an rss one).
     """
-    _check_callable(fn)
+    check_callable(fn)
     check_choice(method, "method", ("tracemalloc", "rss"))
     return _peak_tracemalloc(fn) if method == "tracemalloc" else _peak_rss(fn)
-
-
-def _check_callable(fn) -> None:
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
 
 
 # --- attention's cost ------------------------------------------------------------------

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import check_integer, check_positive, check_tensor
+from ._validate import check_callable, check_integer, check_positive, check_tensor
 
 __all__ = ["scaled_dot_product_attention", "SelfAttention", "safe_softmax", "peak_allocated"]
 
@@ -201,8 +201,7 @@ def peak_allocated(fn: Callable[[], object]) -> int:
     and its autograd backward pass (page "Attention in PyTorch"). ``fn`` must be callable
     (TypeError otherwise); what it returns is dropped inside the measurement.
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    check_callable(fn)
     from torch.profiler import ProfilerActivity, profile
 
     # The profiler's C++ side prints two status lines per run on the process's stderr;

@@ -50,7 +50,9 @@ from ._validate import (
     check_index_tensor,
     check_integer,
     check_positive,
+    check_positive_list,
     check_tensor,
+    check_torch_float_dtype,
 )
 from .measure import threads as _threads  # results then do not depend on the core count
 
@@ -111,14 +113,6 @@ def _check_score_and_scale(score, c, name: str = "c"):
     if score == "dot" and c is None:
         raise ValueError(f"a dot-product score needs its scale {name} (c = 1/sqrt(d_k) "
                          "for the scaled head)")
-
-
-def _check_dtype(dtype):
-    import torch
-
-    if dtype not in (torch.float32, torch.float64):
-        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype!r}")
-    return dtype
 
 
 # The task and the head -------------------------------------------------------------------
@@ -205,7 +199,7 @@ def train_retrieval_head(d_k: int, lr: float, c: float | None = None, *, score: 
     c = None if c is None else check_positive(c, "c")
     check_choice(optimizer, "optimizer", OPTIMIZERS)
     task, seed = _check_task(task), check_integer(seed, "seed", minimum=0)
-    dtype = _check_dtype(torch.float32 if dtype is None else dtype)
+    dtype = check_torch_float_dtype(torch.float32 if dtype is None else dtype)
     with _threads(check_integer(threads, "threads")):
         gen = torch.Generator().manual_seed(seed)
         params = {name: p.requires_grad_() for name, p in
@@ -262,16 +256,16 @@ def train_retrieval_heads(d_k: int, lrs, cs=None, *, score: str = "dot", optimiz
     import torch
 
     d_k = check_integer(d_k, "d_k")
-    lr_list = _run_list(lrs, "lrs")
+    lr_list = check_positive_list(lrs, "lrs", "run")
     R = len(lr_list)
     if score == "dot" and cs is not None:
-        c_list = _run_list(cs, "cs")
+        c_list = check_positive_list(cs, "cs", "run")
         if len(c_list) != R:
             raise ValueError(f"lrs and cs must have one entry per run: got {R} and {len(c_list)}")
     _check_score_and_scale(score, None if cs is None else 1.0, "cs")
     check_choice(optimizer, "optimizer", OPTIMIZERS)
     task, seed = _check_task(task), check_integer(seed, "seed", minimum=0)
-    dtype = _check_dtype(torch.float32 if dtype is None else dtype)
+    dtype = check_torch_float_dtype(torch.float32 if dtype is None else dtype)
     with _threads(check_integer(threads, "threads")):
         gen = torch.Generator().manual_seed(seed)
         P = {name: p.expand(R, *p.shape).clone().requires_grad_()  # (R, ...) each
@@ -316,14 +310,3 @@ def _adam_step(p, g, m, v, work, lr, t: int, betas=(0.9, 0.999), eps=1e-8):
     work.div_(math.sqrt(1 - beta2**t)).add_(eps)  # sqrt(v / (1 - beta2^t)) + eps
     torch.div(m, work, out=work).mul_(lr)
     p.sub_(work, alpha=1 / (1 - beta1**t))
-
-
-def _run_list(values, name: str) -> list[float]:
-    """A non-empty sequence of positive finite numbers, one per run."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise TypeError(f"{name} must be a sequence of positive numbers, one per run, got {values!r}")
-    out = [check_positive(v if not isinstance(v, np.generic) else v.item(), f"{name}[{i}]")
-           for i, v in enumerate(values)]
-    if not out:
-        raise ValueError(f"{name} must hold at least one run")
-    return out
