@@ -345,9 +345,7 @@ def right_only_at_the_checkers_d_k(Q, K, V, mask=None):
 
 def computed_in_float32_for_float64_inputs(Q, K, V, mask=None):
     """Right to float32 precision only: float64 inputs cast down, the results cast back."""
-    from attention import scaled_dot_product_attention
-
-    O, A = scaled_dot_product_attention(*(x.astype(np.float32) for x in (Q, K, V)), mask=mask)
+    O, A = correct(*(x.astype(np.float32) for x in (Q, K, V)), mask)
     return O.astype(Q.dtype), A.astype(Q.dtype)
 
 
@@ -640,7 +638,7 @@ OWN_MAXIMUM = "each row's own maximum, even when it is negative"
 
 # (attempt, a phrase its messages must contain)
 def squeezes_its_results(Q, K, V, mask=None):  # st5a
-    O, A = attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+    O, A = correct_in_float32(Q, K, V, mask)
     return np.squeeze(O), np.squeeze(A)
 
 
@@ -673,10 +671,73 @@ fills_with_float64_min = _promoting_fill(
 def masked_float16_returns_float32(Q, K, V, mask=None):  # st5a
     if mask is not None and Q.dtype == np.float16:
         Q, K, V = (x.astype(np.float32) for x in (Q, K, V))
-    return attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+    return correct_in_float32(Q, K, V, mask)
+
+
+# st6a: a finite fill or a clamp of the row maximum, tuned to lie below a row of
+# visible scores near -1e12 (the far case's row now lies near -1e300)
+def fills_minus_1e15_and_zeroes_empty_rows(Q, K, V, mask=None):
+    return _st4a(Q, K, V, mask, fill=-1e15, zero_empty=True)
+
+
+def fills_float32_min_and_zeroes_empty_rows(Q, K, V, mask=None):
+    return _st4a(Q, K, V, mask, fill=float(np.finfo(np.float32).min), zero_empty=True)
+
+
+def clamps_the_row_maximum_at_minus_1e13(Q, K, V, mask=None):
+    work = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
+    S = (Qw @ np.swapaxes(Kw, -1, -2)) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = np.maximum(S.max(-1, keepdims=True), -1e13)
+    E = np.exp(S - m)
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def returns_lists(Q, K, V, mask=None):  # st6a
+    O, A = correct_in_float32(Q, K, V, mask)
+    return O.tolist(), A.tolist()
+
+
+def _library(fn):
+    def attempt(Q, K, V, mask=None):  # st6a: the library's own attention
+        return fn(Q, K, V, mask=mask)
+    attempt.__name__ = f"calls_{fn.__name__}"
+    return attempt
+
+
+def calls_tiled_attention(Q, K, V, mask=None):
+    return attention.tiled_attention(Q, K, V, 2, mask=mask)
+
+
+def widens_the_mask_in_place(Q, K, V, mask=None):  # st6a: mask |= ...
+    if mask is not None:
+        mask = np.broadcast_to(mask, Q.shape[:-1] + K.shape[-2:-1]) if mask.ndim < 2 \
+            else mask
+        empty = ~mask.any(-1, keepdims=True)
+        mask |= empty
+        O, A = correct_in_float32(Q, K, V, mask)
+        return O * ~empty, A * ~empty
+    return correct_in_float32(Q, K, V, mask)
+
+
+LIBRARY_ATTEMPTS = [_library(attention.scaled_dot_product_attention),
+                    _library(attention.blocked_attention), calls_tiled_attention]
 
 
 WRONG = [
+    (fills_minus_1e15_and_zeroes_empty_rows,
+     "a finite fill (or a clamp of the row maximum) above the scores"),
+    (fills_float32_min_and_zeroes_empty_rows,
+     "a finite fill (or a clamp of the row maximum) above the scores"),
+    (clamps_the_row_maximum_at_minus_1e13,
+     "a finite fill (or a clamp of the row maximum) above the scores"),
+    (returns_lists, "O is a list, not a NumPy array"),
+    *[(fn, "calls the library's own attention.") for fn in LIBRARY_ATTEMPTS],
+    (widens_the_mask_in_place, "mask = mask | "),
     (squeezes_its_results, "shapes O (3,), A (7,); expected O (1, 1, 3)"),
     (adds_a_float64_bias, "the mask made the result float64"),
     (fills_with_float64_min, "the mask made the result float64"),
@@ -777,7 +838,9 @@ EXCLUSIVE = {
     "an allowed score below it": {fills_minus_1e9, fills_minus_1e9_and_zeroes_empty_rows,
                                   fills_float16_min_and_zeroes_empty_rows,
                                   output_from_uniform_weights_then_zeroed,
-                                  masks_with_minus_100},
+                                  masks_with_minus_100,
+                                  fills_minus_1e15_and_zeroes_empty_rows,
+                                  fills_float32_min_and_zeroes_empty_rows},
     "nonzero output": {output_of_an_empty_row_is_the_mean_of_V,
                        output_from_uniform_weights_then_zeroed},
     "rounded to float16": {float16_with_the_scale_on_each_side, casts_the_scores_to_float16,
@@ -925,7 +988,7 @@ def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(
 def test_the_large_and_far_cases_hold_rows_far_below_0():
     """The rows the shift mistakes of st4a need: in the large-score case one query's
     scores all near -1000 (no key near 0), in the far case one query's visible keys
-    near -1e12 (below any finite fill), a float32 case with scores above 88.7 (where
+    near -1e300 (below any finite fill but -1.8e308), a float32 case with scores above 88.7 (where
     float32's exp() overflows), and 3-D inputs with a (T_q, T_k) mask."""
     import inspect
 
@@ -949,7 +1012,7 @@ def test_the_large_and_far_cases_hold_rows_far_below_0():
                                                                       np.nan, S)))))
     row_maxima = [low for _, _, _, low, _ in rows]
     assert any(-1100 < low < -900 for low in row_maxima)  # the large case
-    assert any(low < -1e11 for low in row_maxima)  # the far case
+    assert any(-1.1e300 < low < -0.9e300 for low in row_maxima)  # the far case
     assert any(d == np.float32 and top > 88.7 for d, _, _, _, top in rows)
     assert any(ndim == 3 and flat for _, ndim, flat, _, _ in rows)
     assert "ROW_SUM_TOL" in inspect.getsource(module._case)

@@ -38,6 +38,12 @@ def _on_copies(fn: Callable, args: dict, kwargs: dict | None = None):
     result = fn(*(copies[k] for k in args), **{k: copies[k] for k in kwargs})
     for name, x in given.items():
         if isinstance(x, np.ndarray) and not np.array_equal(x, copies[name], equal_nan=True):
+            if x.dtype == bool:  # a mask: |= and &= are what change it
+                raise ChangedInPlace(
+                    f"your function changed its argument {name} in place (an augmented "
+                    f"assignment such as {name} |= ... or {name} &= ..., or "
+                    f"{name}[...] = ...): the caller's mask is corrupted; compute into a "
+                    f"new array, such as {name} = {name} | ...")
             raise ChangedInPlace(
                 f"your function changed its argument {name} in place (an augmented "
                 f"assignment such as {name} /= ... or {name} *= ..., or {name}[...] = ...): "

@@ -8,11 +8,14 @@ The contract the exercise states, and this checker tests:
 * scores Q K^T / sqrt(d_k); A is their softmax along the keys (each row sums to 1, in
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
   it is negative), so that large scores do not overflow and a row whose scores all
-  lie far below 0 (one case has a query near -1000, another one near -1e12) does not
-  underflow;
+  lie far below 0 (one case has a query near -1000) does not underflow; and a
+  query whose visible keys all score near -1e300 (finite) gets its weights from them,
+  which a finite fill of the masked scores above them (-1e9, -1e15, float32's
+  -3.4e38), or a row maximum clamped from below (at -1e13, say), does not give;
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k); a masked
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
-  1e300, which any finite bias added to it leaves on top); a query whose every key is
+  1e300, which the usual finite biases added to it, -1e9 or float32's -3.4e38, leave
+  on top); a query whose every key is
   masked gets all-zero weights and a zero output, never NaN;
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``);
@@ -21,7 +24,17 @@ The contract the exercise states, and this checker tests:
   ``np.finfo(np.float64).min``, is named), and float32 ones
   the values of the inputs' exact attention to 1e-5 (with scores above 88.7, where
   float32's exp() overflows);
-* the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array).
+* the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array);
+* O and A are NumPy arrays (not lists), computed in NumPy: an attempt that runs the
+  library's own attention (``attention.scaled_dot_product_attention``,
+  ``tiled_attention``, ``blocked_attention`` or their helpers) is refused, however it
+  reaches it (``_engine._refusing_the_library``).
+
+Blind spots: PyTorch (its autograd, or ``torch.nn.functional.scaled_dot_product_attention``
+on tensors made from the inputs) cannot be refused reliably here; an attempt that computes
+attention in torch and hands back NumPy arrays passes if its numbers are right. Nor is
+``attention.torch``'s function refused when the attempt imports it for the first time
+inside the call.
 
 When an attempt fails a case, the checker compares it with the usual mistakes on the same
 inputs and names the one it matches; otherwise it says what differed and what the case
@@ -41,7 +54,33 @@ from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected,
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
-                      _all, _keepdims_hint, _matching, _qkv, _report, _results, _run)
+                      _all, _keepdims_hint, _matching, _qkv, _refusing_the_library,
+                      _report, _results, _run)
+
+#: Said when the attempt runs one of the library's attention functions.
+LIBRARY = ("your function calls the library's own {name}: the exercise is to write "
+           "attention yourself, in NumPy, without the library's own functions or "
+           "torch (the scores Q K^T / sqrt(d_k), the mask, their softmax along the "
+           "keys and O = A V)")
+
+
+def _library_attention() -> dict:
+    """The library's functions that compute attention, public and private, by name
+    (attention.torch's only if it is imported already)."""
+    import sys
+
+    from .. import backward, blocked, forward
+    places = [("attention", forward, "scaled_dot_product_attention"),
+              ("attention", forward, "tiled_attention"),
+              ("attention", blocked, "blocked_attention"),
+              ("attention.forward", forward, "_attend"),
+              ("attention.blocked", blocked, "_blocked_forward"),
+              ("attention.blocked", blocked, "_attention_blocks"),
+              ("attention.backward", backward, "_output_and_log_sum_exp"),
+              ("attention.torch", sys.modules.get("attention.torch"),
+               "scaled_dot_product_attention")]
+    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
+            if hasattr(getattr(module, name, None), "__code__")}
 
 
 
@@ -212,13 +251,19 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            *[("additive", bias_msg, biased(zero_empty, bias))
              for bias in (1e4, 1e9) for zero_empty in (False, True)],
            *[("fill-below",
-              "masked scores are replaced by a finite number (such as -1e9, or "
-              "float16's -65504), not -inf: an allowed score below it (here a "
-              "query's visible keys score "
+              "masked scores are replaced by a finite number (such as -1e9, -1e15, "
+              "float16's -65504 or float32's -3.4e38), not -inf, and a finite fill "
+              "(or a clamp of the row maximum) above the scores beats them: an allowed "
+              "score below it (here a query's visible keys score "
               f"{low_text}) then loses to the masked keys, which take the weight; use "
               "-inf, np.where(mask, S, -np.inf), which is below every score",
               fill(value)) for value in (-1e9, -65504.0, -1e4) if lowest < value
              for fill in (filled, filled_zeroed)]] if M else []),
+        *[("clamped-below", f"{own_max}: a finite fill (or a clamp of the row maximum) "
+           "above the scores, as np.maximum(S.max(-1), -1e13), shifts such a row by "
+           "less; subtract S.max(axis=-1, keepdims=True) itself (and shift a fully "
+           "masked row, whose maximum is -inf, by 0)", soft(m=np.maximum(row_max, bound)))
+          for bound in (-1e13, -1e15) if lowest < bound],
         *[("nan-to-num",
            "the softmax does not subtract each row's maximum before exp(): a large score "
            "overflows to inf, and np.nan_to_num (or another NaN-to-number replacement) "
@@ -327,11 +372,16 @@ def _call(fn, Q, K, V, mask, on_error=""):
         shape = np.broadcast_shapes(Q.shape[:-1] + K.shape[-2:-1], np.shape(mask))
         raise Rejected(f"raised {type(exc).__name__}: {exc}"
                        f"{_keepdims_hint(exc, shape) or on_error}") from exc
+    for name, x in (("O", O), ("A", A)):
+        if not isinstance(x, np.ndarray):
+            raise Rejected(f"{name} is a {type(x).__name__}, not a NumPy array: return "
+                           "the arrays themselves (no .tolist(), list() or list "
+                           "comprehension)")
     return np.asarray(O), np.asarray(A)
 
 
 #: The mistakes in the shift before exp() (``_mistakes``' keys).
-SHIFTS = {"no-shift", "clamped-shift", "nan-to-num", "global-max"}
+SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max"}
 
 
 def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
@@ -395,7 +445,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
             "negative; subtract S.max(axis=-1, keepdims=True) itself, in every row "
             "and always (not 0, not a maximum clamped at 0 or taken over every row, "
             "not only when some score is large, and no np.nan_to_num to hide what "
-            "overflows)")
+            "overflows)" + ("; a finite fill (or a clamp of the row maximum) above the "
+                            "scores, as np.maximum(S.max(-1), -1e13), fails the same "
+                            "way" if low < -1e200 else ""))
     if len(matches) == 1:
         return matches[0]
     if matches:  # this case cannot tell them apart: say so, and name each
@@ -578,7 +630,9 @@ _inputs = functools.partial(_qkv, T_q=3, T_k=5, d_k=4, d_v=2)
 
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, mask=None) -> (O, A)`` against the contract in this module's
-    docstring: fifteen cases; returns True when all pass."""
+    docstring: fifteen cases; returns True when all pass. An attempt that runs the
+    library's own attention fails every case."""
+    fn = _refusing_the_library(fn, _library_attention(), LIBRARY)
     rng = np.random.default_rng(_RNG_SEED)
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -611,22 +665,24 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     not_key_0[1:, 0] = False  # query 0 may see key 0; the others may not
     # And a masked key far from the origin: key 4, masked for every query, scores
     # near +1e300 for queries 0 and 1 (near -1e300 for query 2, whose weights stay
-    # as above), beyond any finite bias a mask could add (-1e4, -1e9, float32's
-    # -3.4e38): a bias leaves it on top, where -inf gives it weight 0.
+    # as above), beyond the finite biases a mask usually adds (-1e4, -1e9, float32's
+    # -3.4e38): such a bias leaves it on top, where -inf gives it weight 0.
     Q_far[:, 1] = np.array([1.0, 1.0, -1.0]) * (np.abs(Q_far[:, 1]) + 1.0)
     K_far[4] = [0.0, 1e300, 0.0, 0.0]
     not_key_0[:, 4] = False
-    # And query 1's visible keys (1, 2, 3) score -1e12, -1.2e12 and -1.4e12 (its other
-    # entries solved for), below any finite mask value a fill could use (-1e9, float16's
-    # -65504): the masked keys would take its weight, which -inf gives to key 1 alone.
+    # And query 1's visible keys (1, 2, 3) score -1e300, -1.2e300 and -1.4e300 (its
+    # other entries solved for; every score stays finite), below the finite fills an
+    # attempt may use (-1e9, float16's -65504, float32's -3.4e38, -1e15) and below a
+    # row maximum clamped from below (at -1e13, say): a fill gives the masked keys its
+    # weight, a clamp exp() of every score 0, where -inf gives it to key 1 alone.
     rest = [0, 2, 3]
     Q_far[1, rest] = np.linalg.solve(
         K_far[1:4][:, rest],
-        -2e12 * np.array([1.0, 1.2, 1.4]) - Q_far[1, 1] * K_far[1:4, 1])
+        -2e300 * np.array([1.0, 1.2, 1.4]) - Q_far[1, 1] * K_far[1:4, 1])
     far_note = ("; here key 0 outscores every other key by over 1000 for query 1, "
                 "which may not see it, masked key 4 scores near 1e300, beyond "
                 "float32's range (3.4e38; float64 inputs need float64 throughout), "
-                "and query 1's visible keys score near -1e12")
+                "and query 1's visible keys score near -1e300")
 
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing
