@@ -1,6 +1,7 @@
-"""Exercise checkers (attention.checkers): the library's own functions pass (for the two
-exercises the library answers, whose checkers refuse it, a NumPy attempt and the formula),
-typical mistakes fail the matching checker, and a crashing attempt is reported, not raised."""
+"""Exercise checkers (attention.checkers): a NumPy attempt (or the formula) passes each
+checker, and the library's own functions fail the attention, backward and Jacobian
+checkers, which refuse them; typical mistakes fail the matching checker, and a crashing
+attempt is reported, not raised."""
 
 from __future__ import annotations
 
@@ -15,7 +16,17 @@ from attention import checkers
 
 
 def _sdpa(Q, K, V, mask=None):
-    return attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+    # in NumPy: the checker fails an attempt that calls the library's own attention
+    work = np.promote_types(Q.dtype, np.float32)  # float16 computed in float32
+    Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
+    S = Qw @ np.swapaxes(Kw, -1, -2) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))  # a fully masked row: shift 0
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def _sdpa_tau(Q, K, V, tau):
@@ -32,7 +43,21 @@ def _score_moments(d_k, rho, kurtosis=3.0):
 
 
 def _backward(Q, K, V, dO, mask=None):
-    return attention.attention_backward(Q, K, V, dO, mask=mask)
+    # in NumPy: the checker fails an attempt that calls the library's own backward
+    c = 1.0 / math.sqrt(Q.shape[-1])
+    O, A = _sdpa(Q, K, V, mask)
+    dV = np.swapaxes(A, -1, -2) @ dO
+    dS = A * (dO @ np.swapaxes(V, -1, -2) - np.sum(dO * O, axis=-1, keepdims=True))
+    return c * dS @ K, c * np.swapaxes(dS, -1, -2) @ Q, dV
+
+
+def _jacobian(a):
+    # in NumPy: the checker fails an attempt that calls attention.softmax_jacobian
+    return np.diag(a) - np.outer(a, a)
+
+
+def _vjp(a, g):
+    return a * (g - a @ g)
 
 
 def _raises(*args, **kwargs):
@@ -45,8 +70,30 @@ REFERENCE = {
     "check_attention_with_temperature": (_sdpa_tau,),
     "check_attention_backward": (_backward,),
     "check_scaled_score_moments": (_score_moments,),
-    "check_softmax_jacobian": (attention.softmax_jacobian, attention.softmax_vjp),
+    "check_softmax_jacobian": (_jacobian, _vjp),
 }
+
+# Checker name -> the library's own answers, which it refuses, and what it says.
+LIBRARY = {
+    "check_scaled_dot_product_attention": [
+        ((attention.scaled_dot_product_attention,), "attention.scaled_dot_product_attention"),
+        ((attention.blocked_attention,), "attention.blocked_attention")],
+    "check_attention_backward": [
+        ((attention.attention_backward,), "attention.attention_backward"),
+        ((attention.blocked_attention_backward,), "attention.blocked_attention_backward")],
+    "check_softmax_jacobian": [
+        ((attention.softmax_jacobian, _vjp), "attention.softmax_jacobian"),
+        ((_jacobian, attention.softmax_vjp), "attention.softmax_vjp")],
+}
+
+
+@pytest.mark.parametrize("name, fns, called", [
+    (name, fns, called) for name, cases in LIBRARY.items() for fns, called in cases])
+def test_the_librarys_own_functions_are_refused(name, fns, called, capsys):
+    assert getattr(checkers, name)(*fns) is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert f"calls the library's own {called}" in out, out
+    assert "in NumPy" in out, out
 
 
 def test_every_checker_is_covered_by_these_tests():
