@@ -19,11 +19,13 @@ Two kinds of score:
   so a head that ranks x's own key first for the query x must rank it last for -x.
 
 W_Q and W_K start with N(0, 1/d_model) entries, so q and k have unit-variance entries;
-w starts with N(0, 1/d_k) entries and b at zero. All runs with the same seed start from
-the same W_Q, W_K (and w) and see the same fresh batch at every step, so two heads of a
-sweep differ only in their scale, score or learning rate. Random numbers come from a
-seeded ``torch.Generator`` in this order: W_Q, W_K, w (additive only), then for every step
-X, V and the targets j*.
+w starts with N(0, 1/d_k) entries and b at zero. Random numbers come from a seeded
+``torch.Generator`` in this order: W_Q, W_K, w (additive only), then for every step X, V
+and the targets j*. So all runs with the same seed and score start from the same W_Q, W_K
+(and w) and see the same fresh batch at every step: two dot-product heads of a sweep
+differ only in their scale or learning rate. An additive run starts from the same W_Q and
+W_K as a dot-product run of its seed, but its draw of w moves the generator on, so it sees
+other batches.
 
 Two trainers compute the same thing. :func:`train_retrieval_head` is one run written
 plainly with ``torch.optim``: the page's loop ``train_one``, with Adam available too.
