@@ -505,8 +505,156 @@ def at_least_float32(Q, K, V, tau):
     return right(*(x.astype(dtype) for x in (Q, K, V)), tau)
 
 
+# Found by the student round st6b.
+def uniform_above_1e10(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    A = np.full(S.shape, 1 / S.shape[-1]) if tau > 1e10 else _softmax(S)
+    return A @ V, A
+
+
+def first_order_expansion_above_1e10(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau > 1e10:
+        A = (1 + S - S.mean(axis=-1, keepdims=True)) / S.shape[-1]
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
+def tau_clamped_at_1e_19(Q, K, V, tau):
+    A = _softmax(_scores(Q, K, max(tau, 1e-19)))
+    return A @ V, A
+
+
+def argmax_below_1e_18(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 1e-18:
+        top = (S == S.max(axis=-1, keepdims=True)).astype(float)
+        A = top / top.sum(axis=-1, keepdims=True)
+    else:
+        A = _softmax(S)
+    return A @ V, A
+
+
+def the_librarys_function_in_a_thread(Q, K, V, tau):
+    import threading
+
+    out = {}
+    t = threading.Thread(target=lambda: out.update(
+        r=attention.scaled_dot_product_attention(Q, K, V, temperature=tau)))
+    t.start()
+    t.join()
+    return out["r"]
+
+
+def the_librarys_private_blocked_forward(Q, K, V, tau):
+    from attention.blocked import _blocked_forward
+
+    batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    return _blocked_forward(Q, K, V, None, batch, 1 / (tau * Q.shape[-1] ** 0.5))
+
+
+def the_librarys_private_attend(Q, K, V, tau):
+    from attention import forward
+
+    return forward._attend(Q, K, V, None, 1 / (tau * Q.shape[-1] ** 0.5))
+
+
+def the_librarys_online_softmax(Q, K, V, tau):
+    from attention.backward import _output_and_log_sum_exp
+
+    c = 1 / (tau * Q.shape[-1] ** 0.5)
+    w = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+    O, lse = _output_and_log_sum_exp(Qw, Kw, Vw, None, c, 64)
+    A = np.exp(c * (Qw @ np.swapaxes(Kw, -1, -2)) - lse[..., None])
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
+def the_librarys_torch_function_imported_inside(Q, K, V, tau):
+    from attention.torch import safe_softmax
+    from attention.torch import scaled_dot_product_attention as sdpa
+
+    q, k, v = (torch.from_numpy(np.ascontiguousarray(x)) for x in (Q, K, V))
+    if q.dtype == torch.float16:
+        q, k, v = q.float(), k.float(), v.float()
+    c = 1 / (tau * Q.shape[-1] ** 0.5)
+    A = safe_softmax((q @ k.transpose(-1, -2)) * c)
+    return (sdpa(q, k, v, scale=c).numpy().astype(Q.dtype),
+            A.numpy().astype(Q.dtype))
+
+
+def right_by_torch_sdpa(Q, K, V, tau):
+    q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
+    c = 1 / (tau * q.shape[-1] ** 0.5)
+    O = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=c)
+    return O.numpy(), torch.softmax(c * q @ k.transpose(-2, -1), -1).numpy()
+
+
+def clips_the_scaled_scores_at(L):
+    def attempt(Q, K, V, tau):
+        S = np.clip(_scores(Q, K, tau), -L, L)  # "so that nothing overflows"
+        A = _softmax(S)
+        return A @ V, A
+    attempt.__name__ = f"clips_the_scaled_scores_at_{L:g}"
+    return attempt
+
+
+clip_1e4, clip_1e8, clip_1e10, clip_1e13, clip_1e15 = (
+    clips_the_scaled_scores_at(L) for L in (1e4, 1e8, 1e10, 1e13, 1e15))
+
+
+def d_k_from_axis_1(Q, K, V, tau):
+    d_k = Q.shape[1] if Q.ndim < 4 else Q.shape[-1]  # right on 2-D and 4-D only
+    A = _softmax(Q @ np.swapaxes(K, -1, -2) / (tau * d_k ** 0.5))
+    return A @ V, A
+
+
+def einsum_with_fixed_letters(Q, K, V, tau):
+    subscripts = {2: "qd,kd->qk", 3: "bqd,bkd->bqk", 4: "bhqd,bhkd->bhqk"}
+    S = np.einsum(subscripts.get(Q.ndim, "bqd,bkd->bqk"), Q, K)
+    A = _softmax(S / (tau * Q.shape[-1] ** 0.5))
+    return A @ V, A
+
+
+def float16_work_for_float32_inputs(Q, K, V, tau):
+    if Q.dtype == np.float32:
+        O, A = right(*(x.astype(np.float16) for x in (Q, K, V)), tau)
+        return O.astype(np.float32), A.astype(np.float32)
+    return right(Q, K, V, tau)
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (uniform_above_1e10, "your weights are exactly 1/T_k, uniform, where at tau = 1e+300"),
+    (first_order_expansion_above_1e10, "weights at tau = 1e+300 on Q scaled by tau"),
+    (tau_clamped_at_1e_19, "at tau = 1e-300 the softmax still tells the keys apart (the "
+     "scores, divided by tau sqrt(d_k), lie near 1 here): was tau clamped from below"),
+    (argmax_below_1e_18, "exactly one-hot (an argmax?), where at tau = 1e-300"),
+    (the_librarys_function_in_a_thread, "calls the library's own "
+     "attention.scaled_dot_product_attention"),
+    (the_librarys_private_blocked_forward, "calls the library's own "
+     "attention.blocked._blocked_forward"),
+    (the_librarys_private_attend, "calls the library's own attention.forward._attend"),
+    (the_librarys_online_softmax, "calls the library's own "
+     "attention.backward._output_and_log_sum_exp"),
+    (the_librarys_torch_function_imported_inside, "calls the library's own "
+     "attention.torch.scaled_dot_product_attention"),
+    (right_by_torch_sdpa, "calls torch.nn.functional.scaled_dot_product_attention, "
+     "PyTorch's built-in attention: the exercise is to write attention with a "
+     "temperature yourself, in NumPy"),
+    (clip_1e4, "were the scores clipped"),
+    (clip_1e8, "were the scores clipped"),
+    (clip_1e10, "weights at tau = 1e-12 with scores of about 1e16 differs from the "
+     "reference by up to 0.5: several keys share a row's largest weight where the "
+     "softmax gives one key the most: were the scores clipped"),
+    (clip_1e13, "were the scores clipped"),
+    (clip_1e15, "were the scores clipped"),
+    (d_k_from_axis_1, "the scores are divided by tau sqrt(5), but 5 is not the width "
+     "d_k = 4"),
+    (einsum_with_fixed_letters, "on inputs of shape (8, 5, 6, T, d)"),
+    (float16_work_for_float32_inputs, "your array holds float16 numbers only (computed "
+     "in float16, then cast back to float32?)"),
     (right_by_the_library, "your function calls the library's own "
      "attention.scaled_dot_product_attention, which takes a temperature already"),
     (the_librarys_function_imported_inside, "calls the library's own "
@@ -609,21 +757,25 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mist
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     "divided by tau twice": {tau_squared, tau_on_both_q_and_k},
+    # (an argmax with np.isclose ties is one-hot where the scores lie apart)
     "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10,
-                        argmax_below_1e_16_ties_shared},
-    "were the scores clipped": {clips_the_scores},
-    "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6, uniform_above_1e8},
+                        argmax_below_1e_16_ties_shared, argmax_below_1e_18,
+                        argmax_with_isclose_ties_when_cold},
+    "were the scores clipped": {clips_the_scores, clip_1e4, clip_1e8, clip_1e10, clip_1e13,
+                                clip_1e15},
+    "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6, uniform_above_1e8,
+                      uniform_above_1e10},
     # the clamp's hint only for weights that are the softmax at a warmer tau
     "was tau clamped from below": {tau_clamped_at_1e_16, tau_clamped_at_the_machine_epsilon,
                                    tau_plus_1e_18, tau_plus_a_tiny_epsilon,
-                                   temperature_as_a_power},
+                                   temperature_as_a_power, tau_clamped_at_1e_19},
     "the scale is right": {second_order_exp_when_hot},
     "a floor on the shifted scores": {floor_on_the_shifted_scores},
     "rounded to float32": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
     "shifted by each column's maximum": {shift_by_the_column_maximum},
     # (uniform weights give that output too)
     "plain mean of the values": {output_the_mean_of_the_values_when_hot, uniform_when_hot,
-                                 uniform_above_1e6, uniform_above_1e8},
+                                 uniform_above_1e6, uniform_above_1e8, uniform_above_1e10},
     "an epsilon added to the row sums": {epsilon_in_the_row_sums,
                                          epsilon_1e_8_in_the_row_sums},
     "also when every score is negative": {shift_clamped_at_zero,
@@ -631,7 +783,11 @@ EXCLUSIVE = {
     "a log-sum-exp added to a large row maximum": {log_sum_exp_added_to_the_maximum},
     "float16 scores gave float32 weights": {at_least_float32, computed_in_float32},
     "the library's own": {right_by_the_library, the_librarys_function_imported_inside,
-                          the_librarys_tiled_attention},
+                          the_librarys_tiled_attention, the_librarys_function_in_a_thread,
+                          the_librarys_private_blocked_forward, the_librarys_private_attend,
+                          the_librarys_online_softmax,
+                          the_librarys_torch_function_imported_inside},
+    "PyTorch's built-in attention": {right_by_torch_sdpa},
 }
 
 
@@ -662,13 +818,6 @@ def right_with_log_sum_exp(Q, K, V, tau):
     return [A @ V, A]  # a list is a pair too
 
 
-def right_by_torch_sdpa(Q, K, V, tau):
-    q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
-    c = 1 / (tau * q.shape[-1] ** 0.5)
-    O = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=c)
-    return O.numpy(), torch.softmax(c * q @ k.transpose(-2, -1), -1).numpy()
-
-
 def scaled_dot_product_attention(Q, K, V, tau=1.0):
     """The reader's own function of the library's name (from the masks page's exercise)."""
     return right(Q, K, V, tau)
@@ -679,8 +828,7 @@ def right_by_the_readers_own_function_of_the_librarys_name(Q, K, V, tau):
 
 
 RIGHT = [right, right_in_torch, right_with_einsum, right_with_tau_on_q_only,
-         right_with_log_sum_exp, right_by_torch_sdpa,
-         right_by_the_readers_own_function_of_the_librarys_name]
+         right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name]
 
 
 @pytest.mark.parametrize("attempt", RIGHT, ids=[f.__name__ for f in RIGHT])
@@ -704,7 +852,9 @@ def test_both_limits_and_a_batch_are_checked(capsys):
     checkers.check_attention_with_temperature(right)
     report = capsys.readouterr().out
     for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch", "far shorter",
-                 "256 keys", "large scores"):
+                 "256 keys", "large scores", "1e+300 on Q scaled by tau",
+                 "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
+                 "tau = 0.7"):
         assert case in report, case
 
 
@@ -733,14 +883,22 @@ def test_every_size_of_the_checkers_inputs_differs_from_every_other():
 
 def test_no_two_scale_mistakes_give_the_same_scores_at_the_checkers_temperatures():
     # Each mistake divides Q K^T by its own factor; if two agreed at some tau the checker
-    # could name the wrong one there.
+    # could name the wrong one there (st6b: at the other sizes' old tau = 0.8 = d_k / T_q,
+    # d_k read from the axis of T_q gave tau sqrt(T_q) = sqrt(tau d_k), and was told
+    # "tau belongs outside the square root").
     from attention.checkers import temperature as t
 
     rng = np.random.default_rng(0)
-    for lead in ((), t.BATCH):
+    lead, T_q, T_k, d_k, d_v = t.OTHER
+    settings = [((), (t.T_Q, t.T_K, t.D_K, t.D_V), t.TAUS),
+                (t.BATCH, (t.T_Q, t.T_K, t.D_K, t.D_V), t.TAUS + (2.0,)),
+                (t.BATCH5, (t.T_Q, t.T_K, t.D_K, t.D_V), (2.0,)),
+                (lead, (T_q, T_k, d_k, d_v), (t.OTHER_TAU,))]
+    assert t.OTHER_TAU != d_k / T_q
+    for lead, (T_q, T_k, d_k, d_v), taus in settings:
         Q, K, V = (rng.standard_normal(lead + s)
-                   for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
-        for tau in t.TAUS:
+                   for s in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
+        for tau in taus:
             right_A = _softmax(_scores(Q, K, tau))
             # (the power of the exponentials is no scale mistake: it equals the softmax
             # at these temperatures, and is told apart where tau is far from 1)
@@ -773,8 +931,9 @@ def test_a_temperature_clamped_from_below_is_rejected_and_told_so(floor, capsys)
     # Found while making the checkers one engine: max(tau, 1e-3) passed every case, the
     # weights at 1e-3 and at 1e-12 being one-hot on the checker's inputs alike.
     assert checkers.check_attention_with_temperature(tau_clamped_from_below(floor)) is False
-    failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
-    assert len(failed) == 1 and "was tau clamped from below" in failed[0], failed
+    report = capsys.readouterr().out
+    failed = ["✗" + case.replace("\n    ", " ") for case in report.split("✗")[1:]]
+    assert failed and all("was tau clamped from below" in line for line in failed), failed
 
 
 def test_the_near_tie_gives_its_two_keys_e_over_1_plus_e_and_its_complement():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import sys
 import textwrap
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -282,13 +283,24 @@ def _dtype_rejection(want, dtypes: dict) -> str:
             f"{want.name} inputs ({listed}); the results keep the inputs' dtype{cause}")
 
 
-def _refusing_the_library(fn: Callable, banned: dict, message: str) -> Callable:
+def _refusing_the_library(fn: Callable, banned: dict, message: str,
+                          builtins: dict | None = None) -> Callable:
     """``fn``, wrapped so that a call which runs one of the library's functions ``banned``
-    (name -> function) raises Rejected(message.format(name=...)). What runs is seen by
-    ``sys.setprofile`` while ``fn`` runs, however ``fn`` reaches the function: as itself,
-    under another name, through a lambda or a helper of its own, or imported inside it. A
-    function of the reader's own with the same name is not the library's and passes."""
+    (name -> function) raises Rejected(message.format(name=...)), and one that calls a
+    built-in of ``builtins`` (name -> (built-in, message)) raises Rejected(that message).
+    What runs is seen by ``sys.setprofile`` while ``fn`` runs, and by
+    ``threading.setprofile`` in the threads it starts (both restored after): however
+    ``fn`` reaches the function, as itself, under another name, through a lambda or a
+    helper of its own, imported inside it or in a thread. A function of the reader's own
+    with the same name is not the library's and passes.
+
+    Blind spots: what the profiler cannot see. An attempt that switches the profiler off
+    (``sys.setprofile(None)``) or runs a copy of the function's code object (a new
+    function built from ``f.__code__``), or the library in another process, is not
+    caught: the refusal catches the calls an ordinary attempt makes, not deliberate
+    circumvention."""
     codes = {f.__code__: name for name, f in banned.items()}
+    calls = {id(f): (f, text) for f, text in (builtins or {}).values()}
 
     @functools.wraps(fn)
     def watched(*args, **kwargs):
@@ -296,16 +308,20 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str) -> Callable:
 
         def hook(frame, event, arg):
             if event == "call" and frame.f_code in codes:
-                seen.append(codes[frame.f_code])
+                seen.append(message.format(name=codes[frame.f_code]))
+            elif event == "c_call" and id(arg) in calls and calls[id(arg)][0] is arg:
+                seen.append(calls[id(arg)][1])
 
-        previous = sys.getprofile()
+        previous, previous_threads = sys.getprofile(), threading.getprofile()
+        threading.setprofile(hook)
         sys.setprofile(hook)
         try:
             result = fn(*args, **kwargs)
         finally:
             sys.setprofile(previous)
+            threading.setprofile(previous_threads)
         if seen:
-            raise Rejected(message.format(name=seen[0]))
+            raise Rejected(seen[0])
         return result
 
     return watched

@@ -46,6 +46,7 @@ from .. import blocked, forward
 from ..forward import scaled_dot_product_attention
 from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _refusing_the_library, _clipped_scores, _close,
                       _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
+                      _narrow_precision,
                       _qkv, _report, _results, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree;
@@ -79,6 +80,21 @@ LONG, LONG_TAU = (2, 256, 8, 3), 0.01
 #: Hot cases on large scores (entries of size 30, d_k = 64: scores of about 1e4), where
 #: the weights at tau = 1e8 and 1e10 still differ from 1/T_k by more than the tolerance.
 BIG, BIG_TAUS = 30.0, (1e8, 1e10)
+#: The extreme temperatures, on a query scaled by tau (its scaled scores stay near 1, so
+#: that a shortcut taken beyond any threshold of tau shows): hot 1e300 (Q K^T about
+#: 1e300, finite in float64) and cold 1e-300.
+EXTREME_HOT, EXTREME_COLD = 1e300, 1e-300
+#: The case at other sizes: (batch, T_q, T_k, d_k, d_v) and its temperature, at which no
+#: two scale mistakes agree (at 0.8 = d_k / T_q, tau^2 T_q = tau d_k: d_k read from the
+#: axis of T_q looked like tau inside the square root).
+OTHER, OTHER_TAU = ((2,), 5, 3, 4, 6), 0.7
+#: A batch of three leading axes (8, 5, 6, T, d), beside BATCH's two: an einsum with a
+#: fixed number of axes shows.
+BATCH5 = (8, 5, 6)
+#: The clipping probe, at tau = COLDEST: one query and three keys whose scaled scores
+#: are about 7.1e15, 3.5e15 and -7.1e15; the softmax gives the first key all the weight,
+#: and clipping the scaled scores at any L below 3.5e15 gives the first two 1/2 each.
+CLIP_Q, CLIP_K = ((1e4, 0.0),), ((1.0, 0.0), (0.5, 0.0), (-1.0, 0.0))
 #: The values of the case at other sizes are of size 1000, so that an output off by a
 #: relative 1e-9 (an epsilon of 1e-9 in the row sums) shows.
 V_SIZE = 1e3
@@ -104,16 +120,44 @@ LIBRARY = ("your function calls the library's own {name}, which takes a temperat
 
 
 def _library_attention() -> dict:
-    """The library's attention functions that take a temperature (or a scale), by name."""
+    """The library's functions that compute attention with a temperature (or a scale),
+    public and private, by name (attention.torch imported first, so that its function
+    is refused even when the attempt imports it only inside)."""
+    import importlib
+
+    from .. import backward
+    try:
+        lib_torch = importlib.import_module("attention.torch")
+    except ImportError:  # no torch: nothing of it to refuse
+        lib_torch = None
     places = [("attention", forward, "scaled_dot_product_attention"),
               ("attention", forward, "tiled_attention"),
               ("attention", blocked, "blocked_attention"),
               ("attention.forward", forward, "_attend"),
-              # imported only if the reader did
-              ("attention.torch", sys.modules.get("attention.torch"),
-               "scaled_dot_product_attention")]
+              ("attention.blocked", blocked, "_blocked_forward"),
+              ("attention.blocked", blocked, "_attention_blocks"),
+              ("attention.backward", backward, "_output_and_log_sum_exp"),
+              ("attention.torch", lib_torch, "scaled_dot_product_attention")]
     return {f"{where}.{name}": getattr(module, name) for where, module, name in places
-            if callable(getattr(module, name, None))}
+            if callable(getattr(module, name, None))
+            and hasattr(getattr(module, name), "__code__")}
+
+
+#: Said when the attempt calls torch's built-in attention.
+TORCH_SDPA = ("your function calls torch.nn.functional.scaled_dot_product_attention, "
+              "PyTorch's built-in attention: the exercise is to write attention with a "
+              "temperature yourself, in NumPy (the scores Q K^T / (tau sqrt(d_k)), their "
+              "softmax along the keys and O = A V)")
+
+
+def _builtin_attention() -> dict:
+    """torch's built-in attention, as sys.setprofile reports its calls ("c_call"), if
+    torch is installed."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}
+    f = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    return {"torch.nn.functional.scaled_dot_product_attention": (f, TORCH_SDPA)} if f else {}
 
 
 def _apart(x: float, y: float) -> int:
@@ -198,6 +242,12 @@ def _weight_mistakes(Q, K, V, tau) -> list[tuple[str, np.ndarray]]:
     """Weights that the usual mistakes produce, each with the message that names it."""
     d_k = Q.shape[-1]
     R = _raw_scores(Q, K)
+    tau = np.float64(tau)  # tau**2 at tau = 1e300 is inf, not an OverflowError
+    with np.errstate(all="ignore"):
+        return _weight_mistakes_at(Q, K, V, tau, d_k, R)
+
+
+def _weight_mistakes_at(Q, K, V, tau, d_k, R) -> list[tuple[str, np.ndarray]]:
     mistakes = [
         ("tau multiplies the scores; it must divide them: Q K^T / (tau sqrt(d_k))",
          _softmax(tau * R / np.sqrt(d_k))),
@@ -232,12 +282,36 @@ def _weight_mistakes(Q, K, V, tau) -> list[tuple[str, np.ndarray]]:
         mistakes.append((f"the scores are divided by tau sqrt({m}), but {m} is not the width "
                          f"d_k = {d_k} of the queries and keys: read d_k from the last axis, "
                          "Q.shape[-1]", _softmax(R / (tau * np.sqrt(m)))))
-    return mistakes
+    # a mistake whose factor left float64's range (tau^2 at tau = 1e300) gives NaN or
+    # uniform weights: it names nothing there
+    T_k = R.shape[-1]
+    return [(m, w) for m, w in mistakes
+            if np.all(np.isfinite(w)) and not np.all(w == 1 / T_k)]
+
+
+def _tied_far_apart(A, S) -> bool:
+    """Whether some row's keys of equal largest weight have scores that differ by more
+    than a relative 1e-5 (np.isclose's rtol): a tie no tolerance on the scores makes,
+    as clipping does."""
+    tied = np.abs(A - A.max(axis=-1, keepdims=True)) <= 1e-12
+    S = np.broadcast_to(S, A.shape)
+    with np.errstate(all="ignore"):
+        top = np.where(tied, S, -np.inf).max(axis=-1)
+        low = np.where(tied, S, np.inf).min(axis=-1)
+        far = (tied.sum(axis=-1) > 1) & (top - low > 1e-5 * np.abs(top))
+    return bool(far.any())
 
 
 def _shortcut(A, want, tau, S) -> str:
     """What an attempt did that took a limit instead of computing the softmax."""
     T_k = A.shape[-1]
+    if np.all(A == 1 / T_k) and not np.all(want == 1 / T_k) and tau < 1:
+        return (f"your weights are all equal, where at tau = {tau:g} the softmax still "
+                "tells the keys apart (the scores, divided by tau sqrt(d_k), lie near 1 "
+                "here): was tau clamped from below (max(tau, ...)), or an epsilon added "
+                "to it? Or was the temperature applied as a power, np.exp(S) ** (1 / "
+                "tau), where exp() rounds every tiny score to 1? Divide the scores by "
+                "tau itself, before exp(), at every tau")
     if np.all(A == 1 / T_k) and not np.all(want == 1 / T_k):
         return (f"your weights are exactly 1/T_k, uniform, where at tau = {tau:g} the "
                 "softmax still tells the keys apart: the limit tau -> infinity is "
@@ -246,6 +320,9 @@ def _shortcut(A, want, tau, S) -> str:
         return (f"your weights are exactly one-hot (an argmax?), where at tau = {tau:g} "
                 "the softmax still gives several keys weight: the limit tau -> 0+ is "
                 "approached, never reached; compute the softmax at every tau")
+    clipped = _clipped_scores(A, want, S)
+    if clipped and _tied_far_apart(A, S):  # no rounding ties scores so far apart
+        return clipped
     best = A.max(axis=-1, keepdims=True)
     shares = (A == 0) | (A == best)
     if np.all(shares) and np.all(np.isclose(best * (A > 0).sum(axis=-1, keepdims=True), 1)) \
@@ -321,6 +398,14 @@ def _float32_scale(c, tau, d_k) -> str:
             "tau and the factor in float64 (Q.dtype.type(1 / (tau * d_k ** 0.5)))")
 
 
+#: Said when the weights are uniform at a tau past float32's range (about 3.4e38).
+_TAU_INF_IN_FLOAT32 = ("your weights are all equal, where at tau = {tau:g} the softmax "
+                       "still tells the keys apart (the scores, divided by tau sqrt(d_k), "
+                       "lie near 1 here): was tau, or the factor, rounded to float32, "
+                       "where {tau:g} is inf (np.float32(tau), or torch.tensor(tau))? "
+                       "Keep tau and the factor in float64")
+
+
 def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
                    shortcuts: bool = False) -> tuple[bool, str]:
     """Compare an attempt's weights with ``want`` and name the mistake if there is one;
@@ -336,6 +421,8 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, detail
     if not np.isfinite(A).all():
         return False, detail
+    if np.all(A == 1 / A.shape[-1]) and tau > float(np.finfo(np.float32).max) and not shortcuts:
+        return False, f"{detail}: {_TAU_INF_IN_FLOAT32.format(tau=tau)}"
     shortcut = _shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else ""
     shortcut = shortcut or _floored(A, want) or _epsilon_in_sum(A)
     if shortcut:
@@ -353,7 +440,8 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, f"{detail}: {named}"
     # one query's weights (T_q = 1) are no ground to fit a scale on: a softmax along the
     # wrong axis, or a shift by the wrong maximum, gives them c = 0
-    c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
+    with np.errstate(all="ignore"):  # (scores of 1e300 overflow their squares)
+        c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
     d_k = Q.shape[-1]
     right = 1 / (tau * np.sqrt(d_k))
     rounded = _float32_scale(c, tau, d_k) if c is not None else ""
@@ -421,8 +509,10 @@ def _why_rows_do_not_sum_to_one(A, want, tau) -> str:
     return f"some rows sum to {sums}, not 1: each query's weights must sum to 1"
 
 
-def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> tuple[bool, str]:
-    """Compare an attempt's output with ``want_O`` and say what is wrong with it."""
+def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
+                  shortcuts: bool = False) -> tuple[bool, str]:
+    """Compare an attempt's output with ``want_O`` and say what is wrong with it (with
+    ``shortcuts``, as in ``_check_weights``: the attempt's scale is right)."""
     O = pair[0]
     ok, detail = _compare(O, want_O, what, atol)
     if ok or O is None or _PRECISION in detail:
@@ -436,6 +526,16 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> 
     if not O.any():
         return False, f"{detail}: the output is all zeros; return O = A V, the weighted values"
     mean = np.broadcast_to(V.mean(axis=-2, keepdims=True), O.shape)
+    if np.allclose(O, mean, rtol=0.0, atol=1e-13) and tau > float(np.finfo(np.float32).max) and \
+            not shortcuts:
+        return False, f"{detail}: {_TAU_INF_IN_FLOAT32.format(tau=tau)}"
+    if np.allclose(O, mean, rtol=0.0, atol=1e-13) and not np.allclose(want_O, mean, rtol=0.0,
+                                                                       atol=1e-13) and tau < 1:
+        return False, (f"{detail}: your output averages the values evenly, as uniform "
+                       f"weights give, where at tau = {tau:g} the softmax still tells the "
+                       "keys apart (the scores, divided by tau sqrt(d_k), lie near 1 "
+                       "here): was tau clamped from below (max(tau, ...)), or an epsilon "
+                       "added to it? Divide the scores by tau itself, at every tau")
     if np.allclose(O, mean, rtol=0.0, atol=1e-13) and not np.allclose(want_O, mean, rtol=0.0,
                                                                        atol=1e-13):
         return False, (f"{detail}: your output is the plain mean of the values, the limit as "
@@ -443,7 +543,8 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8) -> 
                        "the weights still differ from 1/T_k; return O = A V at every tau")
     A = np.asarray(pair[1], dtype=np.float64)
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1] and np.isfinite(A).all():
-        c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
+        with np.errstate(all="ignore"):
+            c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
         named = _epsilon_in_sum(A) or (_float32_scale(c, tau, Q.shape[-1]) if c else "")
         if named:
             return False, f"{detail}: {named}"
@@ -470,7 +571,7 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
                 detail += hint
             return False, detail
     if want_O is not None:
-        return _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol)
+        return _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol, shortcuts)
     return True, ""
 
 
@@ -539,9 +640,15 @@ def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
                             atol=_LOW_ATOL["float32"])
         if not ok:
             d = dtypes[name]
+            near = (got is not None and np.shape(got) == want.shape and np.abs(
+                np.asarray(got, dtype=np.float64) - want).max() < _LOW["float16"][1])
             if d is not None and np.dtype(d).kind == "f" and np.dtype(d).itemsize < 4 and \
-                    np.abs(np.asarray(got, dtype=np.float64) - want).max() < _LOW["float16"][1]:
+                    near:
                 detail += (f": your array is {np.dtype(d).name}, which keeps only about "
+                           f"{_LOW['float16'][0]} digits; compute in the inputs' precision")
+            elif near and _narrow_precision(got, want) == "float16":
+                detail += (": your array holds float16 numbers only (computed in float16, "
+                           "then cast back to float32?), which keeps only about "
                            f"{_LOW['float16'][0]} digits; compute in the inputs' precision")
             return ok, detail, dtypes
     wrong = _dtype_rejection(np.float32, dtypes)
@@ -552,7 +659,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     """Check ``fn(Q, K, V, tau) -> (O, A)``: scores Q K^T / (tau sqrt(d_k)), A their softmax
     along the keys, O = A V, for (T_q, d_k) and (..., T_q, d_k) inputs and in both limits;
     an attempt that runs the library's own attention fails every case."""
-    fn = _refusing_the_library(fn, _library_attention(), LIBRARY)
+    fn = _refusing_the_library(fn, _library_attention(), LIBRARY, _builtin_attention())
     rng = np.random.default_rng(_RNG_SEED + 1)
     Q, K, V = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V)
     results = []
@@ -583,7 +690,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     T_q, T_k, d_k, d_v = LONG
     Ql, Kl, Vl = _qkv(extra, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v)
     cold = [(Q, K, V, COLD, f"at tau = {COLD:g}"),
-            (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys")]
+            (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys"),
+            (EXTREME_COLD * Q, K, V, EXTREME_COLD,
+             f"at tau = {EXTREME_COLD:g} on Q scaled by tau")]
     cold = [(q, k, v, t, w, *scaled_dot_product_attention(q, k, v, temperature=t))
             for q, k, v, t, w in cold]
 
@@ -595,10 +704,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 return ok, detail
         return True, ""
 
-    results.append(_run(f"weights at tau = {COLD:g}, and at {LONG_TAU:g} on {T_k} keys",
-                        lambda: cold_case(True)))
-    results.append(_run(f"output at tau = {COLD:g}, and at {LONG_TAU:g} on {T_k} keys",
-                        lambda: cold_case(False)))
+    cold_title = (f"at tau = {COLD:g}, at {LONG_TAU:g} on {T_k} keys, and at "
+                  f"{EXTREME_COLD:g} on Q scaled by tau")
+    results.append(_run(f"weights {cold_title}", lambda: cold_case(True)))
+    results.append(_run(f"output {cold_title}", lambda: cold_case(False)))
 
     # Cold, with one row's scores far below another's: a single maximum for the whole array
     # leaves every exponential of the low row underflowed to 0, and 0/0 is NaN.
@@ -648,6 +757,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         return tau, q_n, K_n
 
     near_ties = [near_tie_inputs(tau) for tau in (NEAR, NEAREST, COLDER)]
+    Q_clip, K_clip, V_clip = np.array(CLIP_Q), np.array(CLIP_K), V[:len(CLIP_K)]
+    O_clip, A_clip = scaled_dot_product_attention(Q_clip, K_clip, V_clip,
+                                                  temperature=COLDEST)
 
     def tied_keys_share_the_weight():
         # at COLD and far colder, so that an argmax taken below some small tau shows too
@@ -675,6 +787,15 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         # the softmax gives the two e/(1 + e) and 1/(1 + e); a tau clamped from below
         # (max(tau, 1e-3)), which the cases above cannot see (their weights are one-hot
         # at 1e-3 already), shows here.
+        # A lower but positive score beside the best, both far above 1e15 once scaled:
+        # clipping the scaled scores (np.clip(S, -L, L), L up to 3.5e15) ties the two.
+        # (Before the near ties, where clipping and an argmax with np.isclose ties give
+        # the same weights: here only clipping ties scores so far apart.)
+        ok, detail = _case(fn, Q_clip, K_clip, V_clip, COLDEST, want_A=A_clip,
+                           want_O=O_clip, what=f"at tau = {COLDEST:g} with scores of "
+                           "about 1e16", shortcuts=ordinary_ok)
+        if not ok:
+            return ok, detail
         for tau, q_n, K_n in near_ties:
             ok, detail = near_tie(tau, q_n, K_n)
             if not ok:
@@ -719,9 +840,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 "multiplies exp()'s rounding by 1/tau)? Divide the scores by tau "
                 "itself, before exp(), at every tau")
 
-    results.append(_run(f"two keys with equal scores (tau = {COLD:g}, {COLDEST:g}), and two "
-                        "whose scaled scores differ by 1 (tau = "
-                        f"{NEAR:g}, {NEAREST:g}, {COLDER:g})", tied_keys_share_the_weight))
+    results.append(_run(f"two keys with equal scores (tau = {COLD:g}, {COLDEST:g}), scores "
+                        f"of about 1e16 at {COLDEST:g}, and two keys whose scaled scores "
+                        f"differ by 1 (tau = {NEAR:g}, {NEAREST:g}, {COLDER:g})",
+                        tied_keys_share_the_weight))
 
     # tau -> infinity: nearly uniform weights, and the output nearly the plain average
     # of the values; compared with the reference as tightly as every other case (the
@@ -733,6 +855,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Qg, Kg, Vg = _qkv(extra, T_q=2, T_k=5, d_k=64, d_v=3)
     Qg, Kg = BIG * Qg, BIG * Kg
     big = [(t, *scaled_dot_product_attention(Qg, Kg, Vg, temperature=t)) for t in BIG_TAUS]
+    Qx = EXTREME_HOT * Q  # Q K^T about 1e300: finite, and the scaled scores near 1
+    O_x, A_x = scaled_dot_product_attention(Qx, K, V, temperature=EXTREME_HOT)
+    extreme = f"at tau = {EXTREME_HOT:g} on Q scaled by tau"
 
     def nearly_uniform_weights():
         # first at WARM temperatures between TAUS and HOT, where an expansion of exp()
@@ -754,7 +879,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
-        return True, ""
+        return _case(fn, Qx, K, V, EXTREME_HOT, want_A=A_x, what=extreme,
+                     shortcuts=ordinary_ok)
 
     def output_near_the_mean():
         for tau, O in ((HOT, O_hot), (HOTTER, O_hotter)):
@@ -768,21 +894,23 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
-        return True, ""
+        return _case(fn, Qx, K, V, EXTREME_HOT, want_O=O_x, what=extreme,
+                     shortcuts=ordinary_ok)
 
-    hot = f"{WARM[0]:g} to {BIG_TAUS[-1]:g}, on small and on large scores"
-    results.append(_run(f"weights at tau = {hot}", nearly_uniform_weights))
-    results.append(_run(f"output at tau = {HOT:g} to {BIG_TAUS[-1]:g}, on small and on large "
-                        "scores", output_near_the_mean))
+    hot = (f"to {BIG_TAUS[-1]:g}, on small and on large scores, and at "
+           f"{EXTREME_HOT:g} on Q scaled by tau")
+    results.append(_run(f"weights at tau = {WARM[0]:g} {hot}", nearly_uniform_weights))
+    results.append(_run(f"output at tau = {HOT:g} {hot}", output_near_the_mean))
 
     # Other sizes and another temperature: an attempt right only at the checker's
     # d_k = 7 or at its temperatures shows here.
-    Qo, Ko, Vo = _qkv(rng, T_q=5, T_k=3, d_k=4, d_v=6, batch=(2,))
+    lead, T_q, T_k, d_k, d_v = OTHER
+    Qo, Ko, Vo = _qkv(rng, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v, batch=lead)
     Vo = V_SIZE * Vo
-    O_o, A_o = scaled_dot_product_attention(Qo, Ko, Vo, temperature=0.8)
-    results.append(_run("other sizes (2, T_q = 5, d_k = 4), T_k = 3, d_v = 6, values of "
-                        f"size {V_SIZE:g}, tau = 0.8",
-                        lambda: _case(fn, Qo, Ko, Vo, 0.8, want_A=A_o, want_O=O_o,
+    O_o, A_o = scaled_dot_product_attention(Qo, Ko, Vo, temperature=OTHER_TAU)
+    results.append(_run(f"other sizes ({lead[0]}, T_q = {T_q}, d_k = {d_k}), T_k = {T_k}, "
+                        f"d_v = {d_v}, values of size {V_SIZE:g}, tau = {OTHER_TAU:g}",
+                        lambda: _case(fn, Qo, Ko, Vo, OTHER_TAU, want_A=A_o, want_O=O_o,
                                       what="at other sizes", shortcuts=ordinary_ok)))
 
     # float32 inputs: float32 results, to float32 precision.
@@ -801,11 +929,18 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # and cold, where one maximum for all the heads (a shift right on one head only) leaves
     # the rows of the others underflowed
     O_bc, A_bc = scaled_dot_product_attention(Qb, Kb, Vb, temperature=COLD)
-    results.append(_run(f"leading batch and head dimensions (5, 6, T, d), tau = 2 and "
-                        f"{COLD:g}",
+    # and three leading axes (inputs of their own: the others keep theirs)
+    Q5, K5, V5 = _qkv(np.random.default_rng(_RNG_SEED + 4), T_q=T_Q, T_k=T_K, d_k=D_K,
+                      d_v=D_V, batch=BATCH5)
+    O_5, A_5 = scaled_dot_product_attention(Q5, K5, V5, temperature=2.0)
+    lead5 = ", ".join(map(str, BATCH5))
+    results.append(_run(f"leading batch and head dimensions (5, 6, T, d) and "
+                        f"({lead5}, T, d), tau = 2 and {COLD:g}",
                         _all(lambda: _case(fn, Qb, Kb, Vb, 2.0, want_A=A_b, want_O=O_b,
                                            what="with batch dimensions"),
                              lambda: _case(fn, Qb, Kb, Vb, COLD, want_A=A_bc, want_O=O_bc,
                                            what=f"with batch dimensions at tau = {COLD:g}",
-                                           hint=far_hint, shortcuts=ordinary_ok))))
+                                           hint=far_hint, shortcuts=ordinary_ok),
+                             lambda: _case(fn, Q5, K5, V5, 2.0, want_A=A_5, want_O=O_5,
+                                           what=f"with batch dimensions ({lead5})"))))
     return _report(results, verbose)
