@@ -53,12 +53,16 @@ def correct_with_D_from_its_definition(Q, K, V, dO, mask=None):
             np.einsum("...qk,...qv->...kv", A, dO))
 
 
-def the_library(Q, K, V, dO, mask=None):
+def the_library(Q, K, V, dO, mask=None):  # refused: the exercise is to write it
     return attention.attention_backward(Q, K, V, dO, mask=mask)
 
 
 def the_blocked_library(Q, K, V, dO, mask=None):
     return attention.blocked_attention_backward(Q, K, V, dO, mask=mask)
+
+
+def the_tiled_library(Q, K, V, dO, mask=None):
+    return attention.tiled_attention_backward(Q, K, V, dO, 2, mask=mask)
 
 
 # --- wrong answers, as a student writes them --------------------------------------------
@@ -627,8 +631,67 @@ def adds_a_float64_bias(Q, K, V, dO, mask=None):  # st5a b2: float32 -> float64
 
 OWN_MAXIMUM = "each row's own maximum, even when it is negative"
 
+
+# st6a: a finite fill or a clamp of the row maximum, tuned to lie below a row of
+# visible scores near -1e12 (the far case's row now lies near -1e300)
+def _zeroing_empty_rows(fill):
+    def attempt(Q, K, V, dO, mask=None):
+        c, A, O = _guarded_forward(Q, K, V, mask, fill=fill)
+        if mask is not None:
+            A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0.0)
+            A = A.astype(Q.dtype)
+        return _backward_from(c, A, A @ V, Q, K, V, dO)
+    return attempt
+
+
+fills_minus_1e15_and_zeroes_empty_rows = _zeroing_empty_rows(-1e15)
+fills_minus_1e15_and_zeroes_empty_rows.__name__ = "fills_minus_1e15_and_zeroes_empty_rows"
+fills_float32_min_and_zeroes_empty_rows = _zeroing_empty_rows(
+    float(np.finfo(np.float32).min))
+fills_float32_min_and_zeroes_empty_rows.__name__ = "fills_float32_min_and_zeroes_empty_rows"
+
+
+def clamps_the_row_maximum_at_minus_1e13(Q, K, V, dO, mask=None):
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    E = np.exp(S - np.maximum(S.max(axis=-1, keepdims=True), -1e13))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def float64_bias_without_a_mask(Q, K, V, dO, mask=None):  # st6a
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    bias = np.zeros(S.shape) if mask is None else \
+        np.where(mask, 0, -np.inf).astype(S.dtype)  # float64 zeros when unmasked
+    S = S + bias
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
+def returns_lists(Q, K, V, dO, mask=None):  # st6a
+    return tuple(g.tolist() for g in correct(Q, K, V, dO, mask))
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (fills_minus_1e15_and_zeroes_empty_rows,
+     "a finite fill (or a clamp of the row maximum) above the scores"),
+    (fills_float32_min_and_zeroes_empty_rows,
+     "a finite fill (or a clamp of the row maximum) above the scores"),
+    (clamps_the_row_maximum_at_minus_1e13,
+     "a finite fill (or a clamp of the row maximum) above the scores"),
+    (float64_bias_without_a_mask, "dQ, dK, dV are float64 for float32 inputs"),
+    (returns_lists, "dQ is a list, not a NumPy array"),
+    (the_library, "calls the library's own attention.attention_backward"),
+    (the_blocked_library, "calls the library's own attention.blocked_attention_backward"),
+    (the_tiled_library, "calls the library's own attention.tiled_attention_backward"),
     (adds_a_float64_bias, "the mask made the gradients float64"),
     (squeezes_its_gradients, "dQ has shape (9,), expected (1, 1, 9)"),
     (zeroes_empty_rows_only_for_a_full_shape_mask, "got uniform weights over all keys"),
@@ -733,12 +796,14 @@ EXCLUSIVE = {
     "uses T_q": {scale_from_T_q, d_k_from_axis_1, d_k_from_axis_3_or_1},
     "an allowed score below it": {fills_minus_1e9_and_zeroes_empty_rows,
                                   fills_float16_min_and_zeroes_empty_rows,
-                                  minus_1e9_for_masked_scores},
+                                  minus_1e9_for_masked_scores,
+                                  fills_minus_1e15_and_zeroes_empty_rows,
+                                  fills_float32_min_and_zeroes_empty_rows},
     "maximum of the whole array": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
     "maximum of each head": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
     "has the wrong sign, but": {negates_dQ_only},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye,
-                           adds_a_float64_bias},
+                           adds_a_float64_bias, float64_bias_without_a_mask},
     "float32 precision": {computes_in_float32, computes_in_float32_via_torch},
     "inverse of V": {dA_through_a_pseudo_inverse},
     "no matrix inverse": {dV_through_an_inverse},
@@ -765,8 +830,8 @@ def _failures(fn, capsys) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("✗")]
 
 
-@pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition, the_library,
-                                the_blocked_library, correct_by_the_log_of_the_mask])
+@pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition,
+                                correct_by_the_log_of_the_mask])
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_attention_backward(fn) is True
     out = capsys.readouterr().out
@@ -899,8 +964,8 @@ def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(
 
 def test_the_cases_hold_rows_far_below_0_float32_scores_above_88_and_3d_inputs():
     """What st4a's attempts needed: a query whose scores all lie near -1000, one whose
-    visible keys score below -1e9, float32 scores above 88.7 (where float32's exp()
-    overflows) and 3-D inputs with a (T_q, T_k) mask."""
+    visible keys score below -1e9 (near -1e12, and near -1e300), float32 scores above
+    88.7 (where float32's exp() overflows) and 3-D inputs with a (T_q, T_k) mask."""
     calls = []
 
     def spy(Q, K, V, dO, mask=None):
@@ -917,6 +982,9 @@ def test_the_cases_hold_rows_far_below_0_float32_scores_above_88_and_3d_inputs()
         rows.append((Q.dtype, Q.ndim, mask is None or np.ndim(mask) == 2,
                      float(S.max(-1).min()), top))
     assert any(-1100 < low < -900 for _, _, _, low, _ in rows)
-    assert any(low < -1e11 for _, _, _, low, _ in rows)
+    assert any(-1.7e12 < low < -0.9e12 for _, _, _, low, _ in rows)
+    assert any(-1.1e300 < low < -0.9e300 for _, _, _, low, _ in rows)  # finite fills fail
     assert any(d == np.float32 and top > 88.7 for d, _, _, _, top in rows)
+    # float32 with and without a mask (st6a: a float64 bias only when unmasked)
+    assert {mask is None for Q, _, mask in calls if Q.dtype == np.float32} == {True, False}
     assert any(ndim == 3 and flat for _, ndim, flat, _, _ in rows)

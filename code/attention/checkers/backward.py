@@ -12,7 +12,11 @@ The contract the exercise states, and this checker tests:
   softmax; a query whose every key is masked has zero weights and a zero output, so its
   gradients are zero, never NaN;
 * the gradients have the inputs' dtype (float32 in, float32 out);
-* the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array).
+* the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array);
+* the gradients are NumPy arrays (not lists), computed in NumPy: an attempt that runs
+  the library's own backward pass (``attention.attention_backward``,
+  ``tiled_attention_backward`` or ``blocked_attention_backward``) is refused, however
+  it reaches it (``_engine._refusing_the_library``).
 
 Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
@@ -21,18 +25,27 @@ scores near 7000 (no row maximum subtracted overflows) and one query's scores ne
 -1000 (a shift that is not the row's own maximum, clamped at 0 or the whole array's,
 underflows); one with masked keys far above the others (masking after the softmax
 underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
-on top) and one query's visible keys near -1e12 (below any finite fill); three with
-batch and head dimensions (B, H): no mask, one causal mask for every head, a
+on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
+finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
+below at -1e13);
+three with batch and head dimensions (B, H): no mask, one causal mask for every head, a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, and the same with
 B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows); a full (B, H, T_q, T_k) mask in
 which some queries see no key; and float32 inputs with scores above 100 (float32's exp()
-overflows above 88.7), compared with the inputs' exact gradients. Every size differs
+overflows above 88.7), with a causal mask and without one, compared with the inputs'
+exact gradients. Every size differs
 from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7), so that a size read
 from the wrong axis shows. When an attempt fails a case,
 the checker compares it with the usual mistakes on the same inputs and names the one it
 matches. Messages are wrapped to 76 columns.
+
+Blind spots: PyTorch (its autograd on tensors made from the inputs, or
+``torch.nn.functional.scaled_dot_product_attention``) cannot be refused reliably here: an
+attempt that has torch compute the gradients and hands back NumPy arrays passes if its
+numbers are right. A backward pass that calls the library's forward attention for O and A
+is not refused either.
 """
 
 from __future__ import annotations
@@ -48,10 +61,28 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, ChangedInPlace, _dtype_rejection,
-                      _all, _float32_valued, _named, _qkv, _report, _results, _run)
+from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
+                      _all, _float32_valued, _named, _qkv, _refusing_the_library, _report,
+                      _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
+
+#: Said when the attempt runs one of the library's backward passes.
+LIBRARY = ("your function calls the library's own {name}: the exercise is to write the "
+           "backward pass yourself, in NumPy, without the library's own functions or "
+           "torch (dV = A^T dO, dA = dO V^T, dS = A * (dA - D), dQ = c dS K, "
+           "dK = c dS^T Q)")
+
+
+def _library_backward() -> dict:
+    """The library's backward passes, public and private, by name."""
+    from .. import backward, blocked
+    places = [("attention", backward, "attention_backward"),
+              ("attention", backward, "tiled_attention_backward"),
+              ("attention", blocked, "blocked_attention_backward"),
+              ("attention.blocked", blocked, "_gradient_blocks")]
+    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
+            if hasattr(getattr(module, name, None), "__code__")}
 RTOL = 1e-9  # float64 against the page's equations: rounding is far below this
 RTOL_NUMERIC = 1e-6  # against central differences, whose own error is about 1e-9
 RTOL_FLOAT32 = 1e-4  # float32 inputs: a few thousand float32 roundings at most
@@ -62,7 +93,8 @@ def _swap(X):
 
 
 def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=True,
-           scores=None, bias=0.0, eps=0.0, shift="row", fill=-np.inf, work=np.float64):
+           scores=None, bias=0.0, eps=0.0, shift="row", fill=-np.inf, work=np.float64,
+           floor=0.0):
     """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
     forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
     ``mask_mode`` "ignored", "inverted", "zero" (masked scores 0), "large" (-1e9 for
@@ -72,7 +104,7 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     ``axis`` is the softmax's; ``guard=False`` lets a query with no visible key have NaN
     weights (0/0) instead of zeros; ``eps`` is added to the softmax's denominator;
     ``shift`` is what exp() is shifted by: "row" (each row's own maximum), "clamp" (that
-    maximum clamped at 0), "none" (0), "global" (the largest finite score of the whole
+    maximum clamped from below at ``floor``, 0 unless given), "none" (0), "global" (the largest finite score of the whole
     array) or "head" (of each head), a zero sum divided by 1, exp() taken in ``work``
     (float32 for float32 inputs: what underflows there); ``mask_mode`` "fill" or
     "fill-zeroed" puts ``fill`` for a masked score (and zeroes a query with no visible
@@ -88,7 +120,7 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
                                "fill-zeroed": fill}.get(mask_mode, -np.inf))
     if shift != "row":
         finite = np.where(np.isfinite(S), S, -np.inf)
-        m = {"clamp": lambda: np.maximum(S.max(axis=axis, keepdims=True), 0.0),
+        m = {"clamp": lambda: np.maximum(S.max(axis=axis, keepdims=True), floor),
              "none": lambda: np.zeros(1),
              "global": lambda: finite.max(),
              "head": lambda: finite.max(axis=(-2, -1), keepdims=True)}[shift]()
@@ -177,6 +209,11 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                         "leaves such a row unshifted; subtract the row maximum "
                         "itself (and shift a fully masked row, whose maximum is -inf, "
                         "by 0)", dict(shift="clamp", work=work), RIGHT),
+        *[("shift-clamp-below", f"{own}: a finite fill (or a clamp of the row maximum) "
+           "above the scores, as np.maximum(S.max(-1), -1e13), shifts such a row by "
+           "less; subtract the row maximum itself (and shift a fully masked row, "
+           "whose maximum is -inf, by 0)", dict(shift="clamp", floor=b, work=work), RIGHT)
+          for b in (-1e13, -1e15) if lowest < b],
         ("shift-global", "the shift is the maximum of the whole array, not of each row: "
                          "a row whose scores all lie far below it underflows to 0 / 0; "
                          "subtract each row's own maximum (along the last axis)",
@@ -274,7 +311,9 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                "the mask", dict(mask_mode=mode, bias=-b), RIGHT)
               for b in (1e4, 1e9) for mode in ("bias", "bias-zeroed")],
             *[("fill-below", "masked scores are replaced by a finite number (such as "
-               "-1e9, or float16's -65504), not -inf: an allowed score below it "
+               "-1e9, -1e15, float16's -65504 or float32's -3.4e38), not -inf, and a "
+               "finite fill (or a clamp of the row maximum) above the scores beats "
+               "them: an allowed score below it "
                f"(here a query's visible keys score {_near(lowest)}) then loses to the "
                "masked keys, which take the weight; use -inf, np.where(mask, S, "
                "-np.inf), which is below every score", dict(mask_mode=mode, fill=value),
@@ -319,13 +358,16 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
 
 #: The mistakes in the shift before exp(): on a case where they give the same
 #: gradients (a row far below 0), what they share is named (SHIFT_SHARED).
-SHIFTS = ("shift-none", "shift-clamp", "shift-global", "shift-head")
+SHIFTS = ("shift-none", "shift-clamp", "shift-clamp-below", "shift-global", "shift-head")
 SHIFT_SHARED = (
     "a row whose allowed scores all lie far below 0 (here {low}) gets zero weights: the "
     "shift "
     "must be each row's own maximum, even when it is negative; subtract the maximum "
     "along the last axis itself, in every row and always (not 0, not a maximum clamped "
-    "at 0 or taken over every row, and not only when some score is large)")
+    "at 0 or taken over every row, and not only when some score is large){below}")
+#: Added to SHIFT_SHARED where the row lies near -1e300.
+SHIFT_BELOW = ("; a finite fill (or a clamp of the row maximum) above the scores, as "
+               "np.maximum(S.max(-1), -1e13), fails the same way")
 
 
 #: Said where the whole array's maximum is the head's (one head).
@@ -373,6 +415,11 @@ def _call(fn, Q, K, V, dO, mask):
     """The attempt's (dQ, dK, dV) as float64 arrays and their own dtypes."""
     result = _results(fn, dict(Q=Q, K=K, V=V, dO=dO), None if mask is None else dict(mask=mask),
                       NAMES)
+    for name, g in zip(NAMES, result):
+        if not isinstance(g, np.ndarray):
+            raise Rejected(f"{name} is a {type(g).__name__}, not a NumPy array: return "
+                           "the arrays themselves (no .tolist(), list() or list "
+                           "comprehension)")
     grads = [np.asarray(g) for g in result]
     return [g.astype(np.float64) for g in grads], [g.dtype for g in grads]
 
@@ -466,7 +513,9 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                 twins = {k for k in entries if all(
                     _same_with_nan(x, y, 1e-12) for x, y in
                     zip(mine, variant(k, *entries[k])))}
-                hit = (("shift", SHIFT_SHARED.format(low=_near(_lowest_row(Q, K, mask))))
+                lowest = _lowest_row(Q, K, mask)
+                hit = (("shift", SHIFT_SHARED.format(
+                    low=_near(lowest), below=SHIFT_BELOW if lowest < -1e200 else ""))
                        if twins - {"shift-global", "shift-head"} else
                        ("shift-global", SHIFT_GLOBAL_OR_HEAD))
         if hit:
@@ -674,7 +723,7 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
         ref = _numeric_gradients(Q, K, V, dO, mask) if numeric else _gradients(Q, K, V, dO, mask)
         try:
             got, dtypes = _call(fn, Q, K, V, dO, mask)
-        except ChangedInPlace as exc:
+        except Rejected as exc:  # changed in place, not arrays, the library's own
             return False, str(exc)
         except Exception as exc:
             return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
@@ -714,7 +763,9 @@ def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
 
 def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)`` against the contract in this
-    module's docstring: eleven cases; returns True when all pass."""
+    module's docstring: eleven cases; returns True when all pass. An attempt that runs
+    the library's own backward pass fails every case."""
+    fn = _refusing_the_library(fn, _library_backward(), LIBRARY)
     rng = np.random.default_rng(_RNG_SEED + 2)
     Q, K, V, dO = _inputs(rng)
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
@@ -747,20 +798,32 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     not_key_0 = np.ones((T_q, T_k), dtype=bool)
     not_key_0[1:, 0] = False
     # And a masked key far from the origin: key 5, masked for every query, scores near
-    # +1e300 (near -1e300 for query 2), beyond any finite bias a mask could add (-1e4,
-    # -1e9, float32's -3.4e38): a bias leaves it on top, where -inf gives it weight 0.
+    # +1e300 (near -1e300 for query 2), beyond the finite biases a mask usually adds (-1e4,
+    # -1e9, float32's -3.4e38): such a bias leaves it on top, where -inf gives it weight 0.
     Q_far[:, 1] = np.array([1.0, 1.0, -1.0, 1.0]) * (np.abs(Q_far[:, 1]) + 1.0)
     K_far[5] = [0.0, 1e300, 0.0, 0.0, 0.0]
     not_key_0[:, 5] = False
     # And query 1's visible keys (1 to 4) score -1e12 to -1.6e12 (its other entries
     # solved for), below any finite mask value a fill could use (-1e9, float16's
     # -65504): the masked keys would take its weight, which -inf gives to key 1 alone.
+    # Then the same with those scores near -1e300 to -1.6e300 (every score still
+    # finite), below the finite fills an attempt may tune to the first (-1e15,
+    # float32's -3.4e38) and below a row maximum clamped from below (at -1e13, say):
+    # a fill gives the masked keys its weight, a clamp exp() of every score 0. The
+    # -1e12 row comes first: dK = c dS^T Q carries query 1's large entries into every
+    # key, so a tiny error in its dS (a constant in the softmax's normaliser, float32
+    # rounding) shows there at a size the diagnosis still names.
     # Its dO row has one nonzero entry, so that its dS row is exactly 0 (dA_11 = D_1
     # to the last bit), whatever the order of the sums, and dK = c dS^T Q exact.
     rest = [0, 2, 3, 4]
-    Q_far[1, rest] = np.linalg.solve(
-        K_far[1:5][:, rest],
-        -math.sqrt(5) * 1e12 * np.array([1.0, 1.2, 1.4, 1.6]) - Q_far[1, 1] * K_far[1:5, 1])
+
+    def visible_near(size):
+        Q_ = Q_far.copy()
+        Q_[1, rest] = np.linalg.solve(
+            K_far[1:5][:, rest],
+            -math.sqrt(5) * size * np.array([1.0, 1.2, 1.4, 1.6]) - Q_[1, 1] * K_far[1:5, 1])
+        return Q_
+    Q_far, Q_deep = visible_near(1e12), visible_near(1e300)
     dO_far = dO.copy()
     dO_far[1] = [1.5] + [0.0] * (dO.shape[-1] - 1)
     # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows;
@@ -778,7 +841,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, large scores (near 7000; one query's near -1000)",
              _case(fn, Q_big, K_big, V, dO)),
         _run("masked keys whose scores are far above the others (near 1e300)",
-             _case(fn, Q_far, K_far, V, dO_far, not_key_0)),
+             _all(_case(fn, Q_far, K_far, V, dO_far, not_key_0),
+                  _case(fn, Q_deep, K_far, V, dO_far, not_key_0))),
     ]
     # Said only when the attempt ran on one head: then what it mishandles is the batch.
     batch_hint = "" if one_head[0][2].startswith("raised") else "; " + BATCH_HINT.format(X="X")
@@ -803,6 +867,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                         on_error=leading_hint))),
         _run("a (B, H, T_q, T_k) mask where some queries see no key",
              _case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint)),
-        _run("float32 inputs, causal mask, scores above 100 (float32 gradients)",
-             _case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint)),
+        _run("float32 inputs, causal mask and none, scores above 100 (float32 "
+             "gradients)", _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
+                                _case(fn, *f32, on_error=batch_hint))),
     ], verbose)
