@@ -50,6 +50,23 @@ def sampled_with_the_kurtosis(d_k, rho, kurtosis=3.0, n=4_000):
 
 
 # (wrong attempt, a word its message must contain)
+def _in_a_thread(f, *args):
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            out["r"] = f(*args)
+        except Exception:  # noqa: BLE001 - the library refuses a swapped call: None
+            pass
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    return out.get("r")
+
+
 WRONG = [
     # the mean
     (lambda d_k, rho, kurtosis: (abs(rho) * math.sqrt(d_k), var(d_k, rho, kurtosis)), "sign"),
@@ -132,24 +149,25 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
      "the kurtosis was clipped (above 6 it becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
-     "(kurtosis 9 as 6, 25 as 6, 400 as 6): the kurtosis was clipped"),
+     "(kurtosis 9 as 6, 25 as 6, 400 as 6, 10000 as 6): the kurtosis was clipped"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
      "the kurtosis was rounded (to a whole number)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
      "cut to a whole number"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
         1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
-     "(kurtosis 2.3456789 as 3, 2.37 as 3, 9 as 3, 25 as 3, 400 as 3): was a value looked "
-     "up per kurtosis"),
+     "(kurtosis 2.3456789 as 3, 2.37 as 3, 9 as 3, 25 as 3, 400 as 3, 10000 as 3): was a "
+     "value looked up per kurtosis"),
     # found by the student round st5b: right at every kurtosis of two decimals, or up to 9
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 2))),
      "(kurtosis 2.3456789 as 2.35): the kurtosis was rounded (to two decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 9.0))),
-     "(kurtosis 25 as 9, 400 as 9): the kurtosis was clipped (above 9 it becomes the bound"),
+     "(kurtosis 25 as 9, 400 as 9, 10000 as 9): the kurtosis was clipped (above 9 it "
+     "becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 3))),
      "(kurtosis 2.3456789 as 2.346): the kurtosis was rounded (to three decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 20.0))),
-     "(kurtosis 25 as 20, 400 as 20): the kurtosis was clipped (above 20"),
+     "(kurtosis 25 as 20, 400 as 20, 10000 as 20): the kurtosis was clipped (above 20"),
     # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
                                  + (1 - rho**2) * kurtosis / 3),
@@ -167,7 +185,7 @@ WRONG = [
                                  else rho * d_k / math.sqrt(d_k + 1), var(d_k, rho, kurtosis)),
      "Laplace entries: formula (1.252"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
-                                 if rho in (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
+                                 if rho in (-1.0, -0.8, -0.3, 0.0, 0.123456, 0.5, 1.0)
                                  else 1 + abs(rho) * (kurtosis - 2)),
      "random-sign entries: formula (-2.4, 0.4)"),
     # found by the student round st4b: a mean that depends on the kurtosis (right at 3)
@@ -187,7 +205,23 @@ WRONG = [
      "the arguments are in the wrong order"),
     # the mean rounded to four decimals for printing
     (lambda d_k, rho, kurtosis: (round(mean(d_k, rho), 4), var(d_k, rho, kurtosis)),
-     "within 1% of the formula wherever it differs: a rounded value"),
+     "within 1% of the formula wherever it differs (by up to a relative"),
+    # found by the student round st6b
+    # Var(q_m k_m) taken as E[q_m^2 k_m^2], the per-term mean rho not subtracted
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * kurtosis + 1 - rho**2),
+     "or the per-term mean E[q_m k_m] = rho was not subtracted"),
+    # the kurtosis clipped at 500 (past every kurtosis probed before 10,000)
+    (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 500.0)),
+     "(kurtosis 10000 as 500): the kurtosis was clipped (above 500"),
+    # rho rounded to one decimal (every rho probed before 0.123456 had one)
+    (lambda d_k, rho, kurtosis: right(d_k, round(rho, 1), kurtosis),
+     "(rho 0.123456 as 0.1): rho was rounded (to one decimal)"),
+    # rho clipped short of +-1 "so that sqrt(1 - rho^2) stays positive"
+    (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -0.999, 0.999)), kurtosis),
+     "(rho -1 as -0.999, 1 as 0.999): rho was clipped (beyond +-0.999 it becomes the bound"),
+    # the library's own answer in a thread of the attempt's
+    (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
+     "calls the library's own attention.score_moments"),
 ]
 
 
@@ -273,6 +307,16 @@ def test_the_probed_kurtoses_are_not_all_round_and_reach_past_every_named_one():
     # st5b: a kurtosis rounded to two decimals, or clipped at 9, passed as well
     assert any(round(k, 3) != k for k in KURTOSES)
     assert sum(k > 15 for k in KURTOSES) >= 2
+    # st6b: a kurtosis clipped at 500 passed while 400 was the largest
+    assert max(KURTOSES) >= 1e4
+
+
+def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus_1():
+    # st6b: rho rounded to one decimal, or clipped at +-0.999, passed
+    from attention.checkers.moments import PROBES, RHOS
+
+    assert any(round(r, 1) != r for r in RHOS)
+    assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS)
 
 
 def test_the_variance_is_compared_far_tighter_than_a_rounding_of_the_kurtosis():

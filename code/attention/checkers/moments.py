@@ -33,13 +33,16 @@ LIBRARY = ("your function calls the library's own {name}, which is this exercise
            "the library's function")
 
 D_KS = (1, 2, 3, 5, 16, 64, 256)
-RHOS = (-1.0, -0.8, -0.3, 0.0, 0.5, 1.0)
+#: Correlations probed, 0.123456 among them (with more decimals than one, so that a rho
+#: rounded shows; the sampling checks use -0.6 and 0.7), and +-1, where a rho clipped
+#: short of them (np.clip(rho, -0.999, 0.999)) shows.
+RHOS = (-1.0, -0.8, -0.3, 0.0, 0.123456, 0.5, 1.0)
 #: Fourth moments probed: the named distributions' (random signs 1, uniform 1.8, normal 3,
 #: Laplace 6), values between and beyond them (2.37 has two decimals, 2.3456789 has more,
-#: 9 lies past every named one, 25 and 400 far past: heavy-tailed entries have any fourth
-#: moment), so that a kurtosis rounded (to two or three decimals), clipped (at 9, or at
-#: 20) or looked up in a table shows; every value is compared to 1e-6 relative.
-KURTOSES = (1.0, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0)
+#: 9 lies past every named one, 25, 400 and 10,000 far past: heavy-tailed entries have any
+#: fourth moment), so that a kurtosis rounded (to two or three decimals), clipped (at 9,
+#: 20 or 500) or looked up in a table shows; every value is compared to 1e-6 relative.
+KURTOSES = (1.0, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4)
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
 REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
@@ -93,9 +96,10 @@ MISTAKES = [(0, *m) for m in [
     (lambda d, r, k: np.sqrt(d) * (1.0 + r**2 * (k - 2.0)),
      "the variance is divided by sqrt(d_k) instead of d_k: Var(c X) = c^2 Var(X)"),
     (lambda d, r, k: 1.0 + r**2 * (k - 1.0),
-     "one rho^2 too many: either Var(q_m^2) was taken as E[q_m^4] (it is E[q_m^4] - 1 = "
+     "one rho^2 too many: Var(q_m^2) was taken as E[q_m^4] (it is E[q_m^4] - 1 = "
      "kurtosis - 1), or the noise term sqrt(1 - rho^2) q.z was given variance d_k (it is "
-     "(1 - rho^2) d_k)"),
+     "(1 - rho^2) d_k), or the per-term mean E[q_m k_m] = rho was not subtracted "
+     "(Var(q_m k_m) = E[q_m^2 k_m^2] - rho^2; the mean is 0 only when rho = 0)"),
     (lambda d, r, k: 1.0 + r**2 * k,
      "two rho^2 too many: Var(q_m^2) is E[q_m^4] - 1 = kurtosis - 1, and the noise term "
      "sqrt(1 - rho^2) q.z has variance (1 - rho^2) d_k"),
@@ -297,6 +301,46 @@ def _kurtosis_replaced(values: dict) -> str:
             "from 1 up, and the formula takes it as given")
 
 
+def _rho_replaced(values: dict) -> str:
+    """A message when the attempt's mean and variance are the formula at another rho
+    than the one given, the same one at every d_k and kurtosis for a given rho (a rho
+    rounded, or clipped short of +-1), or ""."""
+    read: dict = {}
+    for (d, r, k), (m, v) in values.items():
+        u = m / math.sqrt(d)  # the rho its mean used
+        if not (abs(u) <= 1 and _same(np.array(score_moments(d, u, k)), np.array((m, v)))):
+            return ""
+        read.setdefault(r, []).append(u)
+    as_read = {}
+    for r, used in read.items():
+        if not np.allclose(used, used[0], rtol=1e-9, atol=1e-12):
+            return ""
+        as_read[r] = float(used[0])
+    changed = {r: u for r, u in as_read.items() if not np.isclose(u, r, rtol=1e-7, atol=0)}
+    if not changed:
+        return ""
+    pairs = ", ".join(f"{r:g} as {u:.6g}" for r, u in sorted(changed.items()))
+    rounded = [n for n in (0, 1, 2, 3, 4)
+               if all(np.isclose(u, round(r, n), rtol=1e-9) for r, u in changed.items())]
+    if rounded:
+        places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
+                  3: "to three decimals", 4: "to four decimals"}
+        cause = f"rho was rounded ({places[rounded[0]]})"
+    elif all(abs(u) < abs(r) for r, u in changed.items()) and \
+            _same(np.abs(list(changed.values())), abs(next(iter(changed.values())))) and \
+            all(abs(r) <= abs(next(iter(changed.values())))
+                for r in as_read if r not in changed):
+        bound = abs(next(iter(changed.values())))
+        cause = (f"rho was clipped (beyond +-{bound:.6g} it becomes the bound: np.clip, "
+                 "min or max), so the answer is wrong exactly at rho = +-1, where the "
+                 "formula is defined like anywhere else (k = +-q, sqrt(1 - rho^2) = 0)")
+    else:
+        cause = "was rho changed before the formula?"
+    return (f"your mean and variance are the formula at another rho than the one given "
+            f"(rho {pairs}): {cause}; the exercise's rho is any correlation from -1 to 1, "
+            "and the formula takes it as given")
+
+
 def _clipped(values: dict, which: int, wrong: list) -> str:
     """A message when the attempt equals the formula except where the formula passes a
     bound, and there returns the bound itself (np.clip, min or max)."""
@@ -347,14 +391,16 @@ def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     all_wrong = [p for p in PROBES if not _same(values[p][which], _ref(which)(*p))]
     # a variance clipped is named as such before a kurtosis clipped (max(kurtosis - 2, 0)
     # is both)
-    replaced = _clipped(values, which, all_wrong) or \
+    replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "")
     if replaced:
         return False, f"{replaced}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
-    if np.all(np.abs(g_w - r_w) <= 0.01 * np.maximum(1.0, np.abs(r_w))):
-        return False, ("within 1% of the formula wherever it differs: a rounded value, or an "
-                       f"estimate from samples? The exercise asks for the exact formula; {detail}")
+    if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w)):  # relative, also near 0
+        rel = float(np.max(np.abs(g_w - r_w) / np.abs(r_w)))
+        return False, (f"within 1% of the formula wherever it differs (by up to a relative "
+                       f"{rel:.2g}): a rounded value, or an estimate from samples? The "
+                       f"exercise asks for the exact formula; {detail}")
     # An estimate is near the formula (or near a wrong one) everywhere and on it almost nowhere.
     if len(wrong) >= 0.9 * len(probes):
         if _near(values, which, probes, want):
