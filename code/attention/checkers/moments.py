@@ -5,14 +5,21 @@ variance of a correlated score when the entries are not normal,
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho (from -1 to 1), at several widths, for normal entries (kurtosis 3) and others
-(from 1 to 400, one with more than three decimals, compared to 1e-6 relative, so that a
-kurtosis rounded to a few decimals or clipped at 9, or at 20, shows); the
+negative rho (from -1 to 1, 0.123456 among them, so that a rho rounded or clipped short of
++-1 shows), at several widths, for normal entries (kurtosis 3) and others (from 1 to
+10,000, one with more than three decimals, compared to 1e-6 relative, so that a kurtosis
+rounded to a few decimals or clipped at 9, 20 or 500 shows); the
 answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
 with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches, or says on which settings it
 is right and where it goes wrong. Called without ``kurtosis``, the function must mean normal
 entries (the default kurtosis=3.0 of the exercise's signature).
+
+An attempt that calls the library's score_moments or scaled_score_moments, in its own
+thread or one it starts, fails. Blind spots: the calls are seen with sys.setprofile and
+threading.setprofile, so an attempt that switches the profiler off
+(sys.setprofile(None)), runs a copy of the function's code object, or reaches the library
+in another process is not caught.
 """
 
 from __future__ import annotations

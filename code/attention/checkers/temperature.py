@@ -3,21 +3,27 @@ temperature, ``attention_with_temperature(Q, K, V, tau) -> (O, A)``.
 
 The specification it checks: the scores are ``Q K^T / (tau sqrt(d_k))``, ``A`` is their
 softmax along the key axis and ``O = A V``; on (T_q, d_k) inputs and on inputs with leading
-batch and head dimensions (..., T_q, d_k), at tau = 2 and, cold, at 1e-3 (one maximum for
-all the heads leaves rows underflowed there); at several temperatures (0.3 among them, which
+batch and head dimensions (..., T_q, d_k), two of them and three (an einsum with a fixed
+number of axes shows), at tau = 2 and, cold, at 1e-3 (one maximum for all the heads leaves
+rows underflowed there); at several temperatures (0.3 among them, which
 float32 cannot hold, so that a tau or a factor rounded to float32 shows); cold, at
 tau = 1e-3 and, on a row of 256 keys, at 1e-2, compared with the reference at 1e-8 like
 every other case (a floor on the shifted scores, np.clip(S, -L, 0), shows for L up to 24;
 from about 25 on it moves no weight by 1e-8 at these sizes); two keys with equal scores at
-tau = 1e-3 and 1e-12, and at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
+tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
+scores are about 7e15 and 3.5e15 (clipping the scaled scores at any bound below 3.5e15,
+np.clip(S, -L, L), ties them); at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
 tau sqrt(d_k), which the softmax gives e/(1 + e) and 1/(1 + e) and which a tau clamped
 from below (at 1e-16, or at the machine epsilon), an epsilon added to it or a temperature
-applied as a power of the exponentials does not give (a clamp below 1e-18 is not seen);
-hot, at tau = 100, 1e3, 1e6 and 1e7 on the checker's inputs, where the weights still
+applied as a power of the exponentials does not give; at the extremes tau = 1e-300 and
+1e300 on a query scaled by tau, whose scaled scores stay near 1, so that a shortcut taken
+beyond any threshold of tau (uniform weights, an expansion of exp(), a clamp, an argmax)
+shows, however far out the threshold lies (only one taken beyond 1e300 or below 1e-300
+is not seen); hot, at tau = 100, 1e3, 1e6 and 1e7 on the checker's inputs, where the weights still
 differ from 1/T_k by about 3e-8, and at 1e8 and 1e10 on scores of about 1e4 (entries of
 size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
-from about tau = 1e11 on are right to the tolerance there); values of size 1000 at other
-sizes, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
+from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on the
+scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
 and, cold, on two queries of one direction, one far shorter, whose scores lie far apart,
 and on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
 or one made only when the scores are large, gives 0/0 there).
@@ -32,7 +38,18 @@ exercise asks what the limits give.
 
 Every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2, batch (5, 6)), so a
 transpose, a width read from the wrong axis or a softmax along the wrong axis shows; and at
-the temperatures used no two of the usual scale mistakes give the same scores.
+the ordinary temperatures (0.3, 2 and 5, 2 on the batches, 0.7 at the other sizes) no two
+of the usual scale mistakes give the same scores (at 0.8 = d_k / T_q, there, tau
+sqrt(T_q) and sqrt(tau d_k) agree).
+
+The library's attention is refused, not run: an attempt that calls one of its functions
+that compute attention (the public ones, the private kernels forward._attend,
+blocked._blocked_forward and _attention_blocks, backward._output_and_log_sum_exp, and
+attention.torch's), or torch's built-in F.scaled_dot_product_attention (the exercise is
+NumPy), in its own thread or in one it starts, fails every case. Blind spots: the calls
+are seen with sys.setprofile and threading.setprofile, so an attempt that switches the
+profiler off (sys.setprofile(None)), runs a copy of a function's code object, or reaches
+the library in another process is not caught; nor is a copy of its source.
 """
 
 from __future__ import annotations
