@@ -1026,7 +1026,7 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
     """rv19, the count: "The change of q points along the keys (its gradient is c sum_j g_j k_j)
     so its product with key k_j holds g_j k_j . k_j, a sum of d_k terms of one sign: it grows
     like d_k, not sqrt(d_k)"; under Adam each coordinate moves by the learning rate with the
-    sign of its gradient, so along the keys again. One step on W_Q (c = 1, one example), the
+    sign its gradient sets, so along the keys again. One step on W_Q (c = 1, one example), the
     first-order change of the loss, -sum_j g_j ds_j, against d_k: 16 times larger at 1024 than
     at 64, not 4."""
     rng = np.random.default_rng(4)
@@ -1049,4 +1049,4 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
         assert 12 < ratio < 20, (opt, ratio)  # d_k's 16, far from sqrt(d_k)'s 4
     text = " ".join(SOURCE.split())
     assert "a sum of $d_k$ terms of one sign: it grows like $d_k$, not $\\sqrt{d_k}$" in text
-    assert "each with the sign of its gradient, $c \\sum_j g_j k_j$, so along the keys again" in text
+    assert "each in the direction its gradient, $c \\sum_j g_j k_j$, sets, so along the keys again" in text
