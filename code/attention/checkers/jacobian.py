@@ -22,7 +22,9 @@ key, whatever it converted its arguments to); the entries every PyTorch operatio
 summed (a dispatch mode: J built whole or in blocks of rows); at the longest row, on Linux,
 the growth of the resident memory (any library's memory); and the entries NumPy operations
 on the arguments touch (an ndarray subclass, whose method ``a.dot`` counts too: ``a @ g``
-or ``a.dot(g)`` recomputed on every row; ``np.asarray``, ``np.array``,
+or ``a.dot(g)`` recomputed on every row; what NumPy derives from the arguments, such
+as ``a * g``, ``a + 0.0`` and their views, counts as they do, so ``(a * g).sum()``
+recomputed on every row shows; ``np.asarray``, ``np.array``,
 ``np.ascontiguousarray`` and ``np.asfortranarray`` hand back a counting array while it
 counts, and ``np.einsum`` without ``optimize`` counts one product per combination of its
 indices, T_k^2 for ``'i,j,j->i'``). What it cannot see: work inside one call of
@@ -35,7 +37,10 @@ over ``a.tolist()`` (or with ``math.fsum``) does: one line per key and no array,
 work that passes this checker, undetected; and memory outside NumPy and PyTorch on rows
 other than the longest dense one. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
-matches.
+matches. Both functions must be written in NumPy: an attempt that runs the library's own
+``attention.softmax_jacobian`` or ``attention.softmax_vjp`` is refused, however it reaches
+it (``_engine._refusing_the_library``); PyTorch cannot be refused reliably here (a vjp
+computed by torch's autograd passes if its numbers and its costs are right).
 """
 
 from __future__ import annotations
@@ -52,7 +57,20 @@ import numpy as np
 
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
 from ._engine import _close as _close_any
-from ._engine import _named, _narrow_precision, _on_copies, _report, _run
+from . import _engine
+from ._engine import (_named, _narrow_precision, _on_copies, _refusing_the_library,
+                      _report, _run)
+
+#: Said when the attempt runs one of the library's softmax Jacobian functions.
+LIBRARY = ("your function calls the library's own {name}: the exercise is to write it "
+           "yourself, in NumPy, without the library's own functions or torch "
+           "(J = diag(a) - a a^T, and J g = a * (g - a.g) without building J)")
+
+
+def _library_jacobian() -> dict:
+    """The library's functions that compute J or J g, public and private, by name."""
+    return {"attention.softmax_jacobian": softmax_jacobian,
+            "attention.softmax_vjp": softmax_vjp}
 
 _NAN_CAUSE = ("your function produced NaN, and J and the VJP need only products and differences "
               "of the finite numbers in a and g: NaN comes from an operation with no answer, "
@@ -181,14 +199,16 @@ def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) ->
 
 class _Counting(np.ndarray):
     """An ndarray that adds up, in ``_Counting.work``, the entries each NumPy operation on it
-    touches (the largest operand or result), and hands back plain arrays; ``pairs``
-    counts the operations that take both arguments a and g whole (a.g and the like).
-    NumPy functions, ufuncs and the method ``a.dot`` (which bypasses both) are seen."""
+    touches (the largest operand or result), and hands back counting arrays too, so that
+    what is derived from a and g (a * g, a + 0.0, a * 1.0, their views) keeps counting;
+    ``pairs`` counts the operations that take the whole of a and g both, or the whole of
+    a * g (a.g, a * g, (a * g).sum(), told by their values: a copy of a is a). NumPy
+    functions, ufuncs and the method ``a.dot`` (which bypasses both) are seen."""
 
     work = 0
     pairs = 0
     einsum = 0  # the part of work done by np.einsum without optimize
-    args: tuple = ()  # the data addresses and length of a and g
+    rows: dict = {}  # while the work is counted: a, g and a * g, plain, by name
 
     @staticmethod
     def _plain(x):
@@ -199,42 +219,61 @@ class _Counting(np.ndarray):
         return x
 
     @staticmethod
-    def _count(operands, result):
+    def _whole(x) -> set:
+        """Which of a, g and a * g the counting arrays among ``x`` hold, by value."""
+        if isinstance(x, _Counting):
+            plain = x.view(np.ndarray)
+            return {name for name, row in _Counting.rows.items()
+                    if plain.shape == row.shape and np.array_equal(plain, row)}
+        if isinstance(x, (list, tuple, dict)):
+            values = x.values() if isinstance(x, dict) else x
+            return set().union(*(_Counting._whole(y) for y in values))
+        return set()
+
+    @staticmethod
+    def _counted(result):
+        """``result`` with its plain arrays as counting arrays."""
+        if isinstance(result, tuple):
+            return tuple(_Counting._counted(r) for r in result)
+        return result.view(_Counting) if type(result) is np.ndarray else result
+
+    @staticmethod
+    def _count(operands, result, whole: set = frozenset()):
         arrays = [x for x in operands if isinstance(x, np.ndarray)]
         sizes = [np.size(x) for x in arrays]
         results = result if isinstance(result, tuple) else (result,)
         sizes += [np.size(r) for r in results if isinstance(r, np.ndarray)]
         _Counting.work += max(sizes, default=1)
-        if _Counting.args:
-            *addresses, n = _Counting.args
-            seen = {x.__array_interface__["data"][0] for x in arrays if x.size == n}
-            _Counting.pairs += all(address in seen for address in addresses)
+        _Counting.pairs += bool({"a", "g"} <= whole or "ag" in whole)
 
     def dot(self, b, out=None):
         """``a.dot(g)``: the method calls no ufunc and no __array_function__."""
+        whole = self._whole([self, b])
         plain, b = self.view(np.ndarray), self._plain(b)
         result = np.dot(plain, b) if out is None else np.dot(plain, b, self._plain(out))
-        self._count([plain, b], result)
-        return result
+        self._count([plain, b], result, whole)
+        return self._counted(result)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        whole = self._whole(inputs)
         inputs = self._plain(inputs)
         if "out" in kwargs:
             kwargs["out"] = self._plain(kwargs["out"])
         result = getattr(ufunc, method)(*inputs, **kwargs)
-        self._count(inputs, result)
-        return result
+        self._count(inputs, result, whole)
+        return self._counted(result)
 
     def __array_function__(self, func, types, args, kwargs):
+        whole = self._whole([args, kwargs])
         args, kwargs = self._plain(args), {k: self._plain(v) for k, v in kwargs.items()}
         result = func(*args, **kwargs)
-        self._count(list(args) + list(kwargs.values()), result)
+        self._count(list(args) + list(kwargs.values()), result, whole)
         if func is np.einsum and args and isinstance(args[0], str) \
                 and not kwargs.get("optimize"):
             naive = _einsum_naive_work(args[0], args[1:])
             _Counting.work += naive
             _Counting.einsum += naive
-        return result
+        return self._counted(result)
 
 
 def _einsum_naive_work(subscripts: str, operands) -> int:
@@ -268,8 +307,7 @@ def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
     ``pairs``, how many of those operations took a and g both, whole)."""
     a, g = a.copy(), g.copy()
     _Counting.work = _Counting.pairs = _Counting.einsum = 0
-    _Counting.args = (a.__array_interface__["data"][0], g.__array_interface__["data"][0],
-                      a.size)
+    _Counting.rows = dict(a=a.copy(), g=g.copy(), ag=a * g)
     saved = {name: getattr(np, name) for name in _CONVERTERS}
     try:
         for name, convert in saved.items():
@@ -278,7 +316,7 @@ def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
     finally:
         for name, convert in saved.items():
             setattr(np, name, convert)
-        _Counting.args = ()
+        _Counting.rows = {}
     return (_Counting.work, _Counting.pairs) if pairs else _Counting.work
 
 
@@ -342,12 +380,12 @@ BUDGETS = dict(peak=lambda n: 16 * 8 * n + 32 * 2**10, lines=lambda n: 16 * n + 
 
 def _untraced() -> tuple:
     """Python files whose lines are not counted (their memory still is): this checker's
-    own, and PyTorch's (its dispatch runs Python code on every operation)."""
+    own and its engine's (the wrapper that refuses the library), and PyTorch's (its dispatch runs Python code on every operation)."""
     torch = sys.modules.get("torch")
     if torch is None:
-        return (__file__, "<frozen importlib")
+        return (__file__, _engine.__file__, "<frozen importlib")
     import os
-    return (__file__, "<frozen importlib", os.path.dirname(torch.__file__))
+    return (__file__, _engine.__file__, "<frozen importlib", os.path.dirname(torch.__file__))
 
 
 class _OverBudget(Exception):
@@ -542,12 +580,24 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
                   + f"; {work / LONG:.0f} passes over the row")
 
 
-def _exactly_zero(got, shape: tuple, what: str) -> tuple[bool, str]:
+def _exactly_zero(got, shape: tuple, what: str, mistakes=()) -> tuple[bool, str]:
     """A one-hot row's J or VJP: a plain float64 array of zeros, exactly (the right
-    formulas multiply by a weight that is exactly 0, or subtract 1 - 1)."""
-    ok, detail = _diagnose(got, np.zeros(shape), [], what, atol=0.0)
+    formulas multiply by a weight that is exactly 0, or subtract 1 - 1). A result that
+    one of the ``mistakes`` (at the one-hot row) gives is named as that mistake; a
+    clipping or a small number added to a is suspected only where the result differs
+    from 0 by less than 1e-6."""
+    want = np.zeros(shape)
+    ok, detail = _diagnose(got, want, [], what, atol=0.0)
     if ok or "differs from the reference" not in detail:
         return ok, detail
+    arr = np.asarray(got, dtype=np.float64)
+    named = _named(arr, mistakes, lambda x, y: np.allclose(x, y, atol=1e-9, rtol=1e-7),
+                   want)
+    if named:
+        return False, f"{detail}: {named}"
+    if np.abs(arr).max() >= 1e-6:
+        return False, (f"{detail}: at a one-hot row it must be exactly 0, as "
+                       "diag(a) - a a^T and a * (g - a.g) give there")
     return False, (f"{detail}: at a one-hot row it must be exactly 0, and "
                    "diag(a) - a a^T and a * (g - a.g) give exact zeros there; "
                    "a small number added to a, or a clipped away from 0, "
@@ -563,8 +613,12 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
     """Check ``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for softmax weights ``a``.
 
     Prints a tick or a cross per check and returns True when all pass (see the module
-    docstring).
+    docstring). An attempt that runs the library's own softmax_jacobian or softmax_vjp
+    fails every case.
     """
+    library = _library_jacobian()
+    jacobian = _refusing_the_library(jacobian, library, LIBRARY)
+    vjp = _refusing_the_library(vjp, library, LIBRARY)
     a = softmax(np.array([2.0, 1.0, 0.1, -1.0]))
     g = np.array([0.3, -1.0, 2.0, 0.5])
     one_hot = np.array([0.0, 1.0, 0.0, 0.0])
@@ -575,11 +629,13 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
         _run("Jacobian matches diag(a) - a a^T",
              lambda: _untouched_then(jacobian, dict(a=a), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
         _run("a one-hot row has the zero Jacobian",
-             lambda: _exactly_zero(jacobian(one_hot.copy()), (4, 4), "J at one-hot")),
+             lambda: _exactly_zero(jacobian(one_hot.copy()), (4, 4), "J at one-hot",
+                                   _jacobian_mistakes(one_hot))),
         _run("VJP matches J g = a * (g - a.g)",
              lambda: _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g), _vjp_mistakes(a, g), "VJP")),
         _run("a one-hot row passes no gradient",
-             lambda: _exactly_zero(vjp(one_hot.copy(), g.copy()), (4,), "VJP at one-hot")),
+             lambda: _exactly_zero(vjp(one_hot.copy(), g.copy()), (4,), "VJP at one-hot",
+                                   _vjp_mistakes(one_hot, g))),
         _run("Jacobian of a row of 7 keys, one weight 0",
              lambda: _untouched_then(jacobian, dict(a=a7), softmax_jacobian(a7),
                                      _jacobian_mistakes(a7), "J of 7 keys")),
