@@ -1,12 +1,15 @@
 """Exercise checkers (attention.checkers): a NumPy attempt (or the formula) passes each
-checker, and the library's own functions fail the attention, backward and Jacobian
-checkers, which refuse them; typical mistakes fail the matching checker, and a crashing
+checker, and the library's own functions fail the attention, temperature, backward and Jacobian
+checkers, which refuse them (the temperature and moments checkers in the attempt's threads
+too); typical mistakes fail the matching checker, and a crashing
 attempt is reported, not raised."""
 
 from __future__ import annotations
 
 import inspect
 import math
+import sys
+import threading
 
 import numpy as np
 import pytest
@@ -84,7 +87,42 @@ LIBRARY = {
     "check_softmax_jacobian": [
         ((attention.softmax_jacobian, _vjp), "attention.softmax_jacobian"),
         ((_jacobian, attention.softmax_vjp), "attention.softmax_vjp")],
+    # st6b: the private kernels, and the library's function in a thread of the attempt's
+    "check_attention_with_temperature": [
+        ((lambda Q, K, V, tau: attention.forward._attend(
+            Q, K, V, None, 1 / (tau * Q.shape[-1] ** 0.5)),), "attention.forward._attend"),
+        ((lambda Q, K, V, tau: _in_a_thread(attention.scaled_dot_product_attention, Q, K, V,
+                                            temperature=tau),),
+         "attention.scaled_dot_product_attention")],
 }
+
+
+def _in_a_thread(f, *args, **kwargs):
+    out = {}
+
+    def run():
+        try:
+            out["r"] = f(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - the attempt fails as it would: None
+            pass
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    return out.get("r")
+
+
+@pytest.mark.parametrize("name, attempt", [
+    ("check_attention_with_temperature",
+     lambda Q, K, V, tau: _in_a_thread(attention.tiled_attention, Q, K, V, block_size=2,
+                                       temperature=tau)),
+    ("check_scaled_score_moments",
+     lambda d_k, rho, kurtosis=3.0: _in_a_thread(attention.score_moments, d_k, rho,
+                                                 kurtosis))])
+def test_the_refusal_sees_threads_and_leaves_no_profiler_behind(name, attempt, capsys):
+    assert getattr(checkers, name)(attempt) is False
+    assert "calls the library's own" in capsys.readouterr().out
+    assert sys.getprofile() is None and threading.getprofile() is None
 
 
 @pytest.mark.parametrize("name, fns, called", [
