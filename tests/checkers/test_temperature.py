@@ -627,7 +627,9 @@ def float16_work_for_float32_inputs(Q, K, V, tau):
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
     (uniform_above_1e10, "your weights are exactly 1/T_k, uniform, where at tau = 1e+300"),
-    (first_order_expansion_above_1e10, "weights at tau = 1e+300 on Q scaled by tau"),
+    (first_order_expansion_above_1e10, "weights at tau = 1e+300 on Q scaled by tau differs "
+     "from the reference by up to 0.095: your weights are the softmax's expansion to first "
+     "order"),
     (tau_clamped_at_1e_19, "at tau = 1e-300 the softmax still tells the keys apart (the "
      "scores, divided by tau sqrt(d_k), lie near 1 here): was tau clamped from below"),
     (argmax_below_1e_18, "exactly one-hot (an argmax?), where at tau = 1e-300"),
@@ -770,6 +772,8 @@ EXCLUSIVE = {
                                    tau_plus_1e_18, tau_plus_a_tiny_epsilon,
                                    temperature_as_a_power, tau_clamped_at_1e_19},
     "the scale is right": {second_order_exp_when_hot},
+    "expansion to first order": {first_order_expansion_when_hot,
+                                 first_order_expansion_above_1e10},
     "a floor on the shifted scores": {floor_on_the_shifted_scores},
     "rounded to float32": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
     "shifted by each column's maximum": {shift_by_the_column_maximum},
@@ -1062,3 +1066,36 @@ def test_the_librarys_attention_fails_every_case_with_one_line(capsys):
     import sys
 
     assert sys.getprofile() is None
+
+
+def test_the_clipping_probe_gives_the_best_key_everything_and_a_clip_two_halves():
+    # st6b: np.clip(S, -L, L) with L from 1e9 to 1e15 passed; on this probe the softmax
+    # gives [1, 0, 0] and a clip at any L below the second scaled score [1/2, 1/2, 0].
+    from attention.checkers import temperature as t
+
+    Q, K = np.array(t.CLIP_Q), np.array(t.CLIP_K)
+    V = np.eye(3)[:, :2]
+    S = _scores(Q, K, t.COLDEST)
+    assert S[0, 0] == pytest.approx(7.07e15, rel=1e-3)
+    assert S[0, 1] == pytest.approx(3.536e15, rel=1e-3)
+    assert right(Q, K, V, t.COLDEST)[1][0].tolist() == [1.0, 0.0, 0.0]
+    for L in (1e4, 1e9, 1e15, 3.5e15):
+        assert _softmax(np.clip(S, -L, L))[0].tolist() == [0.5, 0.5, 0.0], L
+
+
+def test_the_extreme_temperatures_keep_the_scores_finite_and_the_scaled_scores_near_1():
+    # st6b: shortcuts just past the checker's hottest and coldest tau passed; on a query
+    # scaled by tau, at 1e300 and 1e-300, the scaled scores do not depend on tau.
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    for tau in (t.EXTREME_HOT, t.EXTREME_COLD):
+        R = (tau * Q) @ K.T
+        assert np.isfinite(R).all() and np.abs(R).min() > 0
+        S = _scores(tau * Q, K, tau)
+        assert np.allclose(S, _scores(Q, K, 1.0), rtol=1e-12)
+        assert 0.1 < np.abs(S).max() < 10
+        A = right(tau * Q, K, V, tau)[1]
+        assert np.abs(A - 1 / t.T_K).max() > 0.1  # far from uniform and from one-hot
+        assert A.max() < 0.99

@@ -351,6 +351,22 @@ def _shortcut(A, want, tau, S) -> str:
     return _clipped_scores(A, want, S)
 
 
+def _first_order(A, want, Q, K, tau) -> str:
+    """What weights are told that are the softmax's expansion to first order,
+    (1 + S - mean S) / T_k with S the scaled scores, where the softmax differs."""
+    with np.errstate(all="ignore"):
+        S = _raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1]))
+        lin = (1 + S - S.mean(axis=-1, keepdims=True)) / S.shape[-1]
+    if not (np.allclose(A, lin, rtol=0, atol=1e-12) and not np.allclose(want, lin, rtol=0,
+                                                                        atol=1e-8)):
+        return ""
+    spread = float(np.abs(S - S.mean(axis=-1, keepdims=True)).max())
+    return (f"your weights are the softmax's expansion to first order, (1 + S - mean S) "
+            f"/ T_k, right only while the scaled scores S lie close together: at "
+            f"tau = {tau:g} here they spread by up to {spread:.3g}; compute the softmax "
+            "at every tau")
+
+
 def _floored(A, want) -> str:
     """What weights are told whose smallest entries in a row are all one number, above the
     softmax's, the other keys keeping the softmax's ratios: a floor on the shifted scores."""
@@ -441,6 +457,7 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     if np.all(A == 1 / A.shape[-1]) and tau > float(np.finfo(np.float32).max) and not shortcuts:
         return False, f"{detail}: {_TAU_INF_IN_FLOAT32.format(tau=tau)}"
     shortcut = _shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else ""
+    shortcut = shortcut or (_first_order(A, want, Q, K, tau) if shortcuts else "")
     shortcut = shortcut or _floored(A, want) or _epsilon_in_sum(A)
     if shortcut:
         return False, f"{detail}: {shortcut}"
