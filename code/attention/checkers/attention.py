@@ -27,8 +27,9 @@ The contract the exercise states, and this checker tests:
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array);
 * O and A are NumPy arrays (not lists), computed in NumPy: an attempt that runs the
   library's own attention (``attention.scaled_dot_product_attention``,
-  ``tiled_attention``, ``blocked_attention`` or their helpers) is refused, however it
-  reaches it (``_engine._refusing_the_library``).
+  ``tiled_attention``, ``blocked_attention`` or their helpers) is refused where the
+  profiler of ``_engine._refusing_the_library`` sees the call (its blind spots are
+  listed there).
 
 Blind spots: PyTorch (its autograd, or ``torch.nn.functional.scaled_dot_product_attention``
 on tensors made from the inputs) cannot be refused reliably here; an attempt that computes

@@ -15,8 +15,9 @@ The contract the exercise states, and this checker tests:
 * the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array);
 * the gradients are NumPy arrays (not lists), computed in NumPy: an attempt that runs
   the library's own backward pass (``attention.attention_backward``,
-  ``tiled_attention_backward`` or ``blocked_attention_backward``) is refused, however
-  it reaches it (``_engine._refusing_the_library``).
+  ``tiled_attention_backward`` or ``blocked_attention_backward``) is refused where the
+  profiler of ``_engine._refusing_the_library`` sees the call (its blind spots are
+  listed there).
 
 Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation); one head with T_q = T_k (where a

@@ -38,8 +38,8 @@ work that passes this checker, undetected; and memory outside NumPy and PyTorch 
 other than the longest dense one. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches. Both functions must be written in NumPy: an attempt that runs the library's own
-``attention.softmax_jacobian`` or ``attention.softmax_vjp`` is refused, however it reaches
-it (``_engine._refusing_the_library``); PyTorch cannot be refused reliably here (a vjp
+``attention.softmax_jacobian`` or ``attention.softmax_vjp`` is refused where the profiler
+of ``_engine._refusing_the_library`` sees the call (its blind spots are listed there); PyTorch cannot be refused reliably here (a vjp
 computed by torch's autograd passes if its numbers and its costs are right).
 """
 
