@@ -904,7 +904,10 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
     assert "On this grid, for each head, width and optimizer, the working rates form a **window**" in text
     assert "never penalises sharpness on the right key" in text
     assert "a gradient of the usual order to its scores" in text
-    assert "beyond its windows above, this page measures no muP transfer" in text
+    assert "Beyond its windows above, this page measures no muP transfer" in text
+    # the 1/d_k head's rates follow muP's rule for weights of fixed fan-in and growing fan-out
+    assert ("muP's learning-rate rule is the count's for that head: an SGD rate that grows like "
+            "the fan-out and a constant Adam rate") in text
     # the grown design widens the tokens too: said where it is defined, in the gap sentence
     # and in the summary
     assert "and the random tokens widen with it, so the task changes too" in text
