@@ -206,7 +206,27 @@ def jacobian_as_a_matrix(a):  # st5a
     return np.asmatrix(np.diag(a)) - np.outer(a, a)
 
 
+def jacobian_zero_past_0_9(a):  # st7a: zeros on saturated rows, passed
+    if a.max() > 0.9:
+        return np.zeros((len(a), len(a)))
+    return np.diag(a) - np.outer(a, a)
+
+
+def jacobian_zero_past_0_999(a):  # a tighter threshold: softmax([20, 0, 0, 0])
+    if a.max() > 0.999:
+        return np.zeros((len(a), len(a)))
+    return np.diag(a) - np.outer(a, a)
+
+
+def vjp_zero_past_1_minus_1e_7(a, g):  # st7a: was told "computed in float16"
+    if a.max() > 1 - 1e-7:
+        return np.zeros_like(a)
+    return a * (g - a @ g)
+
+
 WRONG_JACOBIANS = [
+    (jacobian_zero_past_0_9, "a saturated row still has a nonzero Jacobian"),
+    (jacobian_zero_past_0_999, "a saturated row still has a nonzero Jacobian"),
     (jacobian_as_a_matrix, "return a plain np.ndarray"),
     (jacobian_in_float32_cast_back, "computed in float32"),
     (jacobian_in_float16_cast_back, "computed in float16"),
@@ -483,6 +503,7 @@ def vjp_by_a_stride_0_matmul(a, g):  # a.g for every key in one matmul of a view
 
 
 WRONG_VJPS = [
+    (vjp_zero_past_1_minus_1e_7, "the result is 0 where J g is not"),
     (vjp_recomputes_the_sum_of_ag_per_key, "recomputes the number a.g"),
     (vjp_recomputes_the_sum_of_ag_in_a_loop, "recomputes the number a.g"),
     (vjp_recomputes_a_dot_g_on_copies, "recomputes the number a.g"),
@@ -644,3 +665,12 @@ def test_a_one_hot_row_names_the_vjp_mistake_and_suspects_clipping_only_when_tin
     out = capsys.readouterr().out.replace("\n    ", " ")
     line = next(x for x in out.splitlines() if x.startswith("✗ a one-hot row passes"))
     assert "clipped away from 0" in line, line
+
+
+def test_zeros_are_not_taken_for_a_float16_result(capsys):
+    """All zeros are float16 numbers too: a vjp returning zeros on saturated rows
+    is told it returned 0, not that it computed in float16 (st7a)."""
+    assert checkers.check_softmax_jacobian(jacobian, vjp_zero_past_1_minus_1e_7) is False
+    out = capsys.readouterr().out
+    assert "the result is 0 where J g is not" in out, out
+    assert "float16" not in out, out

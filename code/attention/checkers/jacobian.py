@@ -58,7 +58,7 @@ import numpy as np
 from ..softmax import softmax, softmax_jacobian, softmax_vjp
 from ._engine import _close as _close_any
 from . import _engine
-from ._engine import (_named, _narrow_precision, _on_copies, _refusing_the_library,
+from ._engine import (_all, _named, _narrow_precision, _on_copies, _refusing_the_library,
                       _report, _run)
 
 #: Said when the attempt runs one of the library's softmax Jacobian functions.
@@ -88,12 +88,24 @@ def _close(got, want, what, atol=1e-8):
     with np.errstate(all="ignore"):
         arr = np.asarray(got, dtype=np.float64)
         narrow = _narrow_precision(arr, want) if np.isfinite(arr).all() else ""
-        if narrow and np.abs(arr - want).max() > 0:
+        # zeros are numbers of every precision: they say nothing about float16
+        if narrow and np.any(arr != 0) and np.abs(arr - want).max() > 0:
             digits = {"float32": "about 7 digits", "float16": "about 3 digits"}[narrow]
             return False, (f"{detail}: every entry is a {narrow} number, so it was "
                            f"computed in {narrow} ({digits}) and cast back; the row a "
                            "is float64: compute in float64 throughout (no .astype)")
+        if not ok and np.isfinite(arr).all() and not np.any(arr) and np.any(want):
+            of = "J g" if what.startswith("VJP") else "J"
+            return False, (f"{detail}: the result is 0 where {of} is not: "
+                           + ZERO_WHERE_NOT)
     return ok, detail
+
+
+#: Said when a result is all zeros on a row whose J (or J g) is not zero.
+ZERO_WHERE_NOT = ("a saturated row still has a nonzero Jacobian (its largest "
+                  "weight is near 1, not exactly 1), small but not 0; only a "
+                  "one-hot row gives exact zeros. Compute diag(a) - a a^T and "
+                  "a * (g - a.g) on every row, with no threshold on a.max()")
 
 
 #: Keys of the row on which the VJP's memory and work are measured (the page's example): J
@@ -604,9 +616,29 @@ def _exactly_zero(got, shape: tuple, what: str, mistakes=()) -> tuple[bool, str]
                    "leaks gradient through the keys whose weight is 0")
 
 
-def _untouched_then(func: Callable, args: dict, want: np.ndarray, mistakes, what: str):
+def _untouched_then(func: Callable, args: dict, want: np.ndarray, mistakes, what: str,
+                    atol: float = 1e-8):
     """Call func on copies of args (failing if it changed one in place), diagnose its result."""
-    return _diagnose(_on_copies(func, args), want, mistakes, what)
+    return _diagnose(_on_copies(func, args), want, mistakes, what, atol=atol)
+
+
+#: Saturated rows that are not one-hot (largest weights 0.99899..., 0.92594... and
+#: 1 - 6.2e-9): their J is small but not 0 (entries up to about 1e-3, 7e-2 and 6e-9), so
+#: a threshold on a.max() that returns zeros shows.
+SATURATED_ROWS = ((np.array([8.0, 0.0, 0.0, 0.0]), "softmax([8, 0, 0, 0])"),
+                  (np.array([3.0, 0.0, -0.5]), "softmax([3, 0, -0.5])"),
+                  (np.array([20.0, 0.0, 0.0, 0.0]), "softmax([20, 0, 0, 0])"))
+
+
+def _saturated_jacobian(jacobian: Callable) -> tuple[bool, str]:
+    """J on each of SATURATED_ROWS, to 1e-12 (its entries are about 1e-3 and 7e-2)."""
+    for s, label in SATURATED_ROWS:
+        a = softmax(s)
+        ok, detail = _untouched_then(jacobian, dict(a=a), softmax_jacobian(a),
+                                     _jacobian_mistakes(a), f"J of {label}", atol=1e-12)
+        if not ok:
+            return ok, detail
+    return True, ""
 
 
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
@@ -627,7 +659,9 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
     a7 = softmax(np.array([0.5, -1.0, -np.inf, 2.0, 0.0, 1.5, -0.3]))
     results = [
         _run("Jacobian matches diag(a) - a a^T",
-             lambda: _untouched_then(jacobian, dict(a=a), softmax_jacobian(a), _jacobian_mistakes(a), "J")),
+             _all(lambda: _untouched_then(jacobian, dict(a=a), softmax_jacobian(a),
+                                          _jacobian_mistakes(a), "J"),
+                  lambda: _saturated_jacobian(jacobian))),
         _run("a one-hot row has the zero Jacobian",
              lambda: _exactly_zero(jacobian(one_hot.copy()), (4, 4), "J at one-hot",
                                    _jacobian_mistakes(one_hot))),
