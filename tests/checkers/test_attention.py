@@ -724,11 +724,54 @@ def widens_the_mask_in_place(Q, K, V, mask=None):  # st6a: mask |= ...
     return correct_in_float32(Q, K, V, mask)
 
 
+def shifts_by_the_unscaled_maximum(Q, K, V, mask=None):  # st7a: told nan_to_num
+    dtype, work = Q.dtype, np.promote_types(Q.dtype, np.float32)
+    Q, K, V = (x.astype(work) for x in (Q, K, V))
+    R = Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        R = np.where(mask, R, -np.inf)
+    m = R.max(axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)
+    with np.errstate(all="ignore"):
+        E = np.exp(R / SQRT(Q.shape[-1]) - m)
+        total = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(dtype), A.astype(dtype)
+
+
+def gives_a_3d_mask_a_head_axis(Q, K, V, mask=None):  # st7a: passed
+    if mask is not None and np.ndim(mask) == 3:
+        mask = np.asarray(mask)[:, None]  # PyTorch's (B, 1, T_q, T_k)
+    return correct_in_float32(Q, K, V, mask)
+
+
+def reads_a_key_mask_as_padding(Q, K, V, mask=None):  # st7a: passed
+    if mask is not None and np.ndim(mask) == 1:
+        mask = np.asarray(mask)[:, None, None]  # as if (B,) -> (B, 1, 1)
+    return correct_in_float32(Q, K, V, mask)
+
+
+def calls_torchs_builtin_attention(Q, K, V, mask=None):  # st7a: passed
+    import torch
+    import torch.nn.functional as F
+    q, k, v = (torch.from_numpy(x.astype(np.promote_types(Q.dtype, np.float32)))
+               for x in (Q, K, V))
+    m = None if mask is None else torch.from_numpy(np.asarray(mask))
+    O = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    _, A = correct_in_float32(Q, K, V, mask)
+    return O.numpy().astype(Q.dtype), A
+
+
 LIBRARY_ATTEMPTS = [_library(attention.scaled_dot_product_attention),
                     _library(attention.blocked_attention), calls_tiled_attention]
 
 
 WRONG = [
+    (shifts_by_the_unscaled_maximum, "the row maximum of the unscaled scores Q K^T"),
+    (gives_a_3d_mask_a_head_axis, "was given a head axis (mask[:, None]"),
+    (reads_a_key_mask_as_padding, "a (T_k,) mask is one flag per key"),
+    (calls_torchs_builtin_attention,
+     "calls torch.nn.functional.scaled_dot_product_attention"),
     (fills_minus_1e15_and_zeroes_empty_rows,
      "a finite fill (or a clamp of the row maximum) above the scores"),
     (fills_float32_min_and_zeroes_empty_rows,
@@ -827,7 +870,11 @@ EXCLUSIVE = {
                             adds_float32_min_and_zeroes_empty_rows},
     "maximum before exp()": {naive_softmax, nan_to_num_hides_the_overflow,
                              nan_to_num_on_the_exponentials,
-                             shifts_only_when_a_score_passes_709},
+                             shifts_only_when_a_score_passes_709,
+                             },
+    "unscaled scores Q K^T": {shifts_by_the_unscaled_maximum},
+    "a (T_k,) mask": {reads_a_key_mask_as_padding},
+    "given a head axis": {gives_a_3d_mask_a_head_axis},
     "after the softmax and the weights renormalised": {
         masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask},
     "mask is ignored": {ignores_the_mask},
@@ -971,6 +1018,7 @@ EVERY_LINE = [
     (nan_to_num_hides_the_overflow, "np.nan_to_num"),
     (nan_to_num_on_the_exponentials, "np.nan_to_num"),
     (torch_float_for_float64_inputs, "float32"),
+    (shifts_by_the_unscaled_maximum, "unscaled"),  # st7a: never told np.nan_to_num
 ]
 
 

@@ -4,6 +4,8 @@ table of mistakes, one report."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -110,3 +112,23 @@ def test_the_narrow_precision_names_float16_before_float32_and_nothing_for_float
     # a reference that is itself float32-valued (zeros, a one-hot row) says nothing
     assert engine._narrow_precision(np.zeros(4), np.zeros(4)) == ""
     assert engine._float32_valued(x.astype(np.float16).astype(np.float64), x, np.float16)
+
+
+def test_a_banned_function_may_carry_its_own_message():
+    """A banned entry (function, message) is refused with that message; the others
+    with the shared one (st7a: torch's autograd beside the library's backward)."""
+    from attention.checkers._engine import Rejected, _refusing_the_library
+
+    def library_one():
+        return 1
+
+    def other_one():
+        return 2
+
+    banned = {"lib.one": library_one, "torch.two": (other_one, "no {name} here")}
+    for attempt, said in ((lambda: library_one(), "refused lib.one"),
+                          (lambda: other_one(), "no torch.two here")):
+        watched = _refusing_the_library(attempt, banned, "refused {name}")
+        with pytest.raises(Rejected, match=re.escape(said)):
+            watched()
+    assert _refusing_the_library(lambda: 3, banned, "refused {name}")() == 3

@@ -286,8 +286,9 @@ def _dtype_rejection(want, dtypes: dict) -> str:
 def _refusing_the_library(fn: Callable, banned: dict, message: str,
                           builtins: dict | None = None) -> Callable:
     """``fn``, wrapped so that a call which runs one of the library's functions ``banned``
-    (name -> function) raises Rejected(message.format(name=...)), and one that calls a
-    built-in of ``builtins`` (name -> (built-in, message)) raises Rejected(that message).
+    (name -> function, or name -> (function, its own message)) raises
+    Rejected(message.format(name=...)), and one that calls a built-in of ``builtins``
+    (name -> (built-in, message)) raises Rejected(that message).
     What runs is seen by ``sys.setprofile`` while ``fn`` runs, and by
     ``threading.setprofile`` in the threads it starts (both restored after): however
     ``fn`` reaches the function, as itself, under another name, through a lambda or a
@@ -299,7 +300,10 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
     function built from ``f.__code__``), or the library in another process, is not
     caught: the refusal catches the calls an ordinary attempt makes, not deliberate
     circumvention."""
-    codes = {f.__code__: name for name, f in banned.items()}
+    codes = {}
+    for name, f in banned.items():
+        f, text = f if isinstance(f, tuple) else (f, message)
+        codes[f.__code__] = text.format(name=name)
     calls = {id(f): (f, text) for f, text in (builtins or {}).values()}
 
     @functools.wraps(fn)
@@ -308,7 +312,7 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
 
         def hook(frame, event, arg):
             if event == "call" and frame.f_code in codes:
-                seen.append(message.format(name=codes[frame.f_code]))
+                seen.append(codes[frame.f_code])
             elif event == "c_call" and id(arg) in calls and calls[id(arg)][0] is arg:
                 seen.append(calls[id(arg)][1])
 

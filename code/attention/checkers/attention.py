@@ -8,11 +8,15 @@ The contract the exercise states, and this checker tests:
 * scores Q K^T / sqrt(d_k); A is their softmax along the keys (each row sums to 1, in
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
   it is negative), so that large scores do not overflow and a row whose scores all
-  lie far below 0 (one case has a query near -1000) does not underflow; and a
+  lie far below 0 (one case has a query near -1000) does not underflow (a shift by
+  the row maximum of the unscaled scores Q K^T is named); and a
   query whose visible keys all score near -1e300 (finite) gets its weights from them,
   which a finite fill of the masked scores above them (-1e9, -1e15, float32's
   -3.4e38), or a row maximum clamped from below (at -1e13, say), does not give;
-* ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k); a masked
+* ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k) as it is
+  (the cases give it as (T_k,), (T_q, T_k), (B, T_q, T_k) for 3-D inputs,
+  (B, 1, 1, T_k) and (B, H, T_q, T_k): a mask given new axes, as ``mask[:, None]``
+  for a 3-D one or ``mask[:, None, None]`` for a (T_k,) one, is named); a masked
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
   1e300, which the usual finite biases added to it, -1e9 or float32's -3.4e38, leave
   on top); a query whose every key is
@@ -27,15 +31,16 @@ The contract the exercise states, and this checker tests:
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array);
 * O and A are NumPy arrays (not lists), computed in NumPy: an attempt that runs the
   library's own attention (``attention.scaled_dot_product_attention``,
-  ``tiled_attention``, ``blocked_attention`` or their helpers) is refused where the
-  profiler of ``_engine._refusing_the_library`` sees the call (its blind spots are
-  listed there).
+  ``tiled_attention``, ``blocked_attention``, their helpers, or
+  ``attention.torch.scaled_dot_product_attention``: attention.torch is imported before
+  the attempt runs, when torch is installed) or PyTorch's built-in
+  ``torch.nn.functional.scaled_dot_product_attention`` is refused where the profiler
+  of ``_engine._refusing_the_library`` sees the call (its blind spots are listed
+  there).
 
-Blind spots: PyTorch (its autograd, or ``torch.nn.functional.scaled_dot_product_attention``
-on tensors made from the inputs) cannot be refused reliably here; an attempt that computes
-attention in torch and hands back NumPy arrays passes if its numbers are right. Nor is
-``attention.torch``'s function refused when the attempt imports it for the first time
-inside the call.
+Blind spots: attention written from PyTorch's other operations (``torch.softmax`` of
+scores formed from tensors made from the inputs) is not refused; an attempt that
+computes it so and hands back NumPy arrays passes if its numbers are right.
 
 When an attempt fails a case, the checker compares it with the usual mistakes on the same
 inputs and names the one it matches; otherwise it says what differed and what the case
@@ -45,6 +50,7 @@ tests. Messages are wrapped to 76 columns.
 from __future__ import annotations
 
 import functools
+import importlib
 import itertools
 import math
 from collections.abc import Callable
@@ -57,12 +63,32 @@ from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rej
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
                       _all, _keepdims_hint, _matching, _qkv, _refusing_the_library,
                       _report, _results, _run)
+from .temperature import _builtin_attention
 
 #: Said when the attempt runs one of the library's attention functions.
 LIBRARY = ("your function calls the library's own {name}: the exercise is to write "
            "attention yourself, in NumPy, without the library's own functions or "
            "torch (the scores Q K^T / sqrt(d_k), the mask, their softmax along the "
            "keys and O = A V)")
+
+
+#: Said when the attempt calls torch's built-in attention.
+TORCH_SDPA = ("your function calls torch.nn.functional.scaled_dot_product_attention, "
+              "PyTorch's built-in attention: the exercise is to write attention "
+              "yourself, in NumPy (the scores Q K^T / sqrt(d_k), the mask, their "
+              "softmax along the keys and O = A V)")
+
+
+def _torch_builtins() -> dict:
+    """torch's built-in attention (the temperature checker's ``_builtin_attention``)
+    with this exercise's sentence, {} without torch. Imports attention.torch (and so
+    torch) first, so that its function and torch's built-in are known before the
+    attempt runs."""
+    try:
+        importlib.import_module("..torch", __package__)
+    except ImportError:  # torch is not installed: nothing of it to refuse
+        return {}
+    return {name: (f, TORCH_SDPA) for name, (f, _) in _builtin_attention().items()}
 
 
 def _library_attention() -> dict:
@@ -265,6 +291,14 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            "less; subtract S.max(axis=-1, keepdims=True) itself (and shift a fully "
            "masked row, whose maximum is -inf, by 0)", soft(m=np.maximum(row_max, bound)))
           for bound in (-1e13, -1e15) if lowest < bound],
+        *[("raw-max",
+           "the shift is the row maximum of the unscaled scores Q K^T, not of the "
+           "scaled ones: exp(S - max(Q K^T)) shifts S = Q K^T / sqrt(d_k) by more "
+           "than its own maximum (or less, on a row below 0), so a row underflows "
+           "to zero weights or overflows to inf / inf; subtract the maximum of S "
+           "itself, S.max(axis=-1, keepdims=True), after scaling",
+           soft(S_, m=(row_max * math.sqrt(d_k)).astype(S_.dtype)))
+          for S_ in ((S, S_work) if work != np.float64 else (S,))],
         *[("nan-to-num",
            "the softmax does not subtract each row's maximum before exp(): a large score "
            "overflows to inf, and np.nan_to_num (or another NaN-to-number replacement) "
@@ -381,6 +415,28 @@ def _call(fn, Q, K, V, mask, on_error=""):
     return np.asarray(O), np.asarray(A)
 
 
+def _mask_axes_hint(shape: tuple, want: tuple, mask) -> str:
+    """What results with more axes than the reference's are told when the mask, given
+    new axes before it broadcast, made them so; otherwise ""."""
+    if mask is None or len(shape) <= len(want):
+        return ""
+    ndim = np.ndim(mask)
+    if ndim == 1:
+        return (": a (T_k,) mask is one flag per key, for every query and batch item: "
+                "its one axis is the keys, the scores' last, and it broadcasts "
+                "against them as it is; read as one flag per sequence, (B,), and "
+                "given new axes (mask[:, None, None]), it adds an axis to A")
+    if ndim == 3 and len(want) == 3:
+        return (": a (B, T_q, T_k) mask for 3-D inputs (B, T, d) was given a head "
+                "axis (mask[:, None], PyTorch's habit for (B, H, T_q, T_k) scores): "
+                "the scores here are (B, T_q, T_k), the mask's own shape, and it "
+                "broadcasts against them as it is; add axes only where the scores "
+                "have them")
+    return (": the mask was given new axes that the scores do not have, and "
+            "broadcasting added them to A; np.where(mask, S, -np.inf) with the mask "
+            "as given broadcasts it correctly")
+
+
 #: The mistakes in the shift before exp() (``_mistakes``' keys).
 SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max"}
 
@@ -395,7 +451,7 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     if A.shape != A_ref.shape or O.shape != O_ref.shape:
         transposed = A_ref.shape[:-2] + A_ref.shape[:-3:-1]
         hint = (": the weights are transposed; A has one row per query"
-                if A.shape == transposed else "")
+                if A.shape == transposed else _mask_axes_hint(A.shape, A_ref.shape, mask))
         return "shape", (f"shapes O {O.shape}, A {A.shape}; expected O {O_ref.shape}, "
                          f"A {A_ref.shape}{hint}")
     Af, Of = A.astype(np.float64), O.astype(np.float64)
@@ -435,6 +491,16 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         matches = [(k, m) for k, m in matches
                    if k == "unguarded" or (k != "after-renormalise" and not k.endswith("!"))]
     matches = [(k.rstrip("!"), m) for k, m in matches]
+    if len(matches) > 1 and "raw-max" in {k for k, _ in matches} and \
+            {k for k, _ in matches} <= SHIFTS | {"raw-max"}:
+        # rows of zeros (or all weight on one key) both ways: claim neither
+        return "shift", (
+            "some rows of weights are zero, or one key takes all the weight, where the "
+            "reference spreads it: exp() of the shifted scores underflowed to 0 or "
+            "overflowed to inf; the shift must be each row's own maximum of the "
+            "scaled scores S = Q K^T / sqrt(d_k), S.max(axis=-1, keepdims=True), "
+            "subtracted in every row (not the unscaled Q K^T's maximum, and no "
+            "np.nan_to_num to hide what overflows)")
     if len(matches) > 1 and {k for k, _ in matches} <= SHIFTS:
         # on a row whose allowed scores all lie far below 0, every shift but the
         # row's own maximum gives the same zeros: name what they share
@@ -632,8 +698,9 @@ _inputs = functools.partial(_qkv, T_q=3, T_k=5, d_k=4, d_v=2)
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, mask=None) -> (O, A)`` against the contract in this module's
     docstring: fifteen cases; returns True when all pass. An attempt that runs the
-    library's own attention fails every case."""
-    fn = _refusing_the_library(fn, _library_attention(), LIBRARY)
+    library's own attention, or PyTorch's built-in, fails every case."""
+    builtins = _torch_builtins()  # first: it imports attention.torch
+    fn = _refusing_the_library(fn, _library_attention(), LIBRARY, builtins)
     rng = np.random.default_rng(_RNG_SEED)
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -701,8 +768,16 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
     # inputs only (K.transpose(0, 1, 3, 2), d_k = Q.shape[3]) shows. (Their own
     # generator: the other cases' draws stay as they were.)
-    Q_o, K_o, V_o = _inputs(np.random.default_rng(_RNG_SEED + 1), T_q=2, T_k=7, d_k=9,
-                            d_v=3, batch=(5,))
+    rng_o = np.random.default_rng(_RNG_SEED + 1)
+    Q_o, K_o, V_o = _inputs(rng_o, T_q=2, T_k=7, d_k=9, d_v=3, batch=(5,))
+    # and a (B, T_q, T_k) mask, one per batch item, one row empty: a mask given a
+    # head axis (mask[:, None], for 4-D scores) adds an axis to A, and shows
+    mask_b = rng_o.random((5, 2, 7)) < 0.6
+    mask_b[..., 0] = True
+    mask_b[3, 1] = False
+    # A (T_k,) mask, one flag per key for every query: read as (B,) padding
+    # (mask[:, None, None]) it adds an axis, and shows.
+    key_mask = np.array([True, False, True, True, False])
 
     # Self-attention, T_q = T_k: a square A, whose shape cannot show a transpose.
     Q_sq, K_sq, V_sq = _inputs(rng, T_q=6, T_k=6)
@@ -736,8 +811,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             fn, Q_big, K_big, V,
             what="; the scores here exceed 700, where exp() overflows float64, and "
                  "query 2's all lie near -1000, where it underflows")),
-        _run("a causal mask: masked keys get weight exactly 0",
-             _case(fn, Q, K, V, causal_mask(T_q, T_k))),
+        _run("a causal mask, and a (T_k,) key mask: masked keys get weight "
+             "exactly 0", _all(_case(fn, Q, K, V, causal_mask(T_q, T_k)),
+                               _case(fn, Q, K, V, key_mask))),
     ]
     ran = not results[0][2].startswith("raised")  # the attempt ran on the first case
     results += [
@@ -749,12 +825,14 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("self-attention (T_q = T_k) with a causal mask",
              _case(fn, Q_sq, K_sq, V_sq, causal_mask(6))),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
-             "T_k = 7, d_k = 9, d_v = 3; and B = 1, T_q = 1",
+             "T_k = 7, d_k = 9, d_v = 3; and B = 1, T_q = 1; and a (B, T_q, T_k) "
+             "mask",
              _all(*(_case(fn, q, k, v, m,
                           on_error="; " + LEADING_HINT.format(X="K") if ran else "")
                     for q, k, v, m in ((Q_o, K_o, V_o, causal_mask(2, 7)),
                                        (Q_o[:1, 1:], K_o[:1], V_o[:1],
-                                        causal_mask(2, 7)[1:]))))),
+                                        causal_mask(2, 7)[1:]),
+                                       (Q_o, K_o, V_o, mask_b))))),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
