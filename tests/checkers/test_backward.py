@@ -474,16 +474,20 @@ epsilon_1e9_in_the_softmax = _with_epsilon(1e-9)
 
 
 def computes_in_float32_via_torch(Q, K, V, dO, mask=None):
-    """torch's .float() on every input, autograd, the gradients cast back."""
+    """torch's .float() on every input, the page's equations in torch (autograd is
+    refused since st7a), the gradients cast back."""
     import torch
 
-    t = [torch.tensor(x, dtype=torch.float32, requires_grad=True) for x in (Q, K, V)]
-    S = t[0] @ t[1].transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    q, k, v, g = (torch.tensor(x, dtype=torch.float32) for x in (Q, K, V, dO))
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * q @ k.transpose(-1, -2)
     if mask is not None:
         S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
     A = torch.nan_to_num(torch.softmax(S, dim=-1))
-    (A @ t[2]).backward(torch.tensor(dO, dtype=torch.float32))
-    return tuple(x.grad.numpy().astype(Q.dtype) for x in t)
+    dA = g @ v.transpose(-1, -2)
+    dS = A * (dA - (g * (A @ v)).sum(-1, keepdim=True))
+    grads = (c * dS @ k, c * dS.transpose(-1, -2) @ q, A.transpose(-1, -2) @ g)
+    return tuple(x.numpy().astype(Q.dtype) for x in grads)
 
 
 def scores_in_float32_the_rest_in_float64(Q, K, V, dO, mask=None):
@@ -679,8 +683,67 @@ def returns_lists(Q, K, V, dO, mask=None):  # st6a
     return tuple(g.tolist() for g in correct(Q, K, V, dO, mask))
 
 
+def float64_unless_float32(Q, K, V, dO, mask=None):  # st7a: float16 in, float64 out
+    dtype = Q.dtype
+    g = correct(*(x.astype(np.float64) for x in (Q, K, V, dO)), mask)
+    return tuple(x.astype(np.float32) for x in g) if dtype == np.float32 else g
+
+
+def _torch_forward(Q, K, V, mask):
+    import torch
+    q, k, v = (torch.from_numpy(np.ascontiguousarray(x)).requires_grad_()
+               for x in (Q, K, V))
+    S = q @ k.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+    if mask is not None:
+        S = S.masked_fill(~torch.from_numpy(np.asarray(mask)), float("-inf"))
+    return (q, k, v), torch.nan_to_num(torch.softmax(S, -1)) @ v
+
+
+def torch_autograd_backward(Q, K, V, dO, mask=None):  # st7a: passed
+    import torch
+    inputs, O = _torch_forward(Q, K, V, mask)
+    O.backward(torch.from_numpy(dO))
+    return tuple(x.grad.numpy() for x in inputs)
+
+
+def torch_autograd_grad(Q, K, V, dO, mask=None):
+    import torch
+    inputs, O = _torch_forward(Q, K, V, mask)
+    return tuple(g.numpy() for g in torch.autograd.grad(O, inputs, torch.from_numpy(dO)))
+
+
+def gives_a_3d_mask_a_head_axis(Q, K, V, dO, mask=None):  # st7a: passed
+    if mask is not None and np.ndim(mask) == 3:
+        mask = np.asarray(mask)[:, None]  # PyTorch's (B, 1, T_q, T_k)
+    return correct(Q, K, V, dO, mask)
+
+
+def reads_a_key_mask_as_padding(Q, K, V, dO, mask=None):  # st7a: passed
+    if mask is not None and np.ndim(mask) == 1:
+        mask = np.asarray(mask)[:, None, None]  # as if (B,) -> (B, 1, 1)
+    return correct(Q, K, V, dO, mask)
+
+
+def scores_in_float16_scaled_first(Q, K, V, dO, mask=None):  # st7a: "in float32"
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = ((Q * c).astype(np.float16) @ swap(K).astype(np.float16)).astype(Q.dtype)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (float64_unless_float32, "dQ, dK, dV are float64 for float16 inputs"),
+    (torch_autograd_backward, "calls torch.autograd.backward"),
+    (torch_autograd_grad, "calls torch.autograd.grad"),
+    (gives_a_3d_mask_a_head_axis, "was given a head axis (mask[:, None]"),
+    (reads_a_key_mask_as_padding, "a (T_k,) mask is one flag per key"),
+    (scores_in_float16_scaled_first, "as float16 rounding does"),
     (fills_minus_1e15_and_zeroes_empty_rows,
      "a finite fill (or a clamp of the row maximum) above the scores"),
     (fills_float32_min_and_zeroes_empty_rows,
@@ -802,6 +865,9 @@ EXCLUSIVE = {
     "maximum of the whole array": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
     "maximum of each head": {shifts_by_the_global_maximum, shifts_by_each_heads_maximum},
     "has the wrong sign, but": {negates_dQ_only},
+    "a (T_k,) mask": {reads_a_key_mask_as_padding},
+    "given a head axis": {gives_a_3d_mask_a_head_axis},
+    "done in float32": {scores_in_float32_the_rest_in_float64},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye,
                            adds_a_float64_bias, float64_bias_without_a_mask},
     "float32 precision": {computes_in_float32, computes_in_float32_via_torch},

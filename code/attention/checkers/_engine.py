@@ -167,6 +167,28 @@ def _qkv(rng, T_q=4, T_k=5, d_k=3, d_v=2, batch=()):
             rng.standard_normal(batch + (T_k, d_v)))
 
 
+def _mask_axes_hint(shape: tuple, want: tuple, mask, what: str) -> str:
+    """What a result ``what`` of ``shape``, with more axes than the reference's ``want``,
+    is told when the mask, given new axes before it broadcast, made it so; else ""."""
+    if mask is None or len(shape) <= len(want):
+        return ""
+    ndim = np.ndim(mask)
+    if ndim == 1:
+        return (": a (T_k,) mask is one flag per key, for every query and batch item: "
+                "its one axis is the keys, the scores' last, and it broadcasts "
+                "against them as it is; read as one flag per sequence, (B,), and "
+                f"given new axes (mask[:, None, None]), it adds an axis to {what}")
+    if ndim == 3 and len(want) == 3:
+        return (": a (B, T_q, T_k) mask for 3-D inputs (B, T, d) was given a head "
+                "axis (mask[:, None], PyTorch's habit for (B, H, T_q, T_k) scores): "
+                "the scores here are (B, T_q, T_k), the mask's own shape, and it "
+                "broadcasts against them as it is; add axes only where the scores "
+                "have them")
+    return (": the mask was given new axes that the scores do not have, and "
+            f"broadcasting added them to {what}; np.where(mask, S, -np.inf) with the "
+            "mask as given broadcasts it correctly")
+
+
 def _matching(got: Any, table, same: Callable, want: Any = None):
     """The sentences of the mistakes in ``table`` whose wrong answer ``same`` finds equal to
     ``got`` (and, given ``want``, different from the right answer: a mistake that changes

@@ -62,7 +62,7 @@ from ..masks import causal_mask, padding_mask
 from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected,
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
                       _all, _keepdims_hint, _matching, _qkv, _refusing_the_library,
-                      _report, _results, _run)
+                      _mask_axes_hint, _report, _results, _run)
 from .temperature import _builtin_attention
 
 #: Said when the attempt runs one of the library's attention functions.
@@ -415,28 +415,6 @@ def _call(fn, Q, K, V, mask, on_error=""):
     return np.asarray(O), np.asarray(A)
 
 
-def _mask_axes_hint(shape: tuple, want: tuple, mask) -> str:
-    """What results with more axes than the reference's are told when the mask, given
-    new axes before it broadcast, made them so; otherwise ""."""
-    if mask is None or len(shape) <= len(want):
-        return ""
-    ndim = np.ndim(mask)
-    if ndim == 1:
-        return (": a (T_k,) mask is one flag per key, for every query and batch item: "
-                "its one axis is the keys, the scores' last, and it broadcasts "
-                "against them as it is; read as one flag per sequence, (B,), and "
-                "given new axes (mask[:, None, None]), it adds an axis to A")
-    if ndim == 3 and len(want) == 3:
-        return (": a (B, T_q, T_k) mask for 3-D inputs (B, T, d) was given a head "
-                "axis (mask[:, None], PyTorch's habit for (B, H, T_q, T_k) scores): "
-                "the scores here are (B, T_q, T_k), the mask's own shape, and it "
-                "broadcasts against them as it is; add axes only where the scores "
-                "have them")
-    return (": the mask was given new axes that the scores do not have, and "
-            "broadcasting added them to A; np.where(mask, S, -np.inf) with the mask "
-            "as given broadcasts it correctly")
-
-
 #: The mistakes in the shift before exp() (``_mistakes``' keys).
 SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max"}
 
@@ -451,7 +429,7 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     if A.shape != A_ref.shape or O.shape != O_ref.shape:
         transposed = A_ref.shape[:-2] + A_ref.shape[:-3:-1]
         hint = (": the weights are transposed; A has one row per query"
-                if A.shape == transposed else _mask_axes_hint(A.shape, A_ref.shape, mask))
+                if A.shape == transposed else _mask_axes_hint(A.shape, A_ref.shape, mask, "A"))
         return "shape", (f"shapes O {O.shape}, A {A.shape}; expected O {O_ref.shape}, "
                          f"A {A_ref.shape}{hint}")
     Af, Of = A.astype(np.float64), O.astype(np.float64)

@@ -8,20 +8,27 @@ The contract the exercise states, and this checker tests:
   input, and they are returned in the order (dQ, dK, dV);
 * the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
   c = 1/sqrt(d_k), A = softmax(S) along the keys, O = A V; ``mask`` is boolean, True =
-  "may attend", broadcasts to (..., T_q, T_k), and a masked score is -inf before the
+  "may attend", broadcasts to (..., T_q, T_k) as it is (the cases give it as (T_k,),
+  (T_q, T_k), (B, T_q, T_k) for 3-D inputs, (B, 1, 1, T_k) and (B, H, T_q, T_k): a mask
+  given new axes, ``mask[:, None]`` on a 3-D one or ``mask[:, None, None]`` on a
+  (T_k,) one, is named), and a masked score is -inf before the
   softmax; a query whose every key is masked has zero weights and a zero output, so its
   gradients are zero, never NaN;
-* the gradients have the inputs' dtype (float32 in, float32 out);
+* the gradients have the inputs' dtype (float32 in, float32 out; float16 in, float16
+  out, its dtype alone checked);
 * the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array);
 * the gradients are NumPy arrays (not lists), computed in NumPy: an attempt that runs
   the library's own backward pass (``attention.attention_backward``,
-  ``tiled_attention_backward`` or ``blocked_attention_backward``) is refused where the
-  profiler of ``_engine._refusing_the_library`` sees the call (its blind spots are
-  listed there).
+  ``tiled_attention_backward`` or ``blocked_attention_backward``), or PyTorch's
+  autograd (``torch.autograd.backward``, which ``Tensor.backward()`` calls, and
+  ``torch.autograd.grad``, which ``torch.autograd.functional`` and ``torch.func.vjp``
+  call), is refused where the profiler of ``_engine._refusing_the_library`` sees the
+  call (its blind spots are listed there).
 
 Eleven cases: one head without and with a causal mask, compared with central differences
-in float64 (they know nothing of the derivation); one head with T_q = T_k (where a
-missing transpose does not change a shape, only the values); one head with
+in float64 (they know nothing of the derivation), and with a (T_k,) mask; one head
+with T_q = T_k (where a missing transpose does not change a shape, only the values);
+one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
 -1000 (a shift that is not the row's own maximum, clamped at 0 or the whole array's,
 underflows); one with masked keys far above the others (masking after the softmax
@@ -32,21 +39,21 @@ below at -1e13);
 three with batch and head dimensions (B, H): no mask, one causal mask for every head, a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
-(3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, and the same with
-B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows); a full (B, H, T_q, T_k) mask in
+(3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
+B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows), and with a (B, T_q, T_k)
+mask; a full (B, H, T_q, T_k) mask in
 which some queries see no key; and float32 inputs with scores above 100 (float32's exp()
 overflows above 88.7), with a causal mask and without one, compared with the inputs'
-exact gradients. Every size differs
+exact gradients, and float16 inputs, whose gradients must be float16. Every size differs
 from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7), so that a size read
 from the wrong axis shows. When an attempt fails a case,
 the checker compares it with the usual mistakes on the same inputs and names the one it
 matches. Messages are wrapped to 76 columns.
 
-Blind spots: PyTorch (its autograd on tensors made from the inputs, or
-``torch.nn.functional.scaled_dot_product_attention``) cannot be refused reliably here: an
-attempt that has torch compute the gradients and hands back NumPy arrays passes if its
-numbers are right. A backward pass that calls the library's forward attention for O and A
-is not refused either.
+Blind spots: the page's equations written in PyTorch's operations, with no autograd (or
+with ``torch.nn.functional.scaled_dot_product_attention`` for O), on tensors made from
+the inputs, are not refused: such an attempt passes if its numbers are right. A backward
+pass that calls the library's forward attention for O and A is not refused either.
 """
 
 from __future__ import annotations
@@ -63,8 +70,8 @@ from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
-                      _all, _float32_valued, _named, _qkv, _refusing_the_library, _report,
-                      _results, _run)
+                      _all, _float32_valued, _mask_axes_hint, _named, _qkv,
+                      _refusing_the_library, _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 
@@ -73,6 +80,27 @@ LIBRARY = ("your function calls the library's own {name}: the exercise is to wri
            "backward pass yourself, in NumPy, without the library's own functions or "
            "torch (dV = A^T dO, dA = dO V^T, dS = A * (dA - D), dQ = c dS K, "
            "dK = c dS^T Q)")
+
+
+#: Said when the attempt has PyTorch's autograd compute the gradients.
+TORCH_AUTOGRAD = ("your function calls {name}, PyTorch's automatic differentiation "
+                  "(Tensor.backward() calls torch.autograd.backward): the exercise is "
+                  "to derive the backward pass and write it yourself, in NumPy "
+                  "(dV = A^T dO, dA = dO V^T, dS = A * (dA - D), dQ = c dS K, "
+                  "dK = c dS^T Q)")
+
+
+def _torch_autograd() -> dict:
+    """torch.autograd.backward and torch.autograd.grad (Python functions, which
+    Tensor.backward() and torch.autograd.functional reach), each with TORCH_AUTOGRAD,
+    by name; {} when torch is not installed (imported here, not before)."""
+    try:
+        import torch
+    except ImportError:
+        return {}
+    return {f"torch.autograd.{name}": (getattr(torch.autograd, name), TORCH_AUTOGRAD)
+            for name in ("backward", "grad")
+            if hasattr(getattr(torch.autograd, name, None), "__code__")}
 
 
 def _library_backward() -> dict:
@@ -484,6 +512,9 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             hint = ""
             if name == "dK" and got[i].shape[-2:] == (Q.shape[-2], K.shape[-1]):
                 hint = ": it needs one row per key, dK = c dS^T Q"
+            axes = _mask_axes_hint(got[i].shape, ref[i].shape, mask, name)
+            if not hint and not any(axes[2:] in m for m in messages):  # said once
+                hint = axes
             messages.append(f"{name} has shape {got[i].shape}, expected "
                             f"{ref[i].shape} (the shape of {name[1:]}){hint}")
             continue
@@ -670,13 +701,21 @@ def _float16_rounding(got, Q, K, V, dO, mask, ref) -> bool:
     if Q.dtype == np.float16 or not all(g.shape == r.shape for g, r in zip(got, ref)):
         return False
     half = [np.asarray(x).astype(np.float16) for x in (Q, K, V, dO)]
+    c = 1.0 / math.sqrt(Q.shape[-1])
     with np.errstate(all="ignore"):
-        S16 = (half[0] @ _swap(half[1])) * np.float16(1.0 / math.sqrt(Q.shape[-1]))
-        if not np.isfinite(S16).all():
-            return False
-        ways = [_grads(_parts(Q, K, V, dO, mask, scores=S16)),
-                _grads(_parts(*half, mask, scores=S16)), _in_float16(*half, mask),
-                _in_float16(*half, mask, scale_first=True)]
+        # the scores rounded to float16: scaled after the product, or before it (c Q
+        # rounded, as an attempt that scales first to avoid overflow forms them), the
+        # rest in the inputs' precision or in float16; a way whose scores overflow
+        # float16 is not the attempt's
+        S16 = (half[0] @ _swap(half[1])) * np.float16(c)
+        S16_first = np.asarray(Q * c).astype(np.float16) @ _swap(half[1])
+        ways = [lambda: _grads(_parts(*half, mask, scores=S16)),
+                lambda: _in_float16(*half, mask)] if np.isfinite(S16).all() else []
+        ways.append(lambda: _in_float16(*half, mask, scale_first=True))
+        ways += [lambda S=S: _grads(_parts(Q, K, V, dO, mask, scores=S))
+                 for S in (S16, S16_first) if np.isfinite(S).all()]
+        ways = [w() for w in ways]
+    ways = [w for w in ways if all(np.isfinite(x).all() for x in w)]
     err = max(float(np.abs(g - r).max()) for g, r in zip(got, ref))
     return err > 0 and any(max(float(np.abs(g - w).max()) for g, w in zip(got, way))
                            <= 0.6 * err for way in ways)
@@ -757,6 +796,20 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
     return case
 
 
+def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error=""):
+    """The gradients' dtype alone, for inputs (float16) whose values are not compared."""
+    def case():
+        try:
+            _, dtypes = _call(fn, Q, K, V, dO, mask)
+        except Rejected as exc:
+            return False, str(exc)
+        except Exception as exc:
+            return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
+        wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes)))
+        return not wrong, wrong
+    return case
+
+
 def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
     """Q, K, V, dO whose sizes all differ (and differ from B = 2, H = 3)."""
     return (*_qkv(rng, T_q, T_k, d_k, d_v, batch), rng.standard_normal(batch + (T_q, d_v)))
@@ -765,8 +818,8 @@ def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
 def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)`` against the contract in this
     module's docstring: eleven cases; returns True when all pass. An attempt that runs
-    the library's own backward pass fails every case."""
-    fn = _refusing_the_library(fn, _library_backward(), LIBRARY)
+    the library's own backward pass, or PyTorch's autograd, fails every case."""
+    fn = _refusing_the_library(fn, {**_library_backward(), **_torch_autograd()}, LIBRARY)
     rng = np.random.default_rng(_RNG_SEED + 2)
     Q, K, V, dO = _inputs(rng)
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
@@ -831,13 +884,21 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # 3-D inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
     # inputs only (X.transpose(0, 1, 3, 2), d_k = Q.shape[3]) shows. (Their own
     # generator: the other cases' draws stay as they were.)
-    Qo, Ko, Vo, dOo = _inputs(np.random.default_rng(_RNG_SEED + 3), batch=(3,), T_q=2,
-                              T_k=8, d_k=9, d_v=4)
+    rng_o = np.random.default_rng(_RNG_SEED + 3)
+    Qo, Ko, Vo, dOo = _inputs(rng_o, batch=(3,), T_q=2, T_k=8, d_k=9, d_v=4)
+    # and a (B, T_q, T_k) mask, one per batch item, every query seeing key 0: a mask
+    # given a head axis (mask[:, None], for 4-D scores) adds an axis, and shows
+    mask_o = rng_o.random((3, 2, 8)) < 0.6
+    mask_o[..., 0] = True
+    # A (T_k,) mask, one flag per key for every query: read as (B,) padding
+    # (mask[:, None, None]) it adds an axis, and shows.
+    key_mask = np.array([True, False, True, True, False, True])
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
-        _run("one head, causal mask (central differences)",
-             _case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True)),
+        _run("one head, causal mask (central differences); a (T_k,) key mask",
+             _all(_case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True),
+                  _case(fn, Q, K, V, dO, key_mask))),
         _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
         _run("one head, large scores (near 7000; one query's near -1000)",
              _case(fn, Q_big, K_big, V, dO)),
@@ -854,6 +915,9 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # above float64's 709 shows; a float32 computation is within 2e-5 of the inputs'
     # exact gradients, float16's rounding far from them.
     f32 = tuple((x + s).astype(np.float32) for x, s in ((Qb, 3), (Kb, 30), (Vb, 0), (dOb, 0)))
+    # float16 inputs: the gradients' dtype only (float16 is too coarse for their values
+    # to be compared at any useful tolerance); float64 gradients are told so
+    f16 = tuple(x.astype(np.float16) for x in (Qb, Kb, Vb, dOb))
     return _report(one_head + [
         _run("batch and head dimensions (B, H, T_q, d_k), no mask",
              _case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint)),
@@ -862,13 +926,16 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, dOb, pad, on_error=batch_hint)),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: (3, T_q = 2, d_k = 9), "
-             "T_k = 8, d_v = 4; and B = 1, T_q = 1",
+             "T_k = 8, d_v = 4; and B = 1, T_q = 1; and a (B, T_q, T_k) mask",
              _all(_case(fn, Qo, Ko, Vo, dOo, causal_mask(2, 8), on_error=leading_hint),
                   _case(fn, Qo[:1, 1:], Ko[:1], Vo[:1], dOo[:1, 1:], causal_mask(2, 8)[1:],
-                        on_error=leading_hint))),
+                        on_error=leading_hint),
+                  _case(fn, Qo, Ko, Vo, dOo, mask_o, on_error=leading_hint))),
         _run("a (B, H, T_q, T_k) mask where some queries see no key",
              _case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint)),
         _run("float32 inputs, causal mask and none, scores above 100 (float32 "
-             "gradients)", _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
-                                _case(fn, *f32, on_error=batch_hint))),
+             "gradients); float16 inputs give float16 gradients",
+             _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
+                  _case(fn, *f32, on_error=batch_hint),
+                  _dtype_case(fn, *f16, on_error=batch_hint))),
     ], verbose)
