@@ -6,6 +6,7 @@ attempt is reported, not raised."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import math
 import sys
@@ -38,6 +39,17 @@ def _sdpa_tau(Q, K, V, tau):
     E = np.exp(S - S.max(axis=-1, keepdims=True))
     A = E / E.sum(axis=-1, keepdims=True)
     return A @ V, A
+
+
+def _sdpa_by_attention_torch(Q, K, V, mask=None):
+    # attention.torch's twin of PyTorch's, imported here, inside the attempt
+    import torch
+    lib_torch = importlib.import_module("attention.torch")
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (torch.from_numpy(x.astype(work)) for x in (Q, K, V))
+    m = None if mask is None else torch.from_numpy(np.asarray(mask))
+    O = lib_torch.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    return O.numpy().astype(Q.dtype), _sdpa(Q, K, V, mask)[1]
 
 
 def _score_moments(d_k, rho, kurtosis=3.0):
@@ -80,7 +92,10 @@ REFERENCE = {
 LIBRARY = {
     "check_scaled_dot_product_attention": [
         ((attention.scaled_dot_product_attention,), "attention.scaled_dot_product_attention"),
-        ((attention.blocked_attention,), "attention.blocked_attention")],
+        ((attention.blocked_attention,), "attention.blocked_attention"),
+        # st7a: attention.torch's, imported inside the attempt (the checker imports it
+        # first, so that it is known)
+        ((_sdpa_by_attention_torch,), "attention.torch.scaled_dot_product_attention")],
     "check_attention_backward": [
         ((attention.attention_backward,), "attention.attention_backward"),
         ((attention.blocked_attention_backward,), "attention.blocked_attention_backward")],
@@ -118,7 +133,13 @@ def _in_a_thread(f, *args, **kwargs):
                                        temperature=tau)),
     ("check_scaled_score_moments",
      lambda d_k, rho, kurtosis=3.0: _in_a_thread(attention.score_moments, d_k, rho,
-                                                 kurtosis))])
+                                                 kurtosis)),
+    ("check_scaled_dot_product_attention",
+     lambda Q, K, V, mask=None: _in_a_thread(attention.tiled_attention, Q, K, V, 2,
+                                             mask=mask)),
+    ("check_attention_backward",
+     lambda Q, K, V, dO, mask=None: _in_a_thread(attention.attention_backward, Q, K, V,
+                                                 dO, mask=mask))])
 def test_the_refusal_sees_threads_and_leaves_no_profiler_behind(name, attempt, capsys):
     assert getattr(checkers, name)(attempt) is False
     assert "calls the library's own" in capsys.readouterr().out
