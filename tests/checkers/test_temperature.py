@@ -22,15 +22,22 @@ def _scores(Q, K, tau):
     return Q @ np.swapaxes(K, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)  # (..., T_q, T_k)
 
 
+def _work(*X):
+    """The arrays in a dtype of at least float32 (float16 scores overflow when cold)."""
+    w = np.promote_types(X[0].dtype, np.float32)
+    return tuple(x.astype(w) for x in X)
+
+
 def right(Q, K, V, tau):
-    A = _softmax(_scores(Q, K, tau))
-    return A @ V, A
+    Qw, Kw, Vw = _work(Q, K, V)
+    A = _softmax(_scores(Qw, Kw, tau))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_in_torch(Q, K, V, tau):
-    q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
+    q, k, v = (torch.as_tensor(x) for x in _work(Q, K, V))
     A = torch.softmax(q @ k.transpose(-2, -1) / (tau * q.shape[-1] ** 0.5), dim=-1)
-    return (A @ v).numpy(), A.numpy()
+    return (A @ v).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
 
 
 def right_by_the_library(Q, K, V, tau):
@@ -624,8 +631,86 @@ def float16_work_for_float32_inputs(Q, K, V, tau):
     return right(Q, K, V, tau)
 
 
+# Found by the student round st7b.
+def shift_only_when_cold(threshold):
+    def attempt(Q, K, V, tau):
+        S = _scores(Q, K, tau)
+        if tau < threshold:  # "only a small tau makes the scores large"
+            S = S - S.max(axis=-1, keepdims=True)
+        with np.errstate(all="ignore"):
+            E = np.exp(S)
+            A = E / E.sum(axis=-1, keepdims=True)
+        return A @ V, A
+    attempt.__name__ = f"shift_only_when_tau_below_{threshold:g}"
+    return attempt
+
+
+shift_below_1, shift_below_0_02 = shift_only_when_cold(1.0), shift_only_when_cold(0.02)
+
+
+def no_shift_when_hot(Q, K, V, tau):
+    S = _scores(Q, K, tau)
+    if tau < 100:  # "a large tau makes every score small"
+        S = S - S.max(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        E = np.exp(S)
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def factor_in_the_inputs_dtype(Q, K, V, tau):
+    """The page's former solution: float16 inputs computed in float16."""
+    c = Q.dtype.type(1 / (tau * Q.shape[-1] ** 0.5))
+    with np.errstate(all="ignore"):
+        A = _softmax(c * (Q @ np.swapaxes(K, -1, -2)))
+    return A @ V, A
+
+
+def float16_throughout(Q, K, V, tau):
+    with np.errstate(all="ignore"):
+        A = _softmax(Q @ np.swapaxes(K, -1, -2) / Q.dtype.type(tau * Q.shape[-1] ** 0.5))
+    return A @ V, A
+
+
+def temperature_as_a_power_of_the_weights(Q, K, V, tau):
+    A1 = _softmax(_scores(Q, K, 1.0))
+    with np.errstate(all="ignore"):
+        P = A1 ** (1 / tau)  # "softmax(S / tau) is softmax(S) to the power 1/tau"
+        A = P / P.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def floor_at(L):
+    def attempt(Q, K, V, tau):
+        S = _scores(Q, K, tau)
+        E = np.exp(np.maximum(S - S.max(axis=-1, keepdims=True), -L))
+        A = E / E.sum(axis=-1, keepdims=True)
+        return A @ V, A
+    attempt.__name__ = f"floor_at_{L:g}"
+    return attempt
+
+
+floor_at_25, floor_at_30 = floor_at(25.0), floor_at(30.0)
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (shift_below_1, "the shift is needed at every temperature: here tau = 2 and the "
+     "scaled scores reach 800"),
+    (shift_below_0_02, "the shift is needed at every temperature: here tau = 2 and the "
+     "scaled scores reach 800"),
+    (no_shift_when_hot, "the shift is needed at every temperature: here tau = 1e+06 and "
+     "the scaled scores reach 800"),
+    (factor_in_the_inputs_dtype, "A for float16 inputs at tau = 1e-05 contains NaN where "
+     "the reference has none"),
+    (factor_in_the_inputs_dtype, "past float16's largest number, 65504: computed in "
+     "float16, c Q K^T (or Q K^T / (tau sqrt(d_k))) is inf before the shift"),
+    (float16_throughout, "past float16's largest number, 65504"),
+    (temperature_as_a_power_of_the_weights, "weights at tau = 0.001: your weights are a "
+     "power of the weights at tau = 1, softmax(Q K^T / sqrt(d_k)) ** (1 / tau)"),
+    (floor_at_25, "was there a floor on the shifted scores (np.clip(S, -25, 0)"),
+    (floor_at_30, "output at tau = 0.01 on 4096 keys differs from the reference by up to "
+     "6.01e-07: the smallest weights of a row are all one number, e^-30 times the largest"),
     (uniform_above_1e10, "your weights are exactly 1/T_k, uniform, where at tau = 1e+300"),
     (first_order_expansion_above_1e10, "weights at tau = 1e+300 on Q scaled by tau differs "
      "from the reference by up to 0.095: your weights are the softmax's expansion to first "
@@ -774,7 +859,10 @@ EXCLUSIVE = {
     "the scale is right": {second_order_exp_when_hot},
     "expansion to first order": {first_order_expansion_when_hot,
                                  first_order_expansion_above_1e10},
-    "a floor on the shifted scores": {floor_on_the_shifted_scores},
+    "a floor on the shifted scores": {floor_on_the_shifted_scores, floor_at_25, floor_at_30},
+    "the shift is needed at every temperature": {shift_below_1, shift_below_0_02,
+                                                 no_shift_when_hot},
+    "a power of the weights at tau = 1": {temperature_as_a_power_of_the_weights},
     "rounded to float32": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
     "shifted by each column's maximum": {shift_by_the_column_maximum},
     # (uniform weights give that output too)
@@ -805,21 +893,33 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(attempt, capsys):
 
 
 def right_with_einsum(Q, K, V, tau):
-    S = np.einsum("...qd,...kd->...qk", Q, K) / (float(tau) * Q.shape[-1] ** 0.5)
+    Qw, Kw, Vw = _work(Q, K, V)
+    S = np.einsum("...qd,...kd->...qk", Qw, Kw) / (float(tau) * Q.shape[-1] ** 0.5)
     A = _softmax(S)
-    return np.einsum("...qk,...kd->...qd", A, V), A
+    return np.einsum("...qk,...kd->...qd", A, Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_with_tau_on_q_only(Q, K, V, tau):
-    A = _softmax(_scores(Q / Q.dtype.type(tau), K, 1.0))  # (Q / tau) K^T = Q K^T / tau
-    return A @ V, A
+    Qw, Kw, Vw = _work(Q, K, V)
+    A = _softmax(_scores(Qw / Qw.dtype.type(tau), Kw, 1.0))  # (Q / tau) K^T = Q K^T / tau
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_with_log_sum_exp(Q, K, V, tau):
-    S = _scores(Q, K, tau)
+    Qw, Kw, Vw = _work(Q, K, V)
+    S = _scores(Qw, Kw, tau)
     m = S.max(axis=-1, keepdims=True)
     A = np.exp(S - m - np.log(np.exp(S - m).sum(axis=-1, keepdims=True)))
-    return [A @ V, A]  # a list is a pair too
+    return [(A @ Vw).astype(Q.dtype), A.astype(Q.dtype)]  # a list is a pair too
+
+
+def right_shifting_the_raw_scores_in_float16(Q, K, V, tau):
+    # float16 throughout works too when the raw scores are shifted before the scale:
+    # their differences divided by a small tau are -inf, whose exp() is 0
+    R = Q @ np.swapaxes(K, -1, -2)
+    E = np.exp((R - R.max(axis=-1, keepdims=True)) / (float(tau) * Q.shape[-1] ** 0.5))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
 
 
 def scaled_dot_product_attention(Q, K, V, tau=1.0):
@@ -832,7 +932,8 @@ def right_by_the_readers_own_function_of_the_librarys_name(Q, K, V, tau):
 
 
 RIGHT = [right, right_in_torch, right_with_einsum, right_with_tau_on_q_only,
-         right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name]
+         right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name,
+         right_shifting_the_raw_scores_in_float16]
 
 
 @pytest.mark.parametrize("attempt", RIGHT, ids=[f.__name__ for f in RIGHT])
@@ -856,7 +957,7 @@ def test_both_limits_and_a_batch_are_checked(capsys):
     checkers.check_attention_with_temperature(right)
     report = capsys.readouterr().out
     for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch", "far shorter",
-                 "256 keys", "large scores", "1e+300 on Q scaled by tau",
+                 "4096 keys", "large scores", "1e+300 on Q scaled by tau",
                  "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
                  "tau = 0.7"):
         assert case in report, case
@@ -923,9 +1024,7 @@ def test_the_page_solution_is_accepted():
 
 def tau_clamped_from_below(floor):
     def attempt(Q, K, V, tau):
-        tau = max(tau, floor)  # "so as not to divide by a tiny number"
-        A = _softmax(_scores(Q, K, tau))
-        return A @ V, A
+        return right(Q, K, V, max(tau, floor))  # "so as not to divide by a tiny number"
     attempt.__name__ = f"tau_clamped_at_{floor:g}"
     return attempt
 
@@ -1099,3 +1198,55 @@ def test_the_extreme_temperatures_keep_the_scores_finite_and_the_scaled_scores_n
         A = right(tau * Q, K, V, tau)[1]
         assert np.abs(A - 1 / t.T_K).max() > 0.1  # far from uniform and from one-hot
         assert A.max() < 0.99
+
+
+def test_the_float16_inputs_cold_scaled_scores_overflow_float16_and_fit_float32():
+    # st7b: the page's solution (the factor in Q's dtype) gave NaN on float16 inputs at
+    # tau <= 1e-5, where only tau = 0.7 was run on them
+    from attention.checkers import temperature as t
+    from attention.checkers._engine import _RNG_SEED, _qkv
+
+    Q, K, V = (x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
+                                                  T_q=3, T_k=5, d_k=6, d_v=4))
+    assert t.COLD16 == 1e-5
+    S = _scores(Q.astype(np.float64), K.astype(np.float64), t.COLD16)
+    assert np.abs(S).max() > 2 * float(np.finfo(np.float16).max)
+    assert np.abs(S).max() < 1e-30 * float(np.finfo(np.float32).max)
+    with np.errstate(all="ignore"):
+        assert np.isnan(factor_in_the_inputs_dtype(Q, K, V, t.COLD16)[1]).all()
+    O, A = right(Q, K, V, t.COLD16)  # in float32, cast back
+    assert O.dtype == A.dtype == np.float16 and np.isfinite(A).all()
+    assert np.allclose(A.max(axis=-1), 1.0)  # one-hot to float16's precision
+
+
+@pytest.mark.parametrize("tau", [2.0, 1e6])
+def test_the_large_row_overflows_without_the_shift_at_ordinary_and_hot_temperatures(tau):
+    # st7b: a shift made only when tau < 1 passed: every case with large scaled scores
+    # was cold
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    assert tau in t.SHIFT_TAUS
+    for row in (t.LARGE, t.NEGATIVE):
+        q = t._scaled_scores_row(K, row, tau)
+        S = _scores(q, K, tau)
+        assert np.allclose(S, [row], rtol=1e-9, atol=1e-6)
+        with np.errstate(all="ignore"):
+            E = np.exp(S)
+            assert np.isnan(E / E.sum(axis=-1, keepdims=True)).any()  # inf/inf, 0/0
+        assert np.isfinite(right(q, K, V, tau)[1]).all()
+
+
+def test_a_floor_at_minus_30_moves_the_long_rows_output_past_the_tolerance():
+    # st7b: a floor at -25 or -30 passed on 256 keys of unit values
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 2)
+    T_q, T_k, d_k, d_v = t.LONG
+    Q, K, V = (rng.standard_normal(s) for s in ((T_q, d_k), (T_k, d_k), (T_k, d_v)))
+    V = t.V_SIZE * V
+    O, A = right(Q, K, V, t.LONG_TAU)
+    O30, A30 = floor_at_30(Q, K, V, t.LONG_TAU)
+    assert np.abs(A30 - A).max() < 1e-8 < np.abs(O30 - O).max()
+    assert np.abs(floor_at_25(Q, K, V, t.LONG_TAU)[1] - A).max() > 1e-8

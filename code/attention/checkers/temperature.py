@@ -7,9 +7,10 @@ batch and head dimensions (..., T_q, d_k), two of them and three (an einsum with
 number of axes shows), at tau = 2 and, cold, at 1e-3 (one maximum for all the heads leaves
 rows underflowed there); at several temperatures (0.3 among them, which
 float32 cannot hold, so that a tau or a factor rounded to float32 shows); cold, at
-tau = 1e-3 and, on a row of 256 keys, at 1e-2, compared with the reference at 1e-8 like
-every other case (a floor on the shifted scores, np.clip(S, -L, 0), shows for L up to 24;
-from about 25 on it moves no weight by 1e-8 at these sizes); two keys with equal scores at
+tau = 1e-3 and, on rows of 4096 keys with values of size 1000, at 1e-2, compared with the
+reference at 1e-8 like every other case (a floor on the shifted scores, np.clip(S, -L, 0),
+moves the weights past that for L up to about 26 and the output for L up to about 34;
+beyond, it moves neither by 1e-8 at these sizes and is not seen); two keys with equal scores at
 tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
 scores are about 7e15 and 3.5e15 (clipping the scaled scores at any bound below 3.5e15,
 np.clip(S, -L, L), ties them); at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
@@ -26,14 +27,23 @@ from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on
 scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
 and, cold, on two queries of one direction, one far shorter, whose scores lie far apart,
 and on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
-or one made only when the scores are large, gives 0/0 there).
+or one made only when the scores are large, gives 0/0 there); that query and one whose
+scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift made only
+when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
 in float32 or float16 fails (and is told so, whether it returns that dtype or casts its
 results back to float64); float32 inputs give float32 results, with tau a Python float
 and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
-computing in float32 and casting back is right, float32 results are not). When an attempt fails, the checker compares it with the
+computing in float32 and casting back is right, float32 results are not), at tau = 0.7 and
+at 1e-5, where the float16 inputs' scaled scores reach about 1.5e5, past float16's largest
+number (65504): computed in float16 they overflow before the shift, in float32 they fit.
+Not covered: float32 inputs at a tau so small that the factor 1/(tau sqrt(d_k)) itself
+passes float32's largest number (tau below about 3e-39 / sqrt(d_k)), where a computation
+in float32 that scales before it shifts gives NaN (float32 inputs are run at 1.5 only; the
+float16 inputs' factor at 1e-5 fits float32). When an attempt fails, the checker compares it with the
 usual mistakes and names the one it matches (told apart, when hot, by how far their
-weights lie from uniform). The cases' titles say what is run, not what comes out: the
+weights lie from uniform; a temperature applied as a power of the weights at tau = 1,
+whose rows underflow to 0/0 when cold, is named before the NaN's usual causes). The cases' titles say what is run, not what comes out: the
 exercise asks what the limits give.
 
 Every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2, batch (5, 6)), so a
@@ -90,10 +100,12 @@ NEAREST = 1e-15
 COLDER = 1e-18
 #: The sizes of the checker's inputs: all different, so that no mix-up of axes can hide.
 T_Q, T_K, D_K, D_V, BATCH = 3, 4, 7, 2, (5, 6)
-#: A cold case on a long row (T_q = 2, T_k = 256, d_k = 8, d_v = 3 at tau = 0.01): a floor
-#: on the shifted scores (np.clip(S, -20, 0)) gives each of the 255 keys far below the best
-#: e^-20 and shows; on 4 keys it moves no weight by 1e-8.
-LONG, LONG_TAU = (2, 256, 8, 3), 0.01
+#: A cold case on a long row (T_q = 2, T_k = 4096, d_k = 8, d_v = 3 at tau = 0.01, values
+#: of size V_SIZE): a floor on the shifted scores (np.clip(S, -L, 0)) gives each of the
+#: thousands of keys far below the best e^-L, which moves the weights by more than 1e-8
+#: for L up to about 26 and the output for L up to about 34; on 4 keys it moves no weight
+#: by 1e-8.
+LONG, LONG_TAU = (2, 4096, 8, 3), 0.01
 #: Hot cases on large scores (entries of size 30, d_k = 64: scores of about 1e4), where
 #: the weights at tau = 1e8 and 1e10 still differ from 1/T_k by more than the tolerance.
 BIG, BIG_TAUS = 30.0, (1e8, 1e10)
@@ -120,6 +132,12 @@ V_SIZE = 1e3
 #: 0: without the shift by its own maximum exp() underflows to 0 on every key (below about
 #: -745 in float64), and 0/0 is NaN.
 NEGATIVE = (-1000.0, -1001.0, -1002.5, -1005.0)
+#: The scaled scores of a query whose best scores lie near 800: exp() of them overflows
+#: (above about 709.8 in float64) without the shift. With NEGATIVE, run at SHIFT_TAUS
+#: too (an ordinary temperature and a hot one, the query built for each), so that a shift
+#: made only when tau is small, or only when it is not large, shows.
+LARGE = (800.0, 799.0, 790.0, 0.0)
+SHIFT_TAUS = (2.0, 1e6)
 
 
 def _scaled_scores_row(K, scaled, tau):
@@ -428,7 +446,9 @@ def _float32_scale(c, tau, d_k) -> str:
                  "the factor was rounded to float32 on the way")
     return (f"your weights are softmax(c Q K^T) with c = {c:.10g}, where 1/(tau sqrt(d_k)) = "
             f"{right:.10g}, float32's precision apart: {cause}; for float64 inputs keep "
-            "tau and the factor in float64 (Q.dtype.type(1 / (tau * d_k ** 0.5)))")
+            "tau and the factor in float64 (compute in "
+            "w = np.promote_types(Q.dtype, np.float32), float64 here, with the factor "
+            "w.type(1 / (tau * d_k ** 0.5)))")
 
 
 #: Said when the weights are uniform at a tau past float32's range (about 3.4e38).
@@ -437,6 +457,40 @@ _TAU_INF_IN_FLOAT32 = ("your weights are all equal, where at tau = {tau:g} the s
                        "lie near 1 here): was tau, or the factor, rounded to float32, "
                        "where {tau:g} is inf (np.float32(tau), or torch.tensor(tau))? "
                        "Keep tau and the factor in float64")
+
+
+_POWER = "a power of the weights at tau = 1"
+
+
+def _power_of_the_weights(A, Q, K, tau) -> str:
+    """What weights with NaN are told that are the softmax at tau = 1 raised to the power
+    1/tau and renormalised (NaN where every power underflowed, 0/0), or ""."""
+    d_k = Q.shape[-1]
+    R = _raw_scores(Q, K)
+    S = R / (tau * np.sqrt(d_k))
+
+    def normalised(E):
+        return E / E.sum(axis=-1, keepdims=True)
+
+    def reproduces(X):  # NaN where A has NaN, and A's finite weights
+        nan = np.isnan(A)
+        return bool(np.array_equal(nan, np.isnan(X))
+                    and np.allclose(A[~nan], X[~nan], rtol=0, atol=1e-8))
+
+    with np.errstate(all="ignore"):
+        P = normalised(_softmax(R / np.sqrt(d_k)) ** (1 / np.float64(tau)))
+        # the shift's mistakes give NaN rows too: one maximum for the whole array, a
+        # shift by max(row maximum, 0), none
+        shifts = [normalised(np.exp(S - m)) for m in
+                  (S.max(), np.maximum(S.max(axis=-1, keepdims=True), 0), 0.0)]
+    # a row of finite weights at least (a row all NaN fits too many mistakes)
+    if not (np.isnan(A).any() and np.isfinite(A).all(axis=-1).any() and reproduces(P)
+            and not any(reproduces(X) for X in shifts)):
+        return ""
+    return (f"your weights are {_POWER}, softmax(Q K^T / sqrt(d_k)) ** (1 / tau), "
+            f"renormalised: equal in exact arithmetic, but at tau = {tau:g} the power "
+            "1/tau underflows every weight of a row to 0 (a weight below 1 raised to "
+            f"{1 / tau:.6g}), and 0/0 is NaN; divide the scores by tau before exp()")
 
 
 def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
@@ -453,9 +507,17 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
             detail += ": the weights are transposed; A has one row per query, (..., T_q, T_k)"
         return False, detail
     if not np.isfinite(A).all():
-        return False, detail
+        power = _power_of_the_weights(A, Q, K, tau) if shortcuts else ""
+        return False, (f"{what}: {power}" if power else detail)
     if np.all(A == 1 / A.shape[-1]) and tau > float(np.finfo(np.float32).max) and not shortcuts:
         return False, f"{detail}: {_TAU_INF_IN_FLOAT32.format(tau=tau)}"
+    # the power of the exponentials first: where exp() underflowed to 0 before the power
+    # it gives exactly one-hot weights, which are no argmax
+    power = [(m, w) for m, w in _weight_mistakes(Q, K, V, tau) if "as a power" in m]
+    named = _named(A, power, lambda got, w: got.shape == w.shape and np.allclose(
+        got, w, rtol=1e-9, atol=0.0), want) if shortcuts else ""
+    if named:
+        return False, f"{detail}: {named}"
     shortcut = _shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else ""
     shortcut = shortcut or (_first_order(A, want, Q, K, tau) if shortcuts else "")
     shortcut = shortcut or _floored(A, want) or _epsilon_in_sum(A)
@@ -465,11 +527,15 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, detail + ": " + _why_rows_do_not_sum_to_one(A, want, tau)
     # Mistakes are told apart by how far their weights lie from uniform: when hot, every
     # softmax lies within 1e-7 of 1/T_k, and a fixed tolerance would name the first.
+    # (and a mistake's weights are reproduced to rounding, relative too: two mistakes
+    # that both give nearly one-hot weights when cold, on thousands of keys, differ by
+    # far less than 1e-7 in the smallest weights, but not by a relative 1e-6)
     spread = float(np.abs(want - want.mean(axis=-1, keepdims=True)).max())
-    atol = min(1e-7, 1e-3 * spread)
+    atol = min(1e-10, 1e-3 * spread)
     named = _named(A, _weight_mistakes(Q, K, V, tau),
                    lambda got, w: got.shape == w.shape and
-                   np.allclose(got, w, rtol=0.0, atol=atol), want)
+                   np.allclose(got, w, rtol=0.0, atol=atol) and
+                   np.allclose(got, w, rtol=1e-6, atol=1e-300), want)
     if named:
         return False, f"{detail}: {named}"
     # one query's weights (T_q = 1) are no ground to fit a scale on: a softmax along the
@@ -555,6 +621,11 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
     if O.shape == want_O.shape[:-1] + V.shape[:-2] + V.shape[-1:] and V.ndim > 2:
         return False, (f"{detail}: np.dot (or np.tensordot) pairs every batch of A with every "
                        "batch of V; A @ V (np.matmul) pairs each batch with its own")
+    if O.shape == want_O.shape and not np.isfinite(O).all() and shortcuts and \
+            np.shape(pair[1]) == want_O.shape[:-1] + V.shape[-2:-1]:
+        power = _power_of_the_weights(np.asarray(pair[1], dtype=np.float64), Q, K, tau)
+        if power:
+            return False, f"{what}: {power}"
     if O.shape != want_O.shape or not np.isfinite(O).all():
         return False, detail
     if not O.any():
@@ -579,7 +650,11 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1] and np.isfinite(A).all():
         with np.errstate(all="ignore"):
             c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
-        named = _epsilon_in_sum(A) or (_float32_scale(c, tau, Q.shape[-1]) if c else "")
+        with np.errstate(all="ignore"):
+            want_A = _softmax(_raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1])))
+        floored = _floored(A, want_A) if np.isfinite(want_A).all() else ""
+        named = floored or _epsilon_in_sum(A) or \
+            (_float32_scale(c, tau, Q.shape[-1]) if c else "")
         if named:
             return False, f"{detail}: {named}"
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1]:
@@ -601,7 +676,8 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
         ok, detail = _check_weights(pair[1], want_A, Q, K, V, tau, f"weights {what}", atol,
                                     shortcuts)
         if not ok:
-            if hint and pair[1] is not None and np.isnan(np.asarray(pair[1], dtype=float)).any():
+            if hint and pair[1] is not None and np.isnan(np.asarray(pair[1], dtype=float)).any() \
+                    and _POWER not in detail:
                 detail += hint
             return False, detail
     if want_O is not None:
@@ -624,12 +700,19 @@ def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
                   f"{'is' if len(promoted) == 1 else 'are'} float64 for float32 inputs, "
                   f"where with tau = {tau:g}, a Python float, they were float32: a NumPy "
                   "float64 scalar turns the float32 arrays it meets into float64 (NumPy "
-                  "2's promotion rules); build the factor in Q's dtype, "
-                  "Q.dtype.type(1 / (tau * d_k ** 0.5)), or cast the results with "
-                  ".astype(Q.dtype)")
+                  "2's promotion rules); compute in " + _WORK + ", and cast the "
+                  "results back with .astype(Q.dtype)")
     return ok, detail
 
 
+#: The float16 inputs' cold temperature: their scaled scores reach about 1e5 there,
+#: past float16's largest number (65504), so that scores computed in float16 overflow
+#: before the shift (in float32, as np.promote_types(Q.dtype, np.float32) computes, they
+#: fit).
+COLD16 = 1e-5
+#: How to compute in a precision of at least float32, said in the dtype hints.
+_WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and float32 "
+         "inputs, float64 for float64), the factor w.type(1 / (tau * d_k ** 0.5))")
 #: How far the results for float32 and for float16 inputs may lie from the float64
 #: reference of the same inputs (right attempts in float16 are off by under 1e-3 there).
 _LOW_ATOL = {"float32": 1e-5, "float16": 5e-3}
@@ -645,9 +728,19 @@ def _float16_case(fn, Q, K, V, tau) -> tuple[bool, str]:
                                                   temperature=tau)
     dtypes = {n: getattr(x, "dtype", None) for n, x in zip("OA", pair)}
     for name, got, want in (("A", pair[1], want_A), ("O", pair[0], want_O)):
-        ok, detail = _close(got, want, f"{name} for float16 inputs",
+        ok, detail = _close(got, want, f"{name} for float16 inputs at tau = {tau:g}",
                             atol=_LOW_ATOL["float16"])
         if not ok:
+            if got is not None and np.shape(got) == want.shape and \
+                    not np.isfinite(np.asarray(got, dtype=np.float64)).all():
+                top = float(np.abs(_raw_scores(*(x.astype(np.float64) for x in (Q, K))))
+                            .max() / (tau * np.sqrt(Q.shape[-1])))
+                if top > float(np.finfo(np.float16).max):
+                    detail += (f": the scaled scores reach about {top:.2g} here, past "
+                               "float16's largest number, 65504: computed in float16, "
+                               "c Q K^T (or Q K^T / (tau sqrt(d_k))) is inf before the "
+                               "shift, and inf - inf is NaN; compute in float32, "
+                               f"{_WORK}, and cast O and A back with .astype(Q.dtype)")
             return ok, detail
     wrong = {n: d for n, d in dtypes.items() if d != np.float16}
     if wrong and all(d == np.float32 for d in wrong.values()):
@@ -723,6 +816,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     extra = np.random.default_rng(_RNG_SEED + 2)  # inputs of their own: the others keep theirs
     T_q, T_k, d_k, d_v = LONG
     Ql, Kl, Vl = _qkv(extra, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v)
+    Vl = V_SIZE * Vl
     cold = [(Q, K, V, COLD, f"at tau = {COLD:g}"),
             (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys"),
             (EXTREME_COLD * Q, K, V, EXTREME_COLD,
@@ -765,14 +859,40 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 "not shifted (a shift by max(S.max(axis=-1, keepdims=True), 0), or one made "
                 "only when the scores are large) underflows to 0 on every key, and 0/0 is "
                 "NaN; always subtract S.max(axis=-1, keepdims=True)")
-    results.append(_run(f"two queries of one direction, one far shorter, and a query whose "
-                        f"every score is negative, tau = {COLD:g}",
+    # The same rows at ordinary and hot temperatures (the query built for each tau): a
+    # shift made only when tau is small leaves exp() of scaled scores near 800 to
+    # overflow, and of scores all below -1000 to underflow, where the shift is needed
+    # just as much.
+    def at_every_tau(tau):
+        Q_big, Q_low = (_scaled_scores_row(K, row, tau) for row in (LARGE, NEGATIVE))
+        hint = (f": the shift is needed at every temperature: here tau = {tau:g} and the "
+                "scaled scores {reach}, so exp() of the scores not shifted {goes}, and "
+                "inf/inf or 0/0 is NaN; subtract S.max(axis=-1, keepdims=True) whatever "
+                "tau is")
+        runs = [(Q_big, f"reach {LARGE[0]:g}", "overflows to inf", "reaching 800"),
+                (Q_low, f"all lie below {NEGATIVE[0]:g}", "underflows to 0 on every key",
+                 "all below -1000")]
+        cases = []
+        for q, reach, goes, what in runs:
+            O_t, A_t = scaled_dot_product_attention(q, K, V, temperature=tau)
+            cases.append(lambda q=q, O_t=O_t, A_t=A_t, reach=reach, goes=goes, what=what:
+                         _case(fn, q, K, V, tau, want_A=A_t, want_O=O_t,
+                               what=f"at tau = {tau:g} with scaled scores {what}",
+                               hint=hint.format(reach=reach, goes=goes),
+                               shortcuts=ordinary_ok))
+        return cases
+
+    results.append(_run(f"two queries of one direction, one far shorter (tau = {COLD:g}), "
+                        f"queries whose scaled scores all lie below -1000 (tau = {COLD:g}, "
+                        f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or reach 800 (tau = "
+                        f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g})",
                         _all(lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
                                            what="with rows far apart", hint=far_hint,
                                            shortcuts=ordinary_ok),
                              lambda: _case(fn, Q_neg, K, V, COLD, want_A=A_neg, want_O=O_neg,
                                            what="with every score below -1000",
-                                           hint=neg_hint, shortcuts=ordinary_ok))))
+                                           hint=neg_hint, shortcuts=ordinary_ok),
+                             *(c for t in SHIFT_TAUS for c in at_every_tau(t)))))
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
@@ -953,9 +1073,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Q16, K16, V16 = (x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
                                                         T_q=3, T_k=5, d_k=6, d_v=4))
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
-                        "(tau = 1.5, 0.7)",
+                        f"(tau = 1.5; 0.7 and {COLD16:g})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
-                             lambda: _float16_case(fn, Q16, K16, V16, 0.7))))
+                             lambda: _float16_case(fn, Q16, K16, V16, 0.7),
+                             lambda: _float16_case(fn, Q16, K16, V16, COLD16))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
