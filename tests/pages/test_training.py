@@ -1061,3 +1061,15 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
     text = " ".join(SOURCE.split())
     assert "a sum of $d_k$ terms of one sign: it grows like $d_k$, not $\\sqrt{d_k}$" in text
     assert "each in the direction its gradient, $c \\sum_j g_j k_j$, sets, so along the keys again" in text
+
+
+def test_every_seed_means_the_files_seeds():
+    """rv20: "in every seed" is a count over the file's seeds, said where the held-out sweep
+    is described, and the summary names how many."""
+    text = " ".join(SOURCE.split())
+    assert ('Below, "in every seed" means in each of these {glue:text}`ho_n_seeds` seeds: a '
+            "count over these samples, not a promise for another seed.") in text
+    summary = text[text.index("## What we have"):]
+    assert "in every seed" not in summary
+    assert summary.count("in all {glue:text}`ho_n_seeds` seeds") == 6
+    assert "each training batch is fresh too, so the training loss is not overfit" in text
