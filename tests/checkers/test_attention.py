@@ -739,6 +739,20 @@ def shifts_by_the_unscaled_maximum(Q, K, V, mask=None):  # st7a: told nan_to_num
     return (A @ V).astype(dtype), A.astype(dtype)
 
 
+def adds_float64_min_and_zeroes_empty_rows(Q, K, V, mask=None):  # st7a: passed
+    work = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
+    S = Qw @ np.swapaxes(Kw, -1, -2) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = S + np.where(mask, work.type(0), np.finfo(work).min)
+    with np.errstate(all="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0.0)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
 def gives_a_3d_mask_a_head_axis(Q, K, V, mask=None):  # st7a: passed
     if mask is not None and np.ndim(mask) == 3:
         mask = np.asarray(mask)[:, None]  # PyTorch's (B, 1, T_q, T_k)
@@ -769,6 +783,7 @@ LIBRARY_ATTEMPTS = [_library(attention.scaled_dot_product_attention),
 WRONG = [
     (shifts_by_the_unscaled_maximum, "the row maximum of the unscaled scores Q K^T"),
     (gives_a_3d_mask_a_head_axis, "was given a head axis (mask[:, None]"),
+    (adds_float64_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (reads_a_key_mask_as_padding, "a (T_k,) mask is one flag per key"),
     (calls_torchs_builtin_attention,
      "calls torch.nn.functional.scaled_dot_product_attention"),
@@ -867,7 +882,8 @@ EXCLUSIVE = {
     "maximum is taken along the wrong axis": {shifts_by_the_column_maximum},
     "a finite mask value": {adds_minus_1e9, adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
                             adds_minus_1e9_and_zeroes_empty_rows,
-                            adds_float32_min_and_zeroes_empty_rows},
+                            adds_float32_min_and_zeroes_empty_rows,
+                            adds_float64_min_and_zeroes_empty_rows},
     "maximum before exp()": {naive_softmax, nan_to_num_hides_the_overflow,
                              nan_to_num_on_the_exponentials,
                              shifts_only_when_a_score_passes_709,
@@ -1019,6 +1035,7 @@ EVERY_LINE = [
     (nan_to_num_on_the_exponentials, "np.nan_to_num"),
     (torch_float_for_float64_inputs, "float32"),
     (shifts_by_the_unscaled_maximum, "unscaled"),  # st7a: never told np.nan_to_num
+    (adds_float64_min_and_zeroes_empty_rows, "near 1e308"),
 ]
 
 

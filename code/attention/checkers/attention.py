@@ -19,7 +19,8 @@ The contract the exercise states, and this checker tests:
   for a 3-D one or ``mask[:, None, None]`` for a (T_k,) one, is named); a masked
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
   1e300, which the usual finite biases added to it, -1e9 or float32's -3.4e38, leave
-  on top); a query whose every key is
+  on top, and, at d_k = 1, one near 1.4e308 above visible keys near -1e308, which even
+  ``np.finfo(np.float64).min`` added to it leaves on top); a query whose every key is
   masked gets all-zero weights and a zero output, never NaN;
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``);
@@ -187,14 +188,18 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
     nokeep_max = _fill(S, mask).max(axis=-1)[..., None, :]
     allowed = None if mask is None else np.broadcast_to(mask, S.shape)
     seen = M and allowed.any(axis=-1)
-    far = M and bool(np.any(seen & (np.where(allowed, -np.inf, S).max(axis=-1)
+    top_masked = M and np.where(allowed, -np.inf, S).max(axis=-1)
+    far = M and bool(np.any(seen & (top_masked
                                     > np.where(allowed, S, -np.inf).max(axis=-1) + 1e4)))
+    # the far case's masked key near 1e300, or the edge case's near 1.4e308
+    far_text = ("near 1e308" if np.max(np.where(seen, top_masked, -np.inf)) > 1e307
+                else "near 1e300") if far else ""
     empty = M and not seen.all()
     bias_msg = (
         "masked scores are shifted by a finite bias, as S + (~mask) * -1e9 does: a finite "
         "mask value (use -inf, np.where(mask, S, -np.inf)) only moves a masked score down"
         + (" by a fixed amount, and a masked key whose score is far above the others (here "
-           "near 1e300) stays on top and takes the weight" if far else "")
+           f"{far_text}) stays on top and takes the weight" if far else "")
         + (("; and" if far else ":") + " a fully masked row is shifted as a whole and "
            "keeps the weights it would have without the mask, where the contract asks "
            "for zero weights and a zero output" if empty else ""))
@@ -276,7 +281,10 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
               "it must not see; the contract asks for zero weights and a zero output",
               filled(-1e9))][:1 if empty else 0],
            *[("additive", bias_msg, biased(zero_empty, bias))
-             for bias in (1e4, 1e9) for zero_empty in (False, True)],
+             for bias, zero_empty in ((1e4, False), (1e4, True), (1e9, False),
+                                      (1e9, True), (np.finfo(np.float64).max, True))],
+           # (float64's most negative number, np.finfo(np.float64).min, as the bias:
+           # it flattens a fully masked row, which such an attempt zeroes by hand)
            *[("fill-below",
               "masked scores are replaced by a finite number (such as -1e9, -1e15, "
               "float16's -65504 or float32's -3.4e38), not -inf, and a finite fill "
@@ -730,6 +738,18 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                 "float32's range (3.4e38; float64 inputs need float64 throughout), "
                 "and query 1's visible keys score near -1e300")
 
+    # And at the edge of float64 (d_k = 1, every score finite): query 0's visible keys
+    # near -1e308 and -1.2e308, its masked key near 1.4e308, which even float64's most
+    # negative number added to it (np.finfo(np.float64).min, -1.8e308) leaves on top;
+    # query 1's scores half those, where that bias is enough and a mask ignored,
+    # inverted or filled with 0 is not (so that the bias alone matches both rows).
+    Q_edge = np.array([[1.0], [0.5]])
+    K_edge = np.array([[-1.2e308], [1.4e308], [-1.0e308]])
+    V_edge = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
+    mask_edge = np.array([[True, False, True]] * 2)
+    edge_note = ("; here, at d_k = 1, the visible keys score near -1e308 and the "
+                 "masked one near 1.4e308 (all finite): only -inf is below every score")
+
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing
 
@@ -795,9 +815,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     ]
     ran = not results[0][2].startswith("raised")  # the attempt ran on the first case
     results += [
-        _run("masked keys whose scores are far above the others", _case(
-            fn, Q_far, K_far, V, not_key_0, what=far_note,
-            on_error=far_note if ran else "")),
+        _run("masked keys whose scores are far above the others", _all(
+            _case(fn, Q_far, K_far, V, not_key_0, what=far_note,
+                  on_error=far_note if ran else ""),
+            _case(fn, Q_edge, K_edge, V_edge, mask_edge, what=edge_note,
+                  on_error=edge_note if ran else ""))),
         _run("a fully masked row gets zero weights and a zero output",
              _case(fn, Q, K, V, empty_row)),
         _run("self-attention (T_q = T_k) with a causal mask",
