@@ -736,8 +736,22 @@ def scores_in_float16_scaled_first(Q, K, V, dO, mask=None):  # st7a: "in float32
     return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
+def adds_float64_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):  # st7a: passed
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = S + np.where(mask, 0.0, np.finfo(np.float64).min).astype(S.dtype)
+    with np.errstate(all="ignore"):
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0.0)
+    return _backward_from(c, A.astype(Q.dtype), (A @ V).astype(Q.dtype), Q, K, V, dO)
+
+
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (adds_float64_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (float64_unless_float32, "dQ, dK, dV are float64 for float16 inputs"),
     (torch_autograd_backward, "calls torch.autograd.backward"),
     (torch_autograd_grad, "calls torch.autograd.grad"),
@@ -835,7 +849,8 @@ EXCLUSIVE = {
     "weights renormalised": {mask_after_the_softmax_renormalised},
     "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
                             adds_minus_1e9_and_zeroes_empty_rows,
-                            adds_float32_min_and_zeroes_empty_rows},
+                            adds_float32_min_and_zeroes_empty_rows,
+                            adds_float64_min_and_zeroes_empty_rows},
     "plus a small constant": {epsilon_1e6_in_the_softmax, epsilon_1e9_in_the_softmax,
                               normalises_with_eps_1e_12},
     "computed in float32": {computes_in_float32, computes_in_float32_via_torch},

@@ -35,7 +35,8 @@ underflows); one with masked keys far above the others (masking after the softma
 underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
-below at -1e13);
+below at -1e13), and, at d_k = 1, a masked key near 1.4e308 above visible keys near
+-1e308 (finite), which even ``np.finfo(np.float64).min`` added to it leaves on top;
 three with batch and head dimensions (B, H): no mask, one causal mask for every head, a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
@@ -335,10 +336,15 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
             *[("mask-bias", "masked scores are shifted by a finite bias, as "
                "S + (~mask) * -1e9 does: a finite mask value (use -inf, "
                "np.where(mask, S, -np.inf)) only moves a masked score down by a fixed "
-               "amount, so a masked key scoring far above the others stays on top, and a "
-               "query whose every key is masked keeps the weights it would have without "
-               "the mask", dict(mask_mode=mode, bias=-b), RIGHT)
-              for b in (1e4, 1e9) for mode in ("bias", "bias-zeroed")],
+               "amount, so a masked key scoring far above the others stays on top"
+               + (", and a query whose every key is masked keeps the weights it would "
+                  "have without the mask" if mode == "bias" else ""),
+               dict(mask_mode=mode, bias=-b), RIGHT)
+              for b, mode in ((1e4, "bias"), (1e4, "bias-zeroed"), (1e9, "bias"),
+                              (1e9, "bias-zeroed"),
+                              # float64's most negative number: it flattens a query
+                              # with no visible key, which such an attempt zeroes
+                              (np.finfo(np.float64).max, "bias-zeroed"))],
             *[("fill-below", "masked scores are replaced by a finite number (such as "
                "-1e9, -1e15, float16's -65504 or float32's -3.4e38), not -inf, and a "
                "finite fill (or a clamp of the row maximum) above the scores beats "
@@ -880,6 +886,15 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     Q_far, Q_deep = visible_near(1e12), visible_near(1e300)
     dO_far = dO.copy()
     dO_far[1] = [1.5] + [0.0] * (dO.shape[-1] - 1)
+    # And at the edge of float64 (d_k = 1, every score finite): query 0's visible keys
+    # near -1e308 and -1.2e308, its masked key near 1.4e308, which even float64's most
+    # negative number added to it (np.finfo(np.float64).min) leaves on top; query 1's
+    # scores half those, where that bias is enough and an ignored mask is not.
+    Q_edge = np.array([[1.0], [0.5]])
+    K_edge = np.array([[-1.2e308], [1.4e308], [-1.0e308]])
+    V_edge = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
+    dO_edge = np.array([[0.3, -0.7], [1.1, 0.4]])
+    mask_edge = np.array([[True, False, True]] * 2)
     # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows;
     # 3-D inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
     # inputs only (X.transpose(0, 1, 3, 2), d_k = Q.shape[3]) shows. (Their own
@@ -904,7 +919,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _case(fn, Q_big, K_big, V, dO)),
         _run("masked keys whose scores are far above the others (near 1e300)",
              _all(_case(fn, Q_far, K_far, V, dO_far, not_key_0),
-                  _case(fn, Q_deep, K_far, V, dO_far, not_key_0))),
+                  _case(fn, Q_deep, K_far, V, dO_far, not_key_0),
+                  _case(fn, Q_edge, K_edge, V_edge, dO_edge, mask_edge))),
     ]
     # Said only when the attempt ran on one head: then what it mishandles is the batch.
     batch_hint = "" if one_head[0][2].startswith("raised") else "; " + BATCH_HINT.format(X="X")
