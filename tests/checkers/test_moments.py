@@ -67,6 +67,12 @@ def _in_a_thread(f, *args):
     return out.get("r")
 
 
+def _half(x):
+    """x rounded to float16 (inf past 65504), as a Python float."""
+    with np.errstate(over="ignore"):
+        return float(np.float16(x))
+
+
 WRONG = [
     # the mean
     (lambda d_k, rho, kurtosis: (abs(rho) * math.sqrt(d_k), var(d_k, rho, kurtosis)), "sign"),
@@ -149,25 +155,27 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
      "the kurtosis was clipped (above 6 it becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
-     "(kurtosis 9 as 6, 25 as 6, 400 as 6, 10000 as 6): the kurtosis was clipped"),
+     "(kurtosis 9 as 6, 25 as 6, 400 as 6, 10000 as 6, 1e8 as 6): the kurtosis was clipped"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
      "the kurtosis was rounded (to a whole number)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
      "cut to a whole number"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
         1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
-     "(kurtosis 2.3456789 as 3, 2.37 as 3, 9 as 3, 25 as 3, 400 as 3, 10000 as 3): was a "
+     "(kurtosis 2.3456789 as 3, 2.37 as 3, 9 as 3, 25 as 3, 400 as 3, 10000 as 3, 1e8 as 3): "
+     "was a "
      "value looked up per kurtosis"),
     # found by the student round st5b: right at every kurtosis of two decimals, or up to 9
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 2))),
      "(kurtosis 2.3456789 as 2.35): the kurtosis was rounded (to two decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 9.0))),
-     "(kurtosis 25 as 9, 400 as 9, 10000 as 9): the kurtosis was clipped (above 9 it "
+     "(kurtosis 25 as 9, 400 as 9, 10000 as 9, 1e8 as 9): the kurtosis was clipped (above 9 it "
      "becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 3))),
      "(kurtosis 2.3456789 as 2.346): the kurtosis was rounded (to three decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 20.0))),
-     "(kurtosis 25 as 20, 400 as 20, 10000 as 20): the kurtosis was clipped (above 20"),
+     "(kurtosis 25 as 20, 400 as 20, 10000 as 20, 1e8 as 20): the kurtosis was clipped "
+     "(above 20"),
     # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
                                  + (1 - rho**2) * kurtosis / 3),
@@ -212,13 +220,29 @@ WRONG = [
      "or the per-term mean E[q_m k_m] = rho was not subtracted"),
     # the kurtosis clipped at 500 (past every kurtosis probed before 10,000)
     (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 500.0)),
-     "(kurtosis 10000 as 500): the kurtosis was clipped (above 500"),
+     "(kurtosis 10000 as 500, 1e8 as 500): the kurtosis was clipped (above 500"),
     # rho rounded to one decimal (every rho probed before 0.123456 had one)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 1), kurtosis),
      "(rho 0.123456 as 0.1): rho was rounded (to one decimal)"),
     # rho clipped short of +-1 "so that sqrt(1 - rho^2) stays positive"
     (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -0.999, 0.999)), kurtosis),
      "(rho -1 as -0.999, 1 as 0.999): rho was clipped (beyond +-0.999 it becomes the bound"),
+    # found by the student round st7b
+    # the kurtosis clipped at 1e4 (the largest probed before 1e8)
+    (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 1e4)),
+     "(kurtosis 1e8 as 10000): the kurtosis was clipped (above 10000 it becomes the bound"),
+    # rho clipped 1e-9 short of +-1: the variance moves by 2e-9 only, and was told clipped
+    (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -1 + 1e-9, 1 - 1e-9)), kurtosis),
+     "(rho -1 as -0.999999999, 1 as 0.999999999): rho was clipped (beyond +-0.999999999"),
+    # the kurtosis rounded to float16: inf at 1e8
+    (lambda d_k, rho, kurtosis: right(d_k, rho, _half(kurtosis)),
+     "1e8 is past float16's largest number, 65504, where it becomes inf: was the kurtosis "
+     "rounded to float16"),
+    # the same, kept where float16 is finite
+    (lambda d_k, rho, kurtosis: right(d_k, rho, _half(kurtosis) if kurtosis < 6e4
+                                      else kurtosis),
+     "(kurtosis 1.8 as 1.7998, 2.3456789 as 2.3457, 2.37 as 2.36914): the kurtosis was "
+     "rounded to float16"),
     # the library's own answer in a thread of the attempt's
     (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
      "calls the library's own attention.score_moments"),
@@ -307,8 +331,8 @@ def test_the_probed_kurtoses_are_not_all_round_and_reach_past_every_named_one():
     # st5b: a kurtosis rounded to two decimals, or clipped at 9, passed as well
     assert any(round(k, 3) != k for k in KURTOSES)
     assert sum(k > 15 for k in KURTOSES) >= 2
-    # st6b: a kurtosis clipped at 500 passed while 400 was the largest
-    assert max(KURTOSES) >= 1e4
+    # st6b: a kurtosis clipped at 500 passed while 400 was the largest; st7b: at 1e4
+    assert 1e4 in KURTOSES and max(KURTOSES) >= 1e8
 
 
 def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus_1():

@@ -7,8 +7,9 @@ independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, t
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
 negative rho (from -1 to 1, 0.123456 among them, so that a rho rounded or clipped short of
 +-1 shows), at several widths, for normal entries (kurtosis 3) and others (from 1 to
-10,000, one with more than three decimals, compared to 1e-6 relative, so that a kurtosis
-rounded to a few decimals or clipped at 9, 20 or 500 shows); the
+10,000 and 1e8, one with more than three decimals, compared to 1e-6 relative, so that a
+kurtosis rounded to a few decimals or to float16, or clipped at 9, 20, 500 or 1e4, shows;
+a rho clipped short of +-1, even by 1e-9, is named as such); the
 answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
 with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches, or says on which settings it
@@ -49,7 +50,14 @@ RHOS = (-1.0, -0.8, -0.3, 0.0, 0.123456, 0.5, 1.0)
 #: 9 lies past every named one, 25, 400 and 10,000 far past: heavy-tailed entries have any
 #: fourth moment), so that a kurtosis rounded (to two or three decimals), clipped (at 9,
 #: 20 or 500) or looked up in a table shows; every value is compared to 1e-6 relative.
-KURTOSES = (1.0, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4)
+#: (1e8 far past 1e4, so that a kurtosis clipped at 1e4 or beyond shows too; a clip past
+#: 1e8 is not seen.)
+KURTOSES = (1.0, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
+
+
+def _k_text(k: float) -> str:
+    """A kurtosis as the report prints it: 2.3456789, 10000, 1e8."""
+    return f"{k:.10g}" if k < 1e6 else f"{k:.0e}".replace("e+0", "e").replace("e+", "e")
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
 REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
@@ -281,14 +289,19 @@ def _kurtosis_replaced(values: dict) -> str:
     changed = {k: u for k, u in as_read.items() if not np.isclose(u, k, rtol=1e-7)}
     if not changed:
         return ""
-    pairs = ", ".join(f"{k:.10g} as {u:.6g}" for k, u in sorted(changed.items()))
+    pairs = ", ".join(f"{_k_text(k)} as {u:.6g}" for k, u in sorted(changed.items()))
     rounded = [n for n in (0, 1, 2, 3, 4)
                if all(np.isclose(u, round(k, n), rtol=1e-9) for k, u in changed.items())]
     above = [u for k, u in changed.items() if k > u]
     below = [u for k, u in changed.items() if k < u]
     places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
               3: "to three decimals", 4: "to four decimals"}
-    if rounded:
+    with np.errstate(over="ignore"):  # (past 65504 a float16 is inf)
+        half = {k: float(np.float16(k)) for k in changed}
+    if all(np.isclose(u, half[k], rtol=1e-9) for k, u in changed.items()):
+        cause = ("the kurtosis was rounded to float16 (np.float16, or "
+                 "torch.float16), which keeps about 3 digits")
+    elif rounded:
         cause = f"the kurtosis was rounded ({places[rounded[0]]})"
     elif all(u == math.floor(k) for k, u in changed.items()):
         cause = "the kurtosis was cut to a whole number (int() or math.floor)"
@@ -299,7 +312,7 @@ def _kurtosis_replaced(values: dict) -> str:
         bounds = [f"{w} {b[0]:.6g}" for w, b in (("below", below), ("above", above)) if b]
         cause = (f"the kurtosis was clipped ({' and '.join(bounds)} it becomes the bound: "
                  "np.clip, min or max)")
-    elif 2 * len(changed) <= len(as_read):  # right at most kurtoses: not a formula's slip
+    elif len(changed) <= 0.6 * len(as_read):  # right at many kurtoses: no formula's slip
         cause = "was a value looked up per kurtosis, or the kurtosis replaced?"
     else:  # Var(q_m^2) wrong, say: the pattern of the settings says more
         return ""
@@ -323,12 +336,19 @@ def _rho_replaced(values: dict) -> str:
         if not np.allclose(used, used[0], rtol=1e-9, atol=1e-12):
             return ""
         as_read[r] = float(used[0])
-    changed = {r: u for r, u in as_read.items() if not np.isclose(u, r, rtol=1e-7, atol=0)}
+    # to a relative 1e-12 (u is read back from the mean, rounding apart): a rho clipped
+    # at 1 - 1e-9 is a rho changed, though its variance differs by 2e-9 only
+    changed = {r: u for r, u in as_read.items() if not np.isclose(u, r, rtol=1e-12, atol=0)}
     if not changed:
         return ""
-    pairs = ", ".join(f"{r:g} as {u:.6g}" for r, u in sorted(changed.items()))
+
+    def digits(r, u):  # enough to print u apart from r
+        return next((n for n in range(6, 17) if f"{u:.{n}g}" != f"{r:.{n}g}"), 17)
+
+    pairs = ", ".join(f"{r:g} as {u:.{digits(r, u)}g}" for r, u in sorted(changed.items()))
     rounded = [n for n in (0, 1, 2, 3, 4)
-               if all(np.isclose(u, round(r, n), rtol=1e-9) for r, u in changed.items())]
+               if all(np.isclose(u, round(r, n), rtol=1e-12, atol=0)
+                      for r, u in changed.items())]
     if rounded:
         places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
                   3: "to three decimals", 4: "to four decimals"}
@@ -338,7 +358,8 @@ def _rho_replaced(values: dict) -> str:
             all(abs(r) <= abs(next(iter(changed.values())))
                 for r in as_read if r not in changed):
         bound = abs(next(iter(changed.values())))
-        cause = (f"rho was clipped (beyond +-{bound:.6g} it becomes the bound: np.clip, "
+        cause = (f"rho was clipped (beyond +-{bound:.{digits(1.0, bound)}g} it becomes the "
+                 "bound: np.clip, "
                  "min or max), so the answer is wrong exactly at rho = +-1, where the "
                  "formula is defined like anywhere else (k = +-q, sqrt(1 - rho^2) = 0)")
     else:
@@ -482,7 +503,19 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     def returns_a_pair():
         try:
             for p in PROBES:
-                values[p] = _call(fn, *p)
+                try:
+                    values[p] = _call(fn, *p)
+                except Rejected as exc:
+                    if "must be finite" not in str(exc):
+                        raise
+                    d, r, k = p
+                    where = f" (at d_k = {d}, rho = {r}, kurtosis = {_k_text(k)})"
+                    if k > float(np.finfo(np.float16).max):
+                        where += (f": {_k_text(k)} is past float16's largest number, "
+                                  "65504, where it becomes inf: was the kurtosis rounded "
+                                  "to float16 (np.float16, or torch.float16)? Keep it a "
+                                  "float64 (a Python float)")
+                    raise Rejected(f"{exc}{where}") from None
         except Exception:
             if _arguments_swapped(fn):
                 raise Rejected(ARGUMENTS_SWAPPED) from None
@@ -501,7 +534,7 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     results.append(_run("variance for normal entries (kurtosis 3)",
                         lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal,
                                                                      "variance"), values)))
-    others = ", ".join(f"{k:.10g}" for k in KURTOSES if k != 3.0)
+    others = ", ".join(_k_text(k) for k in KURTOSES if k != 3.0)
     results.append(_run(f"variance for other entries (kurtosis {others})",
                         lambda: _diagnose(values, 1, other, "variance")))
     results.append(_run("agrees with 40,000 sampled scores, random-sign entries",
