@@ -35,10 +35,12 @@ def _sdpa(Q, K, V, mask=None):
 
 def _sdpa_tau(Q, K, V, tau):
     # in NumPy: the checker fails an attempt that calls the library's own attention
-    S = Q @ np.swapaxes(K, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)
+    work = np.promote_types(Q.dtype, np.float32)  # float16 scores overflow when cold
+    Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
+    S = Qw @ np.swapaxes(Kw, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)
     E = np.exp(S - S.max(axis=-1, keepdims=True))
     A = E / E.sum(axis=-1, keepdims=True)
-    return A @ V, A
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def _sdpa_by_attention_torch(Q, K, V, mask=None):
