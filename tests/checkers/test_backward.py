@@ -683,6 +683,31 @@ def returns_lists(Q, K, V, dO, mask=None):  # st6a
     return tuple(g.tolist() for g in correct(Q, K, V, dO, mask))
 
 
+def float16_branch_without_the_scale(Q, K, V, dO, mask=None):  # st8a: float16 only
+    if Q.dtype != np.float16:
+        return correct(Q, K, V, dO, mask)
+    S = Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    dA = dO @ swap(V)
+    dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
+    return dS @ K, swap(dS) @ Q, swap(A) @ dO
+
+
+def float16_branch_returning_nan(Q, K, V, dO, mask=None):  # st8a: dtype alone passed
+    g = correct(Q, K, V, dO, mask)
+    return tuple(np.full_like(x, np.nan) for x in g) if Q.dtype == np.float16 else g
+
+
+def float16_in_float32_cast_back(Q, K, V, dO, mask=None):
+    """Right: float16 inputs computed in float32, the gradients cast back."""
+    w = np.promote_types(Q.dtype, np.float32)
+    g = correct(*(x.astype(w) for x in (Q, K, V, dO)), mask)
+    return tuple(x.astype(Q.dtype) for x in g)
+
+
 def float64_unless_float32(Q, K, V, dO, mask=None):  # st7a: float16 in, float64 out
     dtype = Q.dtype
     g = correct(*(x.astype(np.float64) for x in (Q, K, V, dO)), mask)
@@ -751,6 +776,8 @@ def adds_float64_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):  # st7a: pas
 
 # (attempt, a phrase its messages must contain)
 WRONG = [
+    (float16_branch_without_the_scale, "for float16 inputs: dQ differs"),
+    (float16_branch_returning_nan, "for float16 inputs: dQ, dK, dV contain NaN"),
     (adds_float64_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (float64_unless_float32, "dQ, dK, dV are float64 for float16 inputs"),
     (torch_autograd_backward, "calls torch.autograd.backward"),
@@ -912,7 +939,8 @@ def _failures(fn, capsys) -> list[str]:
 
 
 @pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition,
-                                correct_by_the_log_of_the_mask])
+                                correct_by_the_log_of_the_mask,
+                                float16_in_float32_cast_back])
 def test_correct_attempts_pass_every_case(fn, capsys):
     assert checkers.check_attention_backward(fn) is True
     out = capsys.readouterr().out
