@@ -693,8 +693,53 @@ def floor_at(L):
 floor_at_25, floor_at_30 = floor_at(25.0), floor_at(30.0)
 
 
+# found by the student round st8b: mistakes that only sizes which agree show
+def causal_mask_if_square(Q, K, V, tau):
+    # a causal mask whenever the score matrix is square, "as in self-attention"
+    Qw, Kw, Vw = _work(Q, K, V)
+    S = _scores(Qw, Kw, tau)
+    T_q, T_k = S.shape[-2:]
+    if T_q == T_k:
+        S = np.where(np.tri(T_q, dtype=bool), S, -np.inf)
+    A = _softmax(S)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def k_layout_auto_detected(Q, K, V, tau):
+    # K accepted as (T_k, d_k) or already transposed (d_k, T_k), told apart by its shape
+    Qw, Kw, Vw = _work(Q, K, V)
+    K_t = Kw if Kw.shape[-2] == Qw.shape[-1] else np.swapaxes(Kw, -1, -2)
+    A = _softmax(Qw @ K_t / (tau * np.sqrt(Qw.shape[-1])))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shifted_by(shift):
+    def attempt(Q, K, V, tau):
+        S = _scores(Q, K, tau)
+        E = np.exp(S - shift(Q @ np.swapaxes(K, -1, -2), S))
+        A = E / E.sum(axis=-1, keepdims=True)
+        return A @ V, A
+    return attempt
+
+
+shift_by_the_row_mean = shifted_by(lambda R, S: S.mean(axis=-1, keepdims=True))
+shift_by_the_row_minimum = shifted_by(lambda R, S: S.min(axis=-1, keepdims=True))
+shift_by_the_unscaled_maximum = shifted_by(lambda R, S: R.max(axis=-1, keepdims=True))
+
+#: The far hint's naming of every shift but the right one (st8b: it blamed one maximum
+#: for the whole array for a row mean's, a row minimum's and the raw scores' maximum).
+OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum, not "
+               "the unscaled scores' maximum, not one maximum for the whole array)?")
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (causal_mask_if_square, "with T_q = T_k (Q = K = V): the weights are those of a "
+     "causal mask: a causal mask when T_q = T_k"),
+    (k_layout_auto_detected, "with T_k = d_k: the weights are softmax(Q K / (tau "
+     "sqrt(d_k))), with K not transposed: was K transposed because its shape allowed it"),
+    (shift_by_the_row_mean, OWN_MAXIMUM),
+    (shift_by_the_row_minimum, OWN_MAXIMUM),
+    (shift_by_the_unscaled_maximum, OWN_MAXIMUM),
     (shift_below_1, "the shift is needed at every temperature: here tau = 2 and the "
      "scaled scores reach 800"),
     (shift_below_0_02, "the shift is needed at every temperature: here tau = 2 and the "
@@ -749,8 +794,7 @@ WRONG = [
     (the_librarys_tiled_attention, "calls the library's own attention.tiled_attention"),
     (one_maximum_for_all_the_heads, "with batch dimensions at tau = 0.001 contains NaN "
      "where the reference has none: usually exp() of a score that overflowed (inf / inf), or "
-     "a row whose every score is -inf (-inf - (-inf)): was each row shifted by its own "
-     "maximum? One maximum for the whole array"),
+     "a row whose every score is -inf (-inf - (-inf)): " + OWN_MAXIMUM),
     (shift_clamped_at_zero, "the shift must be each row's own maximum, also when every "
      "score is negative"),
     (shift_only_when_the_scores_could_overflow, "the shift must be each row's own maximum, "

@@ -46,8 +46,12 @@ weights lie from uniform; a temperature applied as a power of the weights at tau
 whose rows underflow to 0/0 when cold, is named before the NaN's usual causes). The cases' titles say what is run, not what comes out: the
 exercise asks what the limits give.
 
-Every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2, batch (5, 6)), so a
-transpose, a width read from the wrong axis or a softmax along the wrong axis shows; and at
+In most cases every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2,
+batch (5, 6)), so a transpose, a width read from the wrong axis or a softmax along the
+wrong axis shows; with the case at other sizes run two whose sizes agree, T_q = T_k = 5
+with Q = K = V (d_k = 4), so that a causal mask applied when T_q = T_k shows, and
+T_k = d_k = 4, so that K used as it is when its shape allows it (taken as given
+transposed) shows, each named when the weights are that mistake's; and at
 the ordinary temperatures (0.3, 2 and 5, 2 on the batches, 0.7 at the other sizes) no two
 of the usual scale mistakes give the same scores (at 0.8 = d_k / T_q, there, tau
 sqrt(T_q) and sqrt(tau d_k) agree).
@@ -117,6 +121,10 @@ EXTREME_HOT, EXTREME_COLD = 1e300, 1e-300
 #: two scale mistakes agree (at 0.8 = d_k / T_q, tau^2 T_q = tau d_k: d_k read from the
 #: axis of T_q looked like tau inside the square root).
 OTHER, OTHER_TAU = ((2,), 5, 3, 4, 6), 0.7
+#: Sizes that allow a mistake: T_q = T_k = SQUARE (Q = K = V, of width SQUARE_D), where
+#: a causal mask applied to square scores shows, and T_k = d_k = SQUARE_D (T_q = 3,
+#: d_v = 2), where K used as it is (as if given transposed) shows.
+SQUARE, SQUARE_D = 5, 4
 #: A batch of three leading axes (8, 5, 6, T, d), beside BATCH's two: an einsum with a
 #: fixed number of axes shows.
 BATCH5 = (8, 5, 6)
@@ -685,6 +693,34 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
     return True, ""
 
 
+#: Said when the weights are those of a causal mask on a square score matrix.
+CAUSAL = ("the weights are those of a causal mask: a causal mask when T_q = T_k (each "
+          "query kept from the keys after it) is no part of this function; a square "
+          "score matrix is no sign of self-attention, so mask nothing")
+#: Said when the weights are those of K used untransposed on a square K (T_k = d_k).
+UNTRANSPOSED = ("the weights are softmax(Q K / (tau sqrt(d_k))), with K not "
+                "transposed: was K transposed because its shape allowed it, and left "
+                "as it is when K^T has its shape too? Here T_k = d_k, so K and K^T have "
+                "the same shape; K is always (..., T_k, d_k): always use its "
+                "transpose, np.swapaxes(K, -1, -2), whatever its shape")
+
+
+def _shape_trap_case(fn, Q, K, V, tau, what, wrong_A, message) -> tuple[bool, str]:
+    """``_case`` on inputs whose shapes allow a mistake (a square score matrix, a square
+    K), naming it when the attempt's weights are ``wrong_A``, the mistake's weights."""
+    O, A = scaled_dot_product_attention(Q, K, V, temperature=tau)
+    ok, detail = _case(fn, Q, K, V, tau, want_A=A, want_O=O, what=what)
+    if ok:
+        return ok, detail
+    pair, _ = _attempt(fn, Q, K, V, tau)
+    got = None if pair is None else pair[1]
+    if got is not None and np.shape(got) == np.shape(wrong_A):
+        with np.errstate(all="ignore"):
+            if np.allclose(np.asarray(got, dtype=float), wrong_A, atol=1e-7):
+                return False, f"weights {what}: {message}"
+    return False, detail
+
+
 def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
     """float32 in, float32 out, and the values right to float32 precision, with tau a
     Python float and then the same tau as a NumPy float64 scalar (as np.linspace or an
@@ -844,10 +880,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # the first row's best score is 5 / (COLD sqrt(d_k)), about 1900; the second row's all
     # lie within about 2 of 0: exp() of them minus 1900 is 0 in float64
     O_far, A_far = scaled_dot_product_attention(Q_far, K, V, temperature=COLD)
-    far_hint = (": was each row shifted by its own maximum? One maximum for the whole array "
-                "(S.max() without axis=-1) leaves a row whose scores all lie far below it with "
-                "every exponential underflowed to 0, and 0/0 is NaN; subtract "
-                "S.max(axis=-1, keepdims=True)")
+    far_hint = (": was each row shifted by its own maximum (not its mean or minimum, "
+                "not the unscaled scores' maximum, not one maximum for the whole array)? "
+                "Any other shift can leave a row whose scaled scores all lie far below "
+                "it with every exponential underflowed to 0 (or above it, overflowed to "
+                "inf), and 0/0 or inf/inf is NaN; subtract S.max(axis=-1, keepdims=True) "
+                "of the scaled scores S")
     # Cold, with every score of a row far below 0 (from -1000 to -1005 once divided by
     # tau sqrt(d_k)): a shift by max(row maximum, 0), or one made only when the scores are
     # large (above about 700, where exp() overflows), leaves that row's exponentials all
@@ -1062,10 +1100,27 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Qo, Ko, Vo = _qkv(rng, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v, batch=lead)
     Vo = V_SIZE * Vo
     O_o, A_o = scaled_dot_product_attention(Qo, Ko, Vo, temperature=OTHER_TAU)
+    # and sizes that allow two mistakes (inputs of their own: the others keep theirs):
+    # T_q = T_k with Q = K = V (a causal mask when the scores are square shows) and
+    # T_k = d_k (K used as it is when its shape allows, as if given transposed, shows)
+    own = np.random.default_rng(_RNG_SEED + 5)
+    Qs = own.standard_normal((SQUARE, SQUARE_D))
+    Qt, Kt, Vt = _qkv(own, T_q=3, T_k=SQUARE_D, d_k=SQUARE_D, d_v=2)
+    with np.errstate(all="ignore"):
+        S_s = Qs @ Qs.T / (OTHER_TAU * np.sqrt(SQUARE_D))
+        causal_A = _softmax(np.where(np.tri(SQUARE, dtype=bool), S_s, -np.inf))
+        flat_A = _softmax(Qt @ Kt / (OTHER_TAU * np.sqrt(SQUARE_D)))
     results.append(_run(f"other sizes ({lead[0]}, T_q = {T_q}, d_k = {d_k}), T_k = {T_k}, "
-                        f"d_v = {d_v}, values of size {V_SIZE:g}, tau = {OTHER_TAU:g}",
-                        lambda: _case(fn, Qo, Ko, Vo, OTHER_TAU, want_A=A_o, want_O=O_o,
-                                      what="at other sizes", shortcuts=ordinary_ok)))
+                        f"d_v = {d_v}, values of size {V_SIZE:g}, tau = {OTHER_TAU:g}; "
+                        f"T_q = T_k = {SQUARE} with Q = K = V, and T_k = d_k = {SQUARE_D}",
+                        _all(lambda: _case(fn, Qo, Ko, Vo, OTHER_TAU, want_A=A_o, want_O=O_o,
+                                           what="at other sizes", shortcuts=ordinary_ok),
+                             lambda: _shape_trap_case(fn, Qs, Qs, Qs, OTHER_TAU,
+                                                      "with T_q = T_k (Q = K = V)",
+                                                      causal_A, CAUSAL),
+                             lambda: _shape_trap_case(fn, Qt, Kt, Vt, OTHER_TAU,
+                                                      "with T_k = d_k", flat_A,
+                                                      UNTRANSPOSED))))
 
     # float32 inputs: float32 results, to float32 precision.
     Q32, K32, V32 = (x.astype(np.float32) for x in _qkv(rng, T_q=4, T_k=6, d_k=3, d_v=5))
