@@ -780,7 +780,36 @@ LIBRARY_ATTEMPTS = [_library(attention.scaled_dot_product_attention),
                     _library(attention.blocked_attention), calls_tiled_attention]
 
 
+def _fills_finitely(Q, K, V, mask, fill):
+    """The masked scores replaced by fill(S, visible), empty rows zeroed (st8a)."""
+    dtype = Q.dtype
+    Q, K, V = (x.astype(np.promote_types(dtype, np.float32)) for x in (Q, K, V))
+    S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])
+    if mask is not None:
+        seen = np.broadcast_to(mask, S.shape)
+        S = np.where(seen, S, fill(S, seen))
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(seen.any(axis=-1, keepdims=True), A, 0)
+    return (A @ V).astype(dtype), A.astype(dtype)
+
+
+def fills_minus_1_5e308(Q, K, V, mask=None):  # st8a: below the -1e300 rows, passed
+    return _fills_finitely(Q, K, V, mask, lambda S, seen: -1.5e308 if S.dtype ==
+                           np.float64 else np.finfo(S.dtype).min)
+
+
+def fills_the_row_minimum_minus_1000(Q, K, V, mask=None):  # st8a: passed
+    def fill(S, seen):
+        low = np.where(seen, S, np.inf).min(axis=-1, keepdims=True)
+        return np.where(np.isinf(low), 0, low) - 1000.0
+    return _fills_finitely(Q, K, V, mask, fill)
+
+
 WRONG = [
+    (fills_minus_1_5e308, "a finite fill"),
+    (fills_the_row_minimum_minus_1000, "a finite fill"),
     (shifts_by_the_unscaled_maximum, "the row maximum of the unscaled scores Q K^T"),
     (gives_a_3d_mask_a_head_axis, "was given a head axis (mask[:, None]"),
     (adds_float64_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),

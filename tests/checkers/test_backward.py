@@ -775,7 +775,38 @@ def adds_float64_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):  # st7a: pas
 
 
 # (attempt, a phrase its messages must contain)
+def _fills_finitely(Q, K, V, dO, mask, fill):
+    """The masked scores replaced by fill(S, visible), empty rows zeroed (st8a)."""
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        seen = np.broadcast_to(mask, S.shape)
+        S = np.where(seen, S, fill(S, seen))
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        A = np.where(seen.any(axis=-1, keepdims=True), A, 0)
+    O = A @ V
+    dA = dO @ swap(V)
+    dS = A * (dA - np.sum(dO * O, axis=-1, keepdims=True))
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
+def fills_minus_1_5e308(Q, K, V, dO, mask=None):  # st8a: passed
+    return _fills_finitely(Q, K, V, dO, mask, lambda S, seen: -1.5e308 if S.dtype ==
+                           np.float64 else np.finfo(S.dtype).min)
+
+
+def fills_the_row_minimum_minus_1000(Q, K, V, dO, mask=None):  # st8a: passed
+    def fill(S, seen):
+        low = np.where(seen, S, np.inf).min(axis=-1, keepdims=True)
+        return np.where(np.isinf(low), 0, low) - 1000.0
+    return _fills_finitely(Q, K, V, dO, mask, fill)
+
+
 WRONG = [
+    (fills_minus_1_5e308, "a finite fill"),
+    (fills_the_row_minimum_minus_1000, "a finite fill"),
     (float16_branch_without_the_scale, "for float16 inputs: dQ differs"),
     (float16_branch_returning_nan, "for float16 inputs: dQ, dK, dV contain NaN"),
     (adds_float64_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),

@@ -603,14 +603,16 @@ ROW_SUM_TOL = 1e-12
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None,
-          exact_reference=False):
+          exact_reference=False, only_what=False):
     """One comparison with the library's reference, as a case for ``_run``.
 
     ``what`` (what the case tests) is added when no known mistake matched, ``on_error``
     when the attempt raised, ``notes[key]`` when the mistake ``key`` matched. With
     ``exact_reference`` the reference is computed in float64 from the inputs (float32
     ones: their exact attention, which a float32 attempt meets to about 1e-6). Float64
-    weights must also sum to 1 within ROW_SUM_TOL, row by row.
+    weights must also sum to 1 within ROW_SUM_TOL, row by row. With ``only_what`` a
+    wrong result of the right shape is told how far its weights lie and ``what`` alone
+    (inputs built for one mistake, where the others' signs would mislead).
     """
     def case():
         wide = [x.astype(np.float64) for x in (Q, K, V)] if exact_reference else (Q, K, V)
@@ -625,6 +627,11 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
                 _same(O.astype(np.float64), O_ref, atol) and _sums_to_one(A, A_ref):
             return True, ""
+        if only_what and A.shape == A_ref.shape and O.shape == O_ref.shape:
+            with np.errstate(all="ignore"):
+                err = np.nan_to_num(np.abs(A.astype(np.float64) - A_ref), nan=np.inf)
+            return False, (f"the weights differ from the reference by up to "
+                           f"{float(err.max()):.3g}{what}")
         with np.errstate(all="ignore"):
             key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol)
         extra = (notes or {}).get(key, "") if key else what
@@ -750,6 +757,19 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     edge_note = ("; here, at d_k = 1, the visible keys score near -1e308 and the "
                  "masked one near 1.4e308 (all finite): only -inf is below every score")
 
+    # And a query whose one visible key scores near -1.7e308 (finite), another whose one
+    # visible key scores near -1e20 (d_k = 1): a finite fill above the first (-1.5e308)
+    # gives the masked keys its weight; the row's lowest score minus 1000, which rounds
+    # to that score itself, gives them equal weight in both rows.
+    Q_fill = np.array([[1.0], [1e20 / 1.7e308]])
+    K_fill = np.array([[-1.7e308], [1.0], [-1.0], [0.5]])
+    V_fill = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5], [2.0, 1.0]])
+    mask_fill = np.array([[True, False, False, False]] * 2)
+    fill_note = ("; here, at d_k = 1, query 0's one visible key scores near -1.7e308 "
+                 "and query 1's near -1e20 (both finite): a finite fill for the masked "
+                 "scores (-1.5e308, or a row's lowest score minus 1000, which rounds "
+                 "to that score) is not below them; only -inf is below every score")
+
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing
 
@@ -819,7 +839,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             _case(fn, Q_far, K_far, V, not_key_0, what=far_note,
                   on_error=far_note if ran else ""),
             _case(fn, Q_edge, K_edge, V_edge, mask_edge, what=edge_note,
-                  on_error=edge_note if ran else ""))),
+                  on_error=edge_note if ran else ""),
+            _case(fn, Q_fill, K_fill, V_fill, mask_fill, what=fill_note,
+                  on_error=fill_note if ran else "", only_what=True))),
         _run("a fully masked row gets zero weights and a zero output",
              _case(fn, Q, K, V, empty_row)),
         _run("self-attention (T_q = T_k) with a causal mask",

@@ -759,7 +759,7 @@ def _numeric_gradients(Q, K, V, dO, mask):
     return _NUMERIC[key]
 
 
-def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
+def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note=""):
     """One comparison, as a case for ``_run``. With ``numeric`` the reference is central
     differences of the library's forward pass, otherwise the formulas of the page. For
     float32 inputs the gradients must also be float32."""
@@ -774,6 +774,14 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error=""):
             return False, str(exc)
         except Exception as exc:
             return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
+        if not all(_same(g, r, rtol) for g, r in zip(got, ref)) and note and \
+                all(g.shape == r.shape for g, r in zip(got, ref)):
+            # inputs built for one mistake, where the others' signs would mislead
+            with np.errstate(all="ignore"):
+                far = [f"{name} differs from the reference by up to "
+                       f"{float(np.nan_to_num(np.abs(g - r), nan=np.inf).max()):.3g}"
+                       for name, g, r in zip(NAMES, got, ref) if not _same(g, r, rtol)]
+            return False, "; ".join(far) + note
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
             with np.errstate(all="ignore"):
                 detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
@@ -905,6 +913,19 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     V_edge = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
     dO_edge = np.array([[0.3, -0.7], [1.1, 0.4]])
     mask_edge = np.array([[True, False, True]] * 2)
+    # And (d_k = 1) a query whose one visible key scores near -1.7e308 (finite), another
+    # whose one visible key scores near -1e20: a finite fill above the first (-1.5e308)
+    # gives the masked keys its weight; the row's lowest score minus 1000, which rounds
+    # to that score, gives them equal weight in both. (V's key 0 is (1, 0), so that
+    # dA and D agree to the last bit and dS is exactly 0, whatever the order of sums.)
+    Q_fill = np.array([[1.0], [1e20 / 1.7e308]])
+    K_fill = np.array([[-1.7e308], [1.0], [-1.0], [0.5]])
+    V_fill = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5], [2.0, 1.0]])
+    mask_fill = np.array([[True, False, False, False]] * 2)
+    fill_note = ("; here, at d_k = 1, query 0's one visible key scores near -1.7e308 "
+                 "and query 1's near -1e20 (both finite): a finite fill for the masked "
+                 "scores (-1.5e308, or a row's lowest score minus 1000, which rounds "
+                 "to that score) is not below them; only -inf is below every score")
     # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows;
     # 3-D inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
     # inputs only (X.transpose(0, 1, 3, 2), d_k = Q.shape[3]) shows. (Their own
@@ -930,7 +951,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("masked keys whose scores are far above the others (near 1e300)",
              _all(_case(fn, Q_far, K_far, V, dO_far, not_key_0),
                   _case(fn, Q_deep, K_far, V, dO_far, not_key_0),
-                  _case(fn, Q_edge, K_edge, V_edge, dO_edge, mask_edge))),
+                  _case(fn, Q_edge, K_edge, V_edge, dO_edge, mask_edge),
+                  _case(fn, Q_fill, K_fill, V_fill, dO_edge, mask_fill, note=fill_note))),
     ]
     # Said only when the attempt ran on one head: then what it mishandles is the batch.
     batch_hint = "" if one_head[0][2].startswith("raised") else "; " + BATCH_HINT.format(X="X")
