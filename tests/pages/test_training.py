@@ -685,8 +685,18 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert m.min() > 0 and g(PAGE, "ho_count_sqrt_64_1024") == pytest.approx(math.log10(16) / 2)
     hi = np.array([f("adam", "scaled", d)["hi"] for d in (64, 256, 1024, 4096)])
     assert hi.max() - hi.min() <= 0.5 + 1e-9 and g_bool(PAGE, "ho_adam_sc_hi_half")
-    assert g(PAGE, "ho_count_sqrt_64_top") == pytest.approx(math.log10(64) / 2)
-    assert hi.max() - hi.min() < g(PAGE, "ho_count_sqrt_64_top")  # "does not follow its count"
+    # rv23: "and its highest by at most half a decade" (64 to 1024, every seed), no comparison
+    # with a count below the grid's resolution; the summary: "the scaled head's window moves
+    # down, by at most a decade from 64 to 1024"
+    hi_move = move("adam", "scaled", "hi", 1024)
+    assert np.all((hi_move <= 0) & (hi_move >= -0.5 - 1e-9)), hi_move
+    assert m.max() <= 1.0 + 1e-9
+    text = " ".join(SOURCE.split())
+    assert "against the count's" not in text and "ho_count_sqrt_64_top" not in SOURCE
+    assert "and the scaled head's window moves down, by at most a decade from 64 to 1024." in text
+    assert ("the unscaled head reaches it at neither size in any of the {glue:text}`ho_n_seeds` "
+            "seeds, the scaled head at both in all") in text
+    assert "is larger at {glue:text}`ho_dk_max_grown` than at 64." in text
     # "How well": ranges over seeds at the training-picked rates
     for opt in GRID:
         r = f(opt, "unscaled", 1024)["best"] / f(opt, "scaled", 1024)["best"]
@@ -891,7 +901,7 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
     assert "no dot-product head works" in text
     # the 200-step scope of every "learns less well" / "the gap widens" sentence
     assert "**How well, within {glue:text}`tr_steps` steps.**" in text
-    assert "the gap after {glue:text}`tr_steps` steps widens" in text
+    assert "the gap after {glue:text}`tr_steps` steps is larger at" in text
     assert text.count("held-out loss after {glue:text}`tr_steps` steps is higher at") == 0  # rv20
     assert "* Within {glue:text}`tr_steps` steps, the sweep's budget, the unscaled head gets less far" in text
     # the variance page's conditions for "makes no difference to training" under Adafactor
@@ -1071,7 +1081,8 @@ def test_every_seed_means_the_files_seeds():
             "count over these samples, not a promise for another seed.") in text
     summary = text[text.index("## What we have"):]
     assert "in every seed" not in summary
-    assert summary.count("in all {glue:text}`ho_n_seeds` seeds") == 6
+    assert summary.count("in all {glue:text}`ho_n_seeds` seeds") == 5
+    assert summary.count("in any of the {glue:text}`ho_n_seeds` seeds") == 1
     assert "each training batch is fresh too, so the training loss is not overfit" in text
 
 
