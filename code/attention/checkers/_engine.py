@@ -351,3 +351,43 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
         return result
 
     return watched
+
+
+def _library_attention() -> dict:
+    """The library's functions that compute attention with a temperature (or a scale),
+    public and private, by name (attention.torch imported first, so that its function
+    is refused even when the attempt imports it only inside)."""
+    import importlib
+
+    from .. import backward, blocked, forward
+    try:
+        lib_torch = importlib.import_module("attention.torch")
+    except ImportError:  # no torch: nothing of it to refuse
+        lib_torch = None
+    places = [("attention", forward, "scaled_dot_product_attention"),
+              ("attention", forward, "tiled_attention"),
+              ("attention", blocked, "blocked_attention"),
+              ("attention.forward", forward, "_attend"),
+              ("attention.blocked", blocked, "_blocked_forward"),
+              ("attention.blocked", blocked, "_attention_blocks"),
+              ("attention.backward", backward, "_output_and_log_sum_exp"),
+              ("attention.torch", lib_torch, "scaled_dot_product_attention")]
+    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
+            if callable(getattr(module, name, None))
+            and hasattr(getattr(module, name), "__code__")}
+
+
+def _fill_edge():
+    """(Q, K, V, mask, note) at d_k = 1: query 0's one visible key scores near -1.7e308,
+    query 1's near -1e20 (all finite), so a finite fill for the masked scores (-1.5e308, or
+    a row's lowest score minus 1000, which rounds to that score) is not below them. V's
+    key 0 is (1, 0), so that dA and D agree to the last bit and dS is exactly 0 there."""
+    Q = np.array([[1.0], [1e20 / 1.7e308]])
+    K = np.array([[-1.7e308], [1.0], [-1.0], [0.5]])
+    V = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5], [2.0, 1.0]])
+    mask = np.array([[True, False, False, False]] * 2)
+    note = ("; here, at d_k = 1, query 0's one visible key scores near -1.7e308 "
+            "and query 1's near -1e20 (both finite): a finite fill for the masked "
+            "scores (-1.5e308, or a row's lowest score minus 1000, which rounds "
+            "to that score) is not below them; only -inf is below every score")
+    return Q, K, V, mask, note

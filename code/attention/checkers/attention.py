@@ -63,7 +63,8 @@ from ..masks import causal_mask, padding_mask
 from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected,
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
                       _all, _keepdims_hint, _matching, _qkv, _refusing_the_library,
-                      _mask_axes_hint, _report, _results, _run)
+                      _fill_edge, _library_attention, _mask_axes_hint, _report, _results,
+                      _run)
 from .temperature import _builtin_attention
 
 #: Said when the attempt runs one of the library's attention functions.
@@ -90,25 +91,6 @@ def _torch_builtins() -> dict:
     except ImportError:  # torch is not installed: nothing of it to refuse
         return {}
     return {name: (f, TORCH_SDPA) for name, (f, _) in _builtin_attention().items()}
-
-
-def _library_attention() -> dict:
-    """The library's functions that compute attention, public and private, by name
-    (attention.torch's only if it is imported already)."""
-    import sys
-
-    from .. import backward, blocked, forward
-    places = [("attention", forward, "scaled_dot_product_attention"),
-              ("attention", forward, "tiled_attention"),
-              ("attention", blocked, "blocked_attention"),
-              ("attention.forward", forward, "_attend"),
-              ("attention.blocked", blocked, "_blocked_forward"),
-              ("attention.blocked", blocked, "_attention_blocks"),
-              ("attention.backward", backward, "_output_and_log_sum_exp"),
-              ("attention.torch", sys.modules.get("attention.torch"),
-               "scaled_dot_product_attention")]
-    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
-            if hasattr(getattr(module, name, None), "__code__")}
 
 
 
@@ -761,14 +743,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # visible key scores near -1e20 (d_k = 1): a finite fill above the first (-1.5e308)
     # gives the masked keys its weight; the row's lowest score minus 1000, which rounds
     # to that score itself, gives them equal weight in both rows.
-    Q_fill = np.array([[1.0], [1e20 / 1.7e308]])
-    K_fill = np.array([[-1.7e308], [1.0], [-1.0], [0.5]])
-    V_fill = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5], [2.0, 1.0]])
-    mask_fill = np.array([[True, False, False, False]] * 2)
-    fill_note = ("; here, at d_k = 1, query 0's one visible key scores near -1.7e308 "
-                 "and query 1's near -1e20 (both finite): a finite fill for the masked "
-                 "scores (-1.5e308, or a row's lowest score minus 1000, which rounds "
-                 "to that score) is not below them; only -inf is below every score")
+    Q_fill, K_fill, V_fill, mask_fill, fill_note = _fill_edge()
 
     empty_row = causal_mask(T_q, T_k)
     empty_row[1] = False  # query 1 may attend to nothing

@@ -72,7 +72,7 @@ from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
-                      _refusing_the_library, _report, _results, _run)
+                      _fill_edge, _refusing_the_library, _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 
@@ -944,14 +944,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # gives the masked keys its weight; the row's lowest score minus 1000, which rounds
     # to that score, gives them equal weight in both. (V's key 0 is (1, 0), so that
     # dA and D agree to the last bit and dS is exactly 0, whatever the order of sums.)
-    Q_fill = np.array([[1.0], [1e20 / 1.7e308]])
-    K_fill = np.array([[-1.7e308], [1.0], [-1.0], [0.5]])
-    V_fill = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5], [2.0, 1.0]])
-    mask_fill = np.array([[True, False, False, False]] * 2)
-    fill_note = ("; here, at d_k = 1, query 0's one visible key scores near -1.7e308 "
-                 "and query 1's near -1e20 (both finite): a finite fill for the masked "
-                 "scores (-1.5e308, or a row's lowest score minus 1000, which rounds "
-                 "to that score) is not below them; only -inf is below every score")
+    Q_fill, K_fill, V_fill, mask_fill, fill_note = _fill_edge()
     # Other sizes (d_k = 9 among them): an attempt right only at the sizes above shows;
     # 3-D inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
     # inputs only (X.transpose(0, 1, 3, 2), d_k = Q.shape[3]) shows. (Their own

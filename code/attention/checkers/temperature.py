@@ -73,9 +73,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import blocked, forward
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _refusing_the_library, _clipped_scores, _close,
+from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _library_attention, _refusing_the_library, _clipped_scores, _close,
                       _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
                       _narrow_precision,
                       _qkv, _report, _results, _run, _softmax)
@@ -160,30 +159,6 @@ LIBRARY = ("your function calls the library's own {name}, which takes a temperat
            "already: the exercise is to write attention with a temperature yourself, "
            "without the library's function (the scores Q K^T / (tau sqrt(d_k)), their "
            "softmax along the keys and O = A V, in NumPy)")
-
-
-def _library_attention() -> dict:
-    """The library's functions that compute attention with a temperature (or a scale),
-    public and private, by name (attention.torch imported first, so that its function
-    is refused even when the attempt imports it only inside)."""
-    import importlib
-
-    from .. import backward
-    try:
-        lib_torch = importlib.import_module("attention.torch")
-    except ImportError:  # no torch: nothing of it to refuse
-        lib_torch = None
-    places = [("attention", forward, "scaled_dot_product_attention"),
-              ("attention", forward, "tiled_attention"),
-              ("attention", blocked, "blocked_attention"),
-              ("attention.forward", forward, "_attend"),
-              ("attention.blocked", blocked, "_blocked_forward"),
-              ("attention.blocked", blocked, "_attention_blocks"),
-              ("attention.backward", backward, "_output_and_log_sum_exp"),
-              ("attention.torch", lib_torch, "scaled_dot_product_attention")]
-    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
-            if callable(getattr(module, name, None))
-            and hasattr(getattr(module, name), "__code__")}
 
 
 #: Said when the attempt calls torch's built-in attention.
