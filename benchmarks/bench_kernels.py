@@ -69,16 +69,19 @@ def _clock():
 
 
 def timed_in_turns(fns: dict, repeats: int, warmup: int = 1) -> Turns:
-    """Call every function once per turn and keep every call's CPU time. Each turn starts
-    one function further along (f1 f2 f3, f2 f3 f1, ...), so that none is always first."""
+    """Call every function once per turn and keep every call's CPU time. Each turn calls
+    them in a new order (a seeded shuffle): a call runs slower after one that left the
+    caches full of its own T x T output, so neither a fixed order nor a rotation of it,
+    where each function always follows the same neighbour, is fair to all."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     clock = _clock()
     names = list(fns)
+    order = np.random.default_rng(0)
     times = Turns({name: [] for name in names})
     for turn in range(repeats):
-        for name in names[turn % len(names):] + names[:turn % len(names)]:
+        for name in order.permutation(names):
             start = clock()
             fns[name]()
             times[name].append(clock() - start)
@@ -164,8 +167,8 @@ def forward_vs_torch(repeats: int = 5) -> dict:
     rows, goals = [], []
     for T in FORWARD_NS:
         # A call at T = 256 takes about 2 ms, where a scheduler hiccup is a large fraction of
-        # it: small sizes take more turns (the median of 20 rather than 5), large ones fewer.
-        r = repeats * max(1, 1024 // T) if T <= 2048 else max(3, repeats // 2)
+        # it: small sizes take more turns (the median of 80 rather than 5), large ones fewer.
+        r = repeats * max(1, 4096 // T) if T <= 2048 else max(3, repeats // 2)
         Q, K, V = measure.random_qkv(T, D, HEADS)
         t = timed_in_turns({
             "numpy": lambda: blocked_attention(Q, K, V, need_weights=False),

@@ -78,6 +78,8 @@ def _blocked_forward(Q, K, V, mask, batch, c, need_weights=True):
 
 def _flat(x: np.ndarray, batch: tuple, N: int) -> np.ndarray:
     """x broadcast to ``batch`` and flattened to (N, rows, columns): a view unless it must copy."""
+    if x.shape[:-2] == batch:
+        return x.reshape((N,) + x.shape[-2:])
     return np.broadcast_to(x, batch + x.shape[x.ndim - 2:]).reshape((N,) + x.shape[x.ndim - 2:])
 
 

@@ -31,6 +31,25 @@ def test_the_products_floor_computes_both_products():
     np.testing.assert_allclose(O, S @ V, rtol=1e-5)
 
 
+def test_turns_call_every_function_once_per_turn_and_vary_its_neighbour():
+    """A call is slower after one that filled the caches; with a fixed order (or a rotation
+    of it) each function would always follow the same neighbour, so the order is shuffled."""
+    calls = []
+    names = "abcde"
+    fns = {name: (lambda name=name: calls.append(name)) for name in names}
+    times = bench_kernels.timed_in_turns(fns, 40, warmup=0)
+    assert all(len(times[name]) == 40 for name in names)
+    turns = [calls[i:i + len(names)] for i in range(0, len(calls), len(names))]
+    assert all(sorted(turn) == list(names) for turn in turns)
+    for name in names:  # every function follows more than one neighbour
+        before = {turn[turn.index(name) - 1] for turn in turns if turn.index(name)}
+        assert len(before) > 2, (name, before)
+    again = []
+    fns_again = {name: (lambda name=name: again.append(name)) for name in names}
+    bench_kernels.timed_in_turns(fns_again, 40, warmup=0)
+    assert again == calls  # seeded: two runs call in the same order
+
+
 def test_the_widget_benchmark_finds_the_loader_the_page_loads(tmp_path):
     """The widget bytes count the loader file the page's own <script src> names (the bench
     once looked in a folder the loader had left, and the widget section could not run)."""
