@@ -1044,14 +1044,33 @@ def test_the_count_does_not_predict_the_unscaled_heads_sgd_window(held):
 
 
 def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
-    """rv19, the count: "The change of q points along the keys (its gradient is c sum_j g_j k_j)
-    so its product with key k_j holds g_j k_j . k_j, a sum of d_k terms of one sign: it grows
-    like d_k, not sqrt(d_k)"; under Adam each coordinate moves by the learning rate with the
-    sign its gradient sets, so along the keys again. One step on W_Q (c = 1, one example), the
-    first-order change of the loss, -sum_j g_j ds_j, against d_k: 16 times larger at 1024 than
-    at 64, not 4."""
+    """rv24, the count as the first-order change of the loss: with u = c sum_j g_j k_j the
+    gradient of q, an SGD step on q lowers the loss by lr |u|^2 (on W_Q, times |x|^2), an
+    Adam-like sign step by lr |u|_1 (on W_Q, times |x|_1); each coordinate of sum_j g_j k_j
+    is (sum_j g_j x_j) times one column of W_K. The identities are checked at a c != 1; then
+    one step on W_Q (c = 1, one example), the first-order change of the loss,
+    -sum_j g_j ds_j, against d_k: 16 times larger at 1024 than at 64, not 4."""
     rng = np.random.default_rng(4)
     lr, n = 1e-3, 400
+    for d_k, c in ((64, 1 / 8), (1024, 1 / 32), (256, 1.0), (64, 1 / 64)):
+        x = rng.standard_normal(D_MODEL)  # the query token
+        X = rng.standard_normal((T_K, D_MODEL))  # the tokens at the keys
+        W_K = rng.standard_normal((D_MODEL, d_k)) / math.sqrt(D_MODEL)
+        K = X @ W_K  # (T_k, d_k)
+        g_ = rng.standard_normal(T_K)  # the gradient reaching the scores
+        u = c * (K.T @ g_)  # the gradient of q, s = c q K^T
+        # coordinate m of sum_j g_j k_j: (sum_j g_j x_j) . (column m of W_K)
+        assert np.allclose(K.T @ g_, [(g_ @ X) @ W_K[:, m] for m in range(d_k)])
+        for opt, dq, norm_u in (("sgd", -lr * u, u @ u),
+                                ("adam", -lr * np.sign(u), np.abs(u).sum())):
+            assert u @ dq == pytest.approx(-lr * norm_u, rel=1e-12), opt
+        grad_W_Q = np.outer(x, u)
+        for opt, step, factor in (
+                ("sgd", -lr * grad_W_Q, (x @ x) * (u @ u)),
+                ("adam", -lr * np.sign(grad_W_Q),
+                 np.abs(x).sum() * np.abs(u).sum())):
+            ds = c * (x @ step) @ K.T  # the scores' first-order change
+            assert g_ @ ds == pytest.approx(-lr * factor, rel=1e-10), opt
     gain = {}
     for d_k in (64, 1024):
         out = {"sgd": [], "adam": []}
@@ -1069,8 +1088,31 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
         ratio = gain[1024][opt] / gain[64][opt]
         assert 12 < ratio < 20, (opt, ratio)  # d_k's 16, far from sqrt(d_k)'s 4
     text = " ".join(SOURCE.split())
-    assert "a sum of $d_k$ terms of one sign: it grows like $d_k$, not $\\sqrt{d_k}$" in text
-    assert "each in the direction its gradient, $c \\sum_j g_j k_j$, sets, so along the keys again" in text
+    for sentence in (
+            "the gradient of the query is $u = c \\sum_j g_j k_j$: it carries the factor $c$",
+            "To first order, a step changes the loss by the gradient times the step.",
+            "\\text{SGD: } \\Delta L \\approx -\\eta\\,\\lVert u \\rVert^2 = "
+            "-\\eta \\sum_{m=1}^{d_k} u_m^2,",
+            "\\text{Adam: } \\Delta L \\approx -\\eta\\,\\lVert u \\rVert_1 = "
+            "-\\eta \\sum_{m=1}^{d_k} \\lvert u_m \\rvert .",
+            "A step on $W_Q$ changes the loss by the same times $\\lVert x_{j^\\ast} "
+            "\\rVert^2$, which does not depend on $d_k$.",
+            "The SGD change is a sum of $d_k$ squares.",
+            "Coordinate $m$ of $\\sum_j g_j k_j$ is $\\sum_j g_j x_j$ times column $m$ of "
+            "$W_K$, and with $d_{\\text{model}}$ fixed the size of that column does not "
+            "depend on $d_k$. So the sum grows like $d_k$, and each square carries $c^2$",
+            "So, for a given gradient reaching the scores, a step lowers the loss by about "
+            "the learning rate times $c^2 d_k$: a factor 1 for the scaled head at every "
+            "width, $d_k$ for the unscaled head and $1/d_k$ for the $1/d_k$ head.",
+            "On $q$ the loss then falls by the learning rate times $\\lVert u \\rVert_1$ "
+            "({eq}`eq-training-first-order`; on $W_Q$, the same times "
+            "$\\lVert x_{j^\\ast} \\rVert_1$), a sum of $d_k$ absolute values.",
+            "Each is $c$ times a size that does not depend on $d_k$, so the count becomes "
+            "$c\\,d_k$: $\\sqrt{d_k}$ for the scaled head, $d_k$ for the unscaled one, "
+            "and 1 for the $1/d_k$ head."):
+        assert sentence in text, sentence
+    # rv24: the old reasons ("terms of one sign") are gone
+    assert "terms of one sign" not in text and "the scores by about" not in text
 
 
 def test_every_seed_means_the_files_seeds():
