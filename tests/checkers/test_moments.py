@@ -26,26 +26,30 @@ def mean(d_k, rho, kurtosis=3.0):
 
 
 def sampled(d_k, rho, kurtosis=3.0, n=4_000, seed=None):
-    """A Monte Carlo estimate with normal entries (whatever the kurtosis), as a reader might try."""
+    """A Monte Carlo estimate with normal entries (whatever the kurtosis), as a reader might
+    try: n scores q.(rho q + sqrt(1 - rho^2) z) / sqrt(d_k), each drawn as its two parts
+    (|q|^2 is chi-square with d_k degrees of freedom, and q.z given q is normal with
+    variance |q|^2: the same scores as from n x d_k entries, quick at d_k = 4096)."""
     rng = np.random.default_rng(seed)
-    q = rng.standard_normal((n, d_k))
-    z = rng.standard_normal((n, d_k))
-    s = np.einsum("nd,nd->n", q, rho * q + math.sqrt(1 - rho**2) * z) / math.sqrt(d_k)
+    q2 = rng.chisquare(d_k, n)  # |q|^2
+    qz = np.sqrt(q2) * rng.standard_normal(n)  # q.z
+    s = (rho * q2 + math.sqrt(1 - rho**2) * qz) / math.sqrt(d_k)
     return float(s.mean()), float(s.var())
 
 
 def sampled_with_the_kurtosis(d_k, rho, kurtosis=3.0, n=4_000):
     """A seeded estimate whose entries have the asked fourth moment: a symmetric three-point
     distribution, 0 with probability 1 - 1/kurtosis, +-sqrt(kurtosis) otherwise (mean 0,
-    variance 1, E[x^4] = kurtosis)."""
+    variance 1, E[x^4] = kurtosis). Drawn as counts, the same scores as from the entries:
+    |q|^2 is kurtosis times the number of nonzero q_m, and q.z a sum of +-kurtosis, one
+    per m where q_m and z_m are both nonzero."""
     rng = np.random.default_rng(0)
-
-    def entries(shape):
-        keep = rng.random(shape) < 1 / kurtosis
-        return keep * rng.choice([-1.0, 1.0], shape) * math.sqrt(kurtosis)
-
-    q, z = entries((n, d_k)), entries((n, d_k))
-    s = np.einsum("nd,nd->n", q, rho * q + math.sqrt(1 - rho**2) * z) / math.sqrt(d_k)
+    p = 1 / kurtosis
+    nonzero_q = rng.binomial(d_k, p, n)
+    both = rng.binomial(nonzero_q, p)
+    q2 = kurtosis * nonzero_q
+    qz = kurtosis * (2 * rng.binomial(both, 0.5) - both)
+    s = (rho * q2 + math.sqrt(1 - rho**2) * qz) / math.sqrt(d_k)
     return float(s.mean()), float(s.var())
 
 
@@ -83,7 +87,8 @@ WRONG = [
     # the variance
     # a variance looked up per kurtosis, right only at the checker's own kurtoses
     (lambda d_k, rho, kurtosis: (rho * math.sqrt(d_k), {1.0: 1 - rho**2, 1.8: 1 - 0.2 * rho**2,
-     3.0: 1 + rho**2, 6.0: 1 + 4 * rho**2}.get(kurtosis, 1 + rho**2)), "variance"),
+     3.0: 1 + rho**2, 6.0: 1 + 4 * rho**2}.get(kurtosis, 1 + rho**2)),
+     "right only at kurtosis 1, 1.8, 3, 6: was a value looked up per kurtosis"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0), "forgot the rho^2 term"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho), "not squared"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho * (kurtosis - 2)), "not squared"),
@@ -155,26 +160,26 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
      "the kurtosis was clipped (above 6 it becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
-     "(kurtosis 9 as 6, 25 as 6, 400 as 6, 10000 as 6, 1e8 as 6): the kurtosis was clipped"),
+     "(kurtosis 7.7 as 6, 9 as 6, 25 as 6, 123.4 as 6, 400 as 6, 10000 as 6, 1e8 as 6): the kurtosis was clipped"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
      "the kurtosis was rounded (to a whole number)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
      "cut to a whole number"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
         1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
-     "(kurtosis 2.3456789 as 3, 2.37 as 3, 9 as 3, 25 as 3, 400 as 3, 10000 as 3, 1e8 as 3): "
-     "was a "
-     "value looked up per kurtosis"),
+     "(kurtosis 1.37 as 3, 2.3456789 as 3, 2.37 as 3, 7.7 as 3, 9 as 3, 25 as 3, 123.4 as 3, "
+     "400 as 3, 10000 as 3, 1e8 as 3): right only at kurtosis 1, 1.8, 2.5, 3, 4.5, 6: "
+     "was a value looked up per kurtosis"),
     # found by the student round st5b: right at every kurtosis of two decimals, or up to 9
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 2))),
      "(kurtosis 2.3456789 as 2.35): the kurtosis was rounded (to two decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 9.0))),
-     "(kurtosis 25 as 9, 400 as 9, 10000 as 9, 1e8 as 9): the kurtosis was clipped (above 9 it "
+     "(kurtosis 25 as 9, 123.4 as 9, 400 as 9, 10000 as 9, 1e8 as 9): the kurtosis was clipped (above 9 it "
      "becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 3))),
      "(kurtosis 2.3456789 as 2.346): the kurtosis was rounded (to three decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 20.0))),
-     "(kurtosis 25 as 20, 400 as 20, 10000 as 20, 1e8 as 20): the kurtosis was clipped "
+     "(kurtosis 25 as 20, 123.4 as 20, 400 as 20, 10000 as 20, 1e8 as 20): the kurtosis was clipped "
      "(above 20"),
     # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
@@ -213,7 +218,7 @@ WRONG = [
      "the arguments are in the wrong order"),
     # the mean rounded to four decimals for printing
     (lambda d_k, rho, kurtosis: (round(mean(d_k, rho), 4), var(d_k, rho, kurtosis)),
-     "within 1% of the formula wherever it differs (by up to a relative"),
+     "within 1% of the formula wherever it differs"),
     # found by the student round st6b
     # Var(q_m k_m) taken as E[q_m^2 k_m^2], the per-term mean rho not subtracted
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * kurtosis + 1 - rho**2),
@@ -223,7 +228,7 @@ WRONG = [
      "(kurtosis 10000 as 500, 1e8 as 500): the kurtosis was clipped (above 500"),
     # rho rounded to one decimal (every rho probed before 0.123456 had one)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 1), kurtosis),
-     "(rho 0.123456 as 0.1): rho was rounded (to one decimal)"),
+     "0.123456 as 0.1, 0.1234567891 as 0.1): rho was rounded (to one decimal)"),
     # rho clipped short of +-1 "so that sqrt(1 - rho^2) stays positive"
     (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -0.999, 0.999)), kurtosis),
      "(rho -1 as -0.999, 1 as 0.999): rho was clipped (beyond +-0.999 it becomes the bound"),
@@ -241,8 +246,49 @@ WRONG = [
     # the same, kept where float16 is finite
     (lambda d_k, rho, kurtosis: right(d_k, rho, _half(kurtosis) if kurtosis < 6e4
                                       else kurtosis),
-     "(kurtosis 1.8 as 1.7998, 2.3456789 as 2.3457, 2.37 as 2.36914): the kurtosis was "
+     "(kurtosis 1.37 as 1.37012, 1.8 as 1.7998, 2.3456789 as 2.3457, 2.37 as 2.36914, "
+     "7.7 as 7.69922, 123.4 as 123.375): the kurtosis was "
      "rounded to float16"),
+    # found by the student round st8b
+    # a variance of 1 for small |rho| (passed while 0.123456 was the smallest |rho| > 0)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.12
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
+     "0.001, 0.05): the formula holds for every rho"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.1
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
+     "0.001, 0.05)"),
+    # the same below 0.2 was told it clipped the variance at 1 (it is right at rho = 0.5,
+    # where the formula is 2); test_a_variance_of_1_for_small_rho_is_not_told_it_clipped
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.2
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 0.3, but wrong for small |rho| (|rho| = 0.001, "
+     "0.05, 0.123456, 0.1234567891)"),
+    # rho rounded to six or seven decimals (0.123456 has six)
+    (lambda d_k, rho, kurtosis: right(d_k, round(rho, 6), kurtosis),
+     "(rho 3e-08 as 0, 0.1234567891 as 0.123457): rho was rounded (to six decimals)"),
+    (lambda d_k, rho, kurtosis: right(d_k, round(rho, 7), kurtosis),
+     "(rho 3e-08 as 0, 0.1234567891 as 0.1234568): rho was rounded (to seven decimals)"),
+    # the normal entries' formula for wide heads, "the central limit" (passed beyond 300,
+    # past every width probed; from 64 up it was told of rho = +-1)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
+                                 else var(d_k, rho, kurtosis)),
+     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k >= 64
+                                 else var(d_k, rho, kurtosis)),
+     "right only at the probed widths up to d_k = 16, wrong at d_k = 64, 256, 1024, 4096"),
+    # a kurtosis looked up in a table of the kurtoses probed before (and 2)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis if kurtosis in (
+        1.0, 1.8, 2.0, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
+        else 3.0)),
+     "(kurtosis 1.37 as 3, 7.7 as 3, 123.4 as 3): right only at kurtosis 1, 1.8, "
+     "2.3456789, 2.37, 2.5, 3, 4.5, 6, 9, 25, 400, 10000, 1e8: was a value looked up "
+     "per kurtosis"),
+    # a mean right at the widths probed before (and at the sampling checks' 4) only
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho) if d_k in (1, 2, 3, 4, 5, 16, 64, 256)
+                                 else rho * d_k / math.sqrt(d_k + 1), var(d_k, rho, kurtosis)),
+     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096"),
     # the library's own answer in a thread of the attempt's
     (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
      "calls the library's own attention.score_moments"),
@@ -341,6 +387,51 @@ def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus
 
     assert any(round(r, 1) != r for r in RHOS)
     assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS)
+    # st8b: a variance of 1 for |rho| < 0.12, or rho rounded to six decimals, passed
+    assert min(abs(r) for r in RHOS if r) < 1e-7 and any(round(r, 6) != r for r in RHOS)
+    assert sum(0 < abs(r) < 0.1 for r in RHOS) >= 3
+
+
+def test_the_probed_widths_reach_past_300_and_the_kurtoses_lie_between_round_ones():
+    # st8b: the normal formula for d_k > 300, and a table of the kurtoses probed then,
+    # passed
+    from attention.checkers.moments import KURTOSES, PROBES
+
+    widths = {d for d, _, _ in PROBES}
+    assert {1024, 4096} <= widths and sum(d > 300 for d in widths) >= 2
+    assert {1.37, 7.7, 123.4} <= set(KURTOSES)
+    # wide heads are probed with and without the normal kurtosis, at rho != 0
+    assert {(r != 0, k == 3.0) for d, r, k in PROBES if d > 300} >= {(True, True),
+                                                                  (True, False)}
+
+
+def test_a_variance_of_1_for_small_rho_is_not_told_it_clipped(capsys):
+    # st8b: 1 for |rho| < 0.2 was told "equals the formula except where it goes below 1
+    # or above 1 ... clipped": it is right at rho = 0.5, where the formula is 2
+    for bound in (0.12, 0.2):
+        checkers.check_scaled_score_moments(
+            lambda d_k, rho, kurtosis, b=bound: (mean(d_k, rho), 1.0 if abs(rho) < b
+                                                 else var(d_k, rho, kurtosis)))
+        out = capsys.readouterr().out
+        assert "clipped" not in out and "wrong for small |rho|" in out, out
+    # a true clip still is: right wherever the formula lies between 0.5 and 3
+    checkers.check_scaled_score_moments(
+        lambda d_k, rho, kurtosis: (mean(d_k, rho), min(max(var(d_k, rho, kurtosis), 0.5),
+                                                        3.0)))
+    assert "below 0.5 or above 3, and there it is that bound: clipped" in \
+        capsys.readouterr().out
+
+
+def test_a_first_check_that_fails_reports_the_other_six_as_not_run_out_of_seven(capsys):
+    # st8b: the report of the first check alone said "0 of 1 checks passed."
+    for attempt in (lambda d_k, rho, kurtosis: None,
+                    lambda d_k, rho, kurtosis: (float("nan"), 1.0)):
+        assert checkers.check_scaled_score_moments(attempt) is False
+        out = capsys.readouterr().out
+        assert "0 of 1" not in out and out.endswith("0 of 7 checks passed.\n"), out
+        assert "✗ the other 6 checks (the same answer on every call, the mean, the " \
+               "variance for normal and for other entries, the two comparisons with " \
+               "sampled scores): not run" in out, out
 
 
 def test_the_variance_is_compared_far_tighter_than_a_rounding_of_the_kurtosis():

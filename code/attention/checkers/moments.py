@@ -5,16 +5,23 @@ variance of a correlated score when the entries are not normal,
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho (from -1 to 1, 0.123456 among them, so that a rho rounded or clipped short of
-+-1 shows), at several widths, for normal entries (kurtosis 3) and others (from 1 to
-10,000 and 1e8, one with more than three decimals, compared to 1e-6 relative, so that a
-kurtosis rounded to a few decimals or to float16, or clipped at 9, 20, 500 or 1e4, shows;
-a rho clipped short of +-1, even by 1e-9, is named as such); the
+negative rho (from -1 to 1, small ones down to 3e-8, 0.123456 and 0.1234567891 among them, so
+that a rho rounded or clipped short of +-1, or a variance taken as 1 for small |rho|, shows),
+at widths from 1 to 4096 (1024 and 4096, past 300, at a few settings only, so that the normal
+entries' formula taken for wide heads shows), for normal entries (kurtosis 3) and others
+(from 1 to 10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the
+others, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to
+float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
+shows; a rho clipped short of +-1, even by 1e-9, is named as such); the
 answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
 with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches, or says on which settings it
-is right and where it goes wrong. Called without ``kurtosis``, the function must mean normal
-entries (the default kurtosis=3.0 of the exercise's signature).
+is right and where it goes wrong ("right only at ..."); it calls an answer clipped only when
+it is right wherever the formula lies within the bounds and is the bound wherever the
+formula lies beyond them. Called without ``kurtosis``, the function must mean normal
+entries (the default kurtosis=3.0 of the exercise's signature). When the first check
+fails (no pair of finite numbers at some setting), the other six are not run, and the
+report says so and counts all seven.
 
 An attempt that calls the library's score_moments or scaled_score_moments, in its own
 thread or one it starts, fails. Blind spots: the calls are seen with sys.setprofile and
@@ -27,38 +34,52 @@ from __future__ import annotations
 
 import math
 import numbers
+import textwrap
 from collections.abc import Callable
 
 import numpy as np
 
 from .. import scores
 from ..scores import ENTRY_KURTOSIS, sample_score_parts, sample_statistics, score_moments, scores_from_parts
-from ._engine import _RNG_SEED, Rejected, _named, _refusing_the_library, _report, _run
+from ._engine import WIDTH, _RNG_SEED, Rejected, _named, _refusing_the_library, _report, _run
 
 #: Said when the attempt runs the library's own answer ({name}: the function's name).
 LIBRARY = ("your function calls the library's own {name}, which is this exercise's "
            "answer: derive the mean and variance and return your own formula, without "
            "the library's function")
 
+#: Widths probed at every correlation and kurtosis below.
 D_KS = (1, 2, 3, 5, 16, 64, 256)
-#: Correlations probed, 0.123456 among them (with more decimals than one, so that a rho
-#: rounded shows; the sampling checks use -0.6 and 0.7), and +-1, where a rho clipped
-#: short of them (np.clip(rho, -0.999, 0.999)) shows.
-RHOS = (-1.0, -0.8, -0.3, 0.0, 0.123456, 0.5, 1.0)
+#: Correlations probed: +-1, where a rho clipped short of them (np.clip(rho, -0.999,
+#: 0.999)) shows; small ones (3e-8, 1e-3, 0.05), where a variance taken as 1 for small
+#: |rho| shows; 0.123456 and 0.1234567891, with more decimals than one and than six, so
+#: that a rho rounded shows (the sampling checks use -0.6 and 0.7).
+RHOS = (-1.0, -0.8, -0.3, 0.0, 3e-8, 1e-3, 0.05, 0.123456, 0.1234567891, 0.5, 1.0)
 #: Fourth moments probed: the named distributions' (random signs 1, uniform 1.8, normal 3,
 #: Laplace 6), values between and beyond them (2.37 has two decimals, 2.3456789 has more,
 #: 9 lies past every named one, 25, 400 and 10,000 far past: heavy-tailed entries have any
 #: fourth moment), so that a kurtosis rounded (to two or three decimals), clipped (at 9,
 #: 20 or 500) or looked up in a table shows; every value is compared to 1e-6 relative.
-#: (1e8 far past 1e4, so that a kurtosis clipped at 1e4 or beyond shows too; a clip past
-#: 1e8 is not seen.)
-KURTOSES = (1.0, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
+#: 1.37, 7.7 and 123.4 lie between those, so that a table of the others shows too; 1e8
+#: lies far past 1e4, so that a kurtosis clipped at 1e4 or beyond shows (a clip past 1e8
+#: is not seen).
+KURTOSES = (1.0, 1.37, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 7.7, 9.0, 25.0, 123.4,
+            400.0, 1e4, 1e8)
+#: Wide heads, past 300, where an approximation taken for them (the normal entries'
+#: formula beyond some width, say) shows: probed at a few correlations and kurtoses
+#: only, so that an attempt that samples scores of that width stays quick.
+WIDE_D_KS = (1024, 4096)
+WIDE_RHOS = (-0.8, 0.05, 0.5, 1.0)
+WIDE_KURTOSES = (1.0, 3.0, 7.7, 1e8)
+PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
+    tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES)
 
 
 def _k_text(k: float) -> str:
     """A kurtosis as the report prints it: 2.3456789, 10000, 1e8."""
     return f"{k:.10g}" if k < 1e6 else f"{k:.0e}".replace("e+0", "e").replace("e+", "e")
-PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES)
+
+
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
 REPEATS = ((16, 0.5, 3.0), (64, -0.3, 6.0), (3, 1.0, 1.0))
 
@@ -234,11 +255,55 @@ def _arguments_swapped(fn: Callable) -> bool:
         return False
 
 
+def _small_rho(values: dict, which: int, wrong: list) -> str:
+    """A message when the attempt is wrong at small |rho| only (every |rho| it gets
+    wrong lies below every other one at which the formula differs from its value at
+    rho = 0), or ""."""
+    bad_rhos = {abs(r) for _, r, _ in wrong}
+    if not bad_rhos or 0.0 in bad_rhos:
+        return ""
+    telling = {abs(r) for d, r, k in values
+               if not _same(_ref(which)(d, r, k), _ref(which)(d, 0.0, k))}
+    good_rhos = telling - bad_rhos
+    # (right at +-1 only is no pattern of small |rho|: _where_right names that)
+    if not good_rhos or max(bad_rhos) >= min(good_rhos) or min(good_rhos) >= 1.0:
+        return ""
+    small = ", ".join(f"{r:.10g}" for r in sorted(bad_rhos))
+    return (f"right at rho = 0 and for |rho| >= {min(good_rhos):.10g}, but wrong for "
+            f"small |rho| (|rho| = {small}): the formula holds for every rho, however "
+            "small; an approximation for small |rho| is not the exact "
+            f"{'mean' if which == 0 else 'variance'}")
+
+
+def _wide_only(wrong: list) -> str:
+    """A message when the attempt is wrong only from some width past 5 on, right at
+    every setting of every narrower width probed, or ""."""
+    wide = sorted({d for d, _, _ in wrong})
+    if not wide or wide[0] <= 5:
+        return ""
+    return (f"right only at the probed widths up to d_k = "
+            f"{max(d for d in D_KS + WIDE_D_KS if d < wide[0])}, wrong at d_k = "
+            f"{', '.join(map(str, wide))}: the formula holds exactly at every width (a "
+            "wide head makes the score nearly normal; that changes neither its mean nor "
+            "its variance)")
+
+
+def _digits(x: float, y: float) -> int:
+    """The fewest significant digits (6 at least) that print x and y differently."""
+    return next((n for n in range(6, 17) if f"{x:.{n}g}" != f"{y:.{n}g}"), 17)
+
+
 def _where_right(values: dict, which: int, wrong: list) -> str:
     """Which settings the attempt gets right, when they form a pattern that hints at the mistake."""
     right = [p for p in values if p not in wrong]
     if not right:
         return ""
+    small = _small_rho(values, which, wrong)
+    if small:
+        return small
+    wide = _wide_only(wrong)
+    if wide:
+        return wide
     if all(abs(r) not in (0.0, 1.0) for _, r, _ in wrong):
         if which == 0:
             return ("right at rho = 0 and rho = +-1 but not in between: the mean is linear in "
@@ -247,7 +312,8 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
                 "coefficient enters, rho^2 for rho |q|^2 and (1 - rho^2) for sqrt(1 - rho^2) q.z")
     if all(r < 0 for _, r, _ in wrong):
         return "right for rho >= 0 but not for negative rho: mind the sign of rho"
-    if all(d != 1 for d, _, _ in wrong) and all(d == 1 or r == 0 for d, r, _ in right):
+    # (at |rho| < 0.01 the rho^2 term is too small to show a wrong width at most kurtoses)
+    if all(d != 1 for d, _, _ in wrong) and all(d == 1 or abs(r) < 0.01 for d, r, _ in right):
         return "right at d_k = 1 only: check how the scaled moments depend on d_k"
     if which == 1 and any(r == 0.0 for _, r, _ in wrong) and \
             all(abs(r) != 1.0 for _, r, _ in wrong):
@@ -276,8 +342,8 @@ def _kurtosis_replaced(values: dict) -> str:
     in a table), or ""."""
     read: dict = {}
     for (d, r, k), (_, v) in values.items():
-        if r == 0.0:  # the formula does not depend on the kurtosis here
-            if not _same(v, 1.0):
+        if r**2 < 1e-4:  # too little of the kurtosis shows here (none at rho = 0)
+            if r == 0.0 and not _same(v, 1.0):
                 return ""
             continue
         read.setdefault(k, []).append(2.0 + (v - 1.0) / r**2)  # the kurtosis it used
@@ -312,8 +378,12 @@ def _kurtosis_replaced(values: dict) -> str:
         bounds = [f"{w} {b[0]:.6g}" for w, b in (("below", below), ("above", above)) if b]
         cause = (f"the kurtosis was clipped ({' and '.join(bounds)} it becomes the bound: "
                  "np.clip, min or max)")
-    elif len(changed) <= 0.6 * len(as_read):  # right at many kurtoses: no formula's slip
-        cause = "was a value looked up per kurtosis, or the kurtosis replaced?"
+    # right at 4 kurtoses or more: no formula's slip (a wrong formula in the kurtosis,
+    # such as (kurtosis - 1)^2 / 2 for Var(q_m^2), agrees with the right one at a few)
+    elif len(as_read) - len(changed) >= 4:
+        kept = ", ".join(_k_text(k) for k in sorted(as_read) if k not in changed)
+        cause = (f"right only at kurtosis {kept}: was a value looked up per kurtosis, "
+                 "or the kurtosis replaced?")
     else:  # Var(q_m^2) wrong, say: the pattern of the settings says more
         return ""
     return (f"your variance is the formula at another kurtosis than the one given "
@@ -345,13 +415,16 @@ def _rho_replaced(values: dict) -> str:
     def digits(r, u):  # enough to print u apart from r
         return next((n for n in range(6, 17) if f"{u:.{n}g}" != f"{r:.{n}g}"), 17)
 
-    pairs = ", ".join(f"{r:g} as {u:.{digits(r, u)}g}" for r, u in sorted(changed.items()))
-    rounded = [n for n in (0, 1, 2, 3, 4)
+    pairs = ", ".join(f"{r:.10g} as {u:.{digits(r, u)}g}"
+                      for r, u in sorted(changed.items()))
+    rounded = [n for n in range(10)
                if all(np.isclose(u, round(r, n), rtol=1e-12, atol=0)
                       for r, u in changed.items())]
     if rounded:
         places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
-                  3: "to three decimals", 4: "to four decimals"}
+                  3: "to three decimals", 4: "to four decimals", 5: "to five decimals",
+                  6: "to six decimals", 7: "to seven decimals", 8: "to eight decimals",
+                  9: "to nine decimals"}
         cause = f"rho was rounded ({places[rounded[0]]})"
     elif all(abs(u) < abs(r) for r, u in changed.items()) and \
             _same(np.abs(list(changed.values())), abs(next(iter(changed.values())))) and \
@@ -374,12 +447,22 @@ def _clipped(values: dict, which: int, wrong: list) -> str:
     bound, and there returns the bound itself (np.clip, min or max)."""
     got, want = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
     bounds = []
+    lo, hi = -np.inf, np.inf
     for side, word in ((want < got, "below"), (want > got, "above")):
         if side.any():
             if not _same(got[side], got[side][0]):
                 return ""
             bounds.append(f"{word} {got[side][0]:.6g}")
-    if not bounds:
+            lo, hi = (got[side][0], hi) if word == "below" else (lo, got[side][0])
+    if not bounds or not lo < hi:  # (one value on both sides is a constant, no clip)
+        return ""
+    # A clip is wrong exactly where the formula lies outside the bounds (there, above,
+    # it is the bound), so right wherever the formula lies inside: a variance of 1 for
+    # small |rho| is no clip, since it is right at rho = 0.5 too, where the formula is 2.
+    wrong = set(wrong)
+    right = [p for p in values if p not in wrong]
+    inside = _col(values, which, right, _ref(which))
+    if np.any((inside < lo) & ~_eq(inside, lo)) or np.any((inside > hi) & ~_eq(inside, hi)):
         return ""
     name = "mean" if which == 0 else "variance"
     every = (", 0 included (rho = +-1 with kurtosis 1)" if which == 1 else "")
@@ -410,8 +493,9 @@ def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     if named:
         return False, named
     (d, r, k), i = wrong[0], probes.index(wrong[0])
-    detail = (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got[i]:.6g}, expected "
-              f"{want[i]:.6g} (wrong at {len(wrong)} of {len(probes)} settings)")
+    n = _digits(got[i], want[i])
+    detail = (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got[i]:.{n}g}, "
+              f"expected {want[i]:.{n}g} (wrong at {len(wrong)} of {len(probes)} settings)")
     named = _named(got, [(m, lambda f=f: _col(values, which, probes, f)) for m, f in formulas],
                    _same)  # a mistake that shows on these settings only
     if named:
@@ -420,14 +504,18 @@ def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     # a variance clipped is named as such before a kurtosis clipped (max(kurtosis - 2, 0)
     # is both)
     replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
-        (_kurtosis_replaced(values) if which == 1 else "")
+        (_kurtosis_replaced(values) if which == 1 else "") or \
+        _small_rho(values, which, all_wrong) or _wide_only(all_wrong)
     if replaced:
         return False, f"{replaced}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
-    if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w)):  # relative, also near 0
-        rel = float(np.max(np.abs(g_w - r_w) / np.abs(r_w)))
-        return False, (f"within 1% of the formula wherever it differs (by up to a relative "
-                       f"{rel:.2g}): a rounded value, or an estimate from samples? The "
+    # relative, or within 1e-4 near 0 (a mean rounded to four decimals at rho = 3e-8)
+    if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w) + 1e-4):
+        big = np.abs(r_w) >= 0.01
+        rel = float(np.max(np.abs(g_w - r_w)[big] / np.abs(r_w[big]), initial=0.0))
+        return False, (f"within 1% of the formula wherever it differs (within 1e-4 of it "
+                       f"near 0; by up to a relative {rel:.2g} elsewhere): a rounded value, "
+                       "or an estimate from samples? The "
                        f"exercise asks for the exact formula; {detail}")
     # An estimate is near the formula (or near a wrong one) everywhere and on it almost nowhere.
     if len(wrong) >= 0.9 * len(probes):
@@ -491,6 +579,27 @@ def _agrees_with_sampling(fn: Callable, entries: str, d_k: int, rho: float, n: i
                 f"{st['var_se']:.4f} (one standard error)")
 
 
+#: What the report says of the checks after the first when the first fails ({n}: how
+#: many): each compares the attempt's pairs.
+NOT_RUN = ("✗ the other {n} checks (the same answer on every call, the mean, the "
+           "variance for normal and for other entries, the two comparisons with "
+           "sampled scores): not run, since each compares the pair of finite "
+           "numbers that the first asks for")
+
+
+def _stopped(first: tuple[str, bool, str], n_later: int, verbose: bool) -> bool:
+    """The report when the first check fails: its line, one line for the ``n_later``
+    checks not run (NOT_RUN) and the count out of them all, as the engine's report
+    prints them (a report of the first check alone would say "0 of 1")."""
+    if verbose:
+        name, _, detail = first
+        for line in (f"✗ {name}: {detail}", NOT_RUN.format(n=n_later)):
+            print(textwrap.fill(line, WIDTH, subsequent_indent="    ",
+                                break_long_words=True, break_on_hyphens=False))
+        print(f"0 of {1 + n_later} checks passed.")
+    return False
+
+
 def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(d_k, rho, kurtosis) -> (mean, variance)`` of the scaled score q.k / sqrt(d_k)
     with k = rho q + sqrt(1 - rho^2) z and entries of fourth moment ``kurtosis``; an
@@ -522,23 +631,24 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
             raise
         return True, ""
 
-    results = [_run("returns a pair of finite numbers (mean, variance)", returns_a_pair)]
-    if not results[0][1]:
-        return _report(results, verbose)
     normal = [p for p in PROBES if p[2] == 3.0]
     other = [p for p in PROBES if p[2] != 3.0]
-    results.append(_run("the same answer on every call (a formula, not an estimate)",
-                        lambda: _same_on_every_call(fn, values)))
-    results.append(_run("mean, for positive and negative rho",
-                        lambda: _diagnose(values, 0, PROBES, "mean")))
-    results.append(_run("variance for normal entries (kurtosis 3)",
-                        lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal,
-                                                                     "variance"), values)))
     others = ", ".join(_k_text(k) for k in KURTOSES if k != 3.0)
-    results.append(_run(f"variance for other entries (kurtosis {others})",
-                        lambda: _diagnose(values, 1, other, "variance")))
-    results.append(_run("agrees with 40,000 sampled scores, random-sign entries",
-                        lambda: _agrees_with_sampling(fn, "signs", 16, -0.6, 40_000, _RNG_SEED)))
-    results.append(_run("agrees with 40,000 sampled scores, Laplace entries",
-                        lambda: _agrees_with_sampling(fn, "laplace", 4, 0.7, 40_000, _RNG_SEED + 1)))
+    later = [
+        ("the same answer on every call (a formula, not an estimate)",
+         lambda: _same_on_every_call(fn, values)),
+        ("mean, for positive and negative rho", lambda: _diagnose(values, 0, PROBES, "mean")),
+        ("variance for normal entries (kurtosis 3)",
+         lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal, "variance"), values)),
+        (f"variance for other entries (kurtosis {others})",
+         lambda: _diagnose(values, 1, other, "variance")),
+        ("agrees with 40,000 sampled scores, random-sign entries",
+         lambda: _agrees_with_sampling(fn, "signs", 16, -0.6, 40_000, _RNG_SEED)),
+        ("agrees with 40,000 sampled scores, Laplace entries",
+         lambda: _agrees_with_sampling(fn, "laplace", 4, 0.7, 40_000, _RNG_SEED + 1)),
+    ]
+    first = _run("returns a pair of finite numbers (mean, variance)", returns_a_pair)
+    if not first[1]:
+        return _stopped(first, len(later), verbose)
+    results = [first] + [_run(name, case) for name, case in later]
     return _report(results, verbose)
