@@ -274,7 +274,8 @@ WRONG = [
     # past every width probed; from 64 up it was told of rho = +-1)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096"),
+     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096: the "
+     "formula 1 + rho^2 (kurtosis - 2) holds exactly at every width"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k >= 64
                                  else var(d_k, rho, kurtosis)),
      "right only at the probed widths up to d_k = 16, wrong at d_k = 64, 256, 1024, 4096"),
