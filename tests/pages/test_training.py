@@ -79,7 +79,8 @@ def test_configuration_as_the_prose_states_it():
     assert g(PAGE, "tr_dk_min") == WIDTHS[0]
     assert g(PAGE, "tr_width_factor") == 4 and all(b == 4 * a for a, b in zip(WIDTHS, WIDTHS[1:]))
     assert g(PAGE, "tr_last") == 20
-    assert g(PAGE, "tr_rows_per_mistake") == round(2 / THRESHOLD)
+    # rv24: "one wrong row in 40 is enough" is cut, and its glue with it
+    assert "tr_rows_per_mistake" not in glued(PAGE) and "tr_rows_per_mistake" not in SOURCE
     assert g(PAGE, "tr_n_show") == 12
 
 
@@ -391,10 +392,17 @@ def test_failed_runs_held_out_as_the_prose_states_them(held):
                 assert np.all(Wr[w, s_, h, ok[-1] + 1:] > 0), (opt, w, s_, h)
     assert ("Above its window a run ends its {glue:text}`tr_steps` steps with some rows on wrong "
             "keys: at") in " ".join(SOURCE.split())
-    # summary: "just above its window, a few per cent of wrong rows ... can be enough to fail"
-    assert wrong.min() < 0.05 and "a few per cent of wrong rows" in " ".join(SOURCE.split())
-    # "one wrong row in 40 is enough to hold the loss above the threshold" (at 2 a row)
-    assert g(PAGE, "tr_rows_per_mistake") == 40 and 2 / 40 >= THRESHOLD
+    # rv24, the summary: an existence, "just above its window, in the fixed design, a run can
+    # fail with its largest weight wrong on as few as 2.8% of the held-out rows" (the run one
+    # rate above its window fails by construction: its loss is at the threshold or above)
+    i = int(np.argmin(wrong))
+    assert loss[i] >= THRESHOLD and wrong[i] < 0.05
+    flat = " ".join(SOURCE.split())
+    assert ("window, in the fixed design, a run can fail with its largest weight wrong on as "
+            "few as {glue:text}`ho_above_wrong_lo:.1%` of the held-out rows.") in flat
+    # rv24: rows wrong by their largest weight do not each cost 2 (cut), nor is a few per cent
+    # of them said to be "enough" to fail
+    assert "a few per cent of wrong rows" not in flat and "is enough to keep" not in flat
 
 
 def test_one_wrong_row_costs_about_two_by_sampling():
@@ -694,9 +702,10 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     text = " ".join(SOURCE.split())
     assert "against the count's" not in text and "ho_count_sqrt_64_top" not in SOURCE
     assert "and the scaled head's window moves down, by at most a decade from 64 to 1024." in text
-    assert ("the unscaled head reaches it at neither size in any of the {glue:text}`ho_n_seeds` "
-            "seeds, the scaled head at both in all") in text
-    assert "is larger at {glue:text}`ho_dk_max_grown` than at 64." in text
+    # rv24: the summary's stricter-threshold parenthesis (a minimum over this grid) is cut
+    assert "reaches it at neither size" not in text
+    # rv24: the summary's ratio clause is replaced by the unscaled head's own loss
+    assert "is larger at {glue:text}`ho_dk_max_grown` than at 64." not in text
     # "How well": ranges over seeds at the training-picked rates
     for opt in GRID:
         r = f(opt, "unscaled", 1024)["best"] / f(opt, "scaled", 1024)["best"]
@@ -716,10 +725,34 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
             assert np.all(ratio[256] > ratio[d]), (opt, d)
         assert np.all(gr(opt, "scaled", 256)["best"] < gr(opt, "scaled", 64)["best"])
     assert g_bool(PAGE, "ho_grown_gap_wider") and g_bool(PAGE, "ho_grown_sc_falls")
+    # rv24: "the ratio grows in part because its denominator falls": the scaled head's loss
+    # falls from 64 to 256 (above) and the unscaled head's rises, in every seed, with both
+    # optimizers, so the denominator's fall is part of the growth, not all of it
+    for opt in GRID:
+        assert np.all(gr(opt, "unscaled", 256)["best"] > gr(opt, "unscaled", 64)["best"]), opt
+    flat = " ".join(SOURCE.split())
+    assert ("and the scaled head's loss is lower at {glue:text}`ho_dk_max_grown` than at 64: "
+            "the ratio grows in part because its denominator falls.") in flat
+    # the summary's grown-design ratio clause is cut (rv20 cut the unscaled head's own rise
+    # from 64, its best width, so neither replaces it)
+    summary = flat[flat.index("## What we have"):]
+    assert "the gap after {glue:text}`tr_steps` steps is larger at" not in summary
+    assert "held-out loss after {glue:text}`tr_steps` steps is higher at" not in flat
     text = " ".join(SOURCE.split())
     assert "the unscaled head's held-out loss after" not in text  # rv20: it starts at its best width
     x = f("sgd", "unscaled", 1024)["wrong"]
     assert (g(PAGE, "ho_sgd_un_wrong_1024_lo"), g(PAGE, "ho_sgd_un_wrong_1024_hi")) == pytest.approx((x.min(), x.max()))
+    # rv24, the summary scoped as the body: "At d_k = 1024 the unscaled head starts saturated,
+    # on keys wrong as often as a chance pick or a little more, and after 200 SGD steps at the
+    # rate training picks, most rows' largest weight is on the right key in all 8 seeds."
+    assert np.all(x < 0.5) and g(PAGE, "tr_dk_max") == 1024
+    assert g(PAGE, "tr_init_top_unscaled") > 0.9  # saturated, on the page's batch
+    summary = " ".join(SOURCE[SOURCE.index("## What we have"):].split())
+    assert ("At $d_k =$ {glue:text}`tr_dk_max` the unscaled head starts saturated, on keys "
+            "wrong as often as a chance pick or a little more, and after "
+            "{glue:text}`tr_steps` SGD steps at the rate training picks, most rows' largest "
+            "weight is on the right key in all {glue:text}`ho_n_seeds` seeds.") in summary
+    assert "still learns which key should win" not in SOURCE
     y = f("sgd", "scaled", 1024)["wrong"]
     assert (g(PAGE, "ho_sgd_sc_wrong_1024_lo"), g(PAGE, "ho_sgd_sc_wrong_1024_hi")) == pytest.approx((y.min(), y.max()))
     x = gr("sgd", "unscaled", 256)["wrong"]
@@ -814,6 +847,10 @@ def test_additive_head_held_out_over_seeds(held):
     assert (g(PAGE, "ho_add_ratio_un_lo"), g(PAGE, "ho_add_ratio_un_hi")) == pytest.approx(
         ((lu / la).min(), (lu / la).max()))
     assert (ls / la).min() > 1 and (lu / la).min() > 1  # "below ... in every seed"
+    # rv24: the ratios are this grid's and this held-out batch's (rescored on other batches
+    # their spread changes)
+    assert ("times below the *scaled* head's (on this half-decade grid and this held-out "
+            "batch), and") in " ".join(SOURCE.split())
     assert np.all(ea == 0) and g_bool(PAGE, "ho_add_wrong_none")  # "none of the 8192 rows in any seed"
     n = {k: (L < THRESHOLD).sum(axis=1) for k, L in (
         ("add", add["loss"]), ("sc", D["loss"][w, :, 0, ADD_SKIP:]), ("un", D["loss"][w, :, 1, ADD_SKIP:]))}
@@ -930,7 +967,9 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
     assert ("where $d_{\\text{model}}$ and the tokens widen with $d_k$ (so the task changes too), "
             "the gap after") in text
     assert "a change of $d_{\\text{model}}$ and $d_k$ together" in text
-    assert "$d_{\\text{model}}$ and the tokens grow with $d_k$ (a changed task), the gap" in text
+    # rv24: the summary's grown-design clause (the ratio, moved partly by its denominator)
+    # is cut
+    assert "the tokens grow with $d_k$ (a changed task)" not in text
     assert "that is why its section 3.2.1 divides the dot products by $\\sqrt{d_k}$" in text
     # rv19: the additive comparison confirms nothing of the paper's: capacity, scoped
     for phrase in ("as the Transformer paper reports", "the observation the Transformer paper cites",
@@ -1007,40 +1046,33 @@ def test_the_works_verdict_depends_on_the_threshold(held):
         assert seeds_working(design, opt, "unscaled", d_k, THRESHOLD) == len(held["seeds"])
         assert seeds_working(design, opt, "scaled", d_k, strict) == len(held["seeds"])
     assert g_bool(PAGE, "ho_strict_scaled_all")
+    flat = " ".join(SOURCE.split())
+    # rv24: counts on this grid's rates; the widths named
+    assert ("but at a threshold five times lower, {glue:text}`ho_strict:g`, and on this "
+            "half-decade grid of rates, the unscaled head works at $d_k = 1024$ in") in flat
+    assert ("while the scaled head works in every seed at $d_k = 1024$ (fixed) and "
+            "{glue:text}`ho_dk_max_grown` (grown) with both optimizers,") in flat
+    assert "at both of these widths" not in flat
     text = SOURCE
     assert "the scale does not decide *whether*" not in text
     assert "Far above its window" not in text and "Pushed far too hard" not in text
 
 
 def test_the_count_does_not_predict_the_unscaled_heads_sgd_window(held):
-    """rv19: "Nor does the count predict the unscaled head's window: its scores saturate, so
-    the gradient reaching them changes with the width": from d_k = 64 to 1024 each edge of its
-    SGD window moves, in every seed, more than a grid step away from the count's -1.2 decades;
-    and at the start the gradient reaching the scores of a row shrinks with the width."""
+    """rv19: "Nor does the count predict the unscaled head's SGD window": from d_k = 64 to
+    1024 each edge of its SGD window moves, in every seed, more than a grid step away from
+    the count's -1.2 decades. rv24: the parenthesis on the gradient reaching saturated scores
+    is cut (that gradient shrinks far less than the steps grow)."""
     W = _held_windows(held)
     count = -math.log10(1024 / 64)
     for e in ("lo", "hi"):
         move = W["fixed", "sgd", "unscaled", 1024][e] - W["fixed", "sgd", "unscaled", 64][e]
         assert np.all(np.abs(move - count) > 0.5), e
-    rng = np.random.default_rng(3)
-    n = 2000
-    X = rng.standard_normal((n, T_K, D_MODEL))
-    V = rng.standard_normal((n, T_K, D_V))
-    j = rng.integers(T_K, size=n)
-    median = {}
-    for d_k in (64, 1024):
-        W_Q, W_K = (rng.standard_normal((D_MODEL, d_k)) / math.sqrt(D_MODEL) for _ in range(2))
-        A = _softmax(np.einsum("bk,btk->bt", X[np.arange(n), j] @ W_Q, X @ W_K))  # c = 1
-        dO = 2 * (np.einsum("bt,btv->bv", A, V) - V[np.arange(n), j]) / D_V
-        dA = np.einsum("bv,btv->bt", dO, V)
-        dS = A * (dA - (A * dA).sum(-1, keepdims=True))
-        median[d_k] = np.median(np.linalg.norm(dS, axis=-1))
-    assert median[1024] < median[64] / 2
     text = " ".join(SOURCE.split())
-    assert ("Nor does the count predict the unscaled head's SGD window (its \"if\" need not hold: "
-            "the gradient reaching saturated scores changes with the width), and this page does "
+    assert ("Nor does the count predict the unscaled head's SGD window, and this page does "
             "not measure what sets that window;") in text
     assert "its scores saturate, so the gradient reaching them" not in text  # rv20: cut
+    assert "need not hold" not in text  # rv24: cut
 
 
 def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
@@ -1123,8 +1155,8 @@ def test_every_seed_means_the_files_seeds():
             "count over these samples, not a promise for another seed.") in text
     summary = text[text.index("## What we have"):]
     assert "in every seed" not in summary
-    assert summary.count("in all {glue:text}`ho_n_seeds` seeds") == 5
-    assert summary.count("in any of the {glue:text}`ho_n_seeds` seeds") == 1
+    assert summary.count("in all {glue:text}`ho_n_seeds` seeds") == 6
+    assert summary.count("in any of the {glue:text}`ho_n_seeds` seeds") == 0
     assert "each training batch is fresh too, so the training loss is not overfit" in text
 
 
@@ -1141,3 +1173,23 @@ def test_the_unscaled_heads_adam_lowest_rate_moves_less_than_the_count(held):
     # rv21: a statement about 200 steps, not about where the head ends up
     assert "learns less well" not in text and "fails at both" not in text
     assert "how far more steps would take it, the sweep does not measure" in text
+
+
+def test_the_windows_table_is_this_grids():
+    """rv24: the table's edges and seed counts are those of the half-decade grid (finer rates
+    move them: the unscaled head's held-out loss is jagged in the rate); the nits: each
+    token's query scores its own key highest; T5 cited beside Adafactor."""
+    flat = " ".join(SOURCE.split())
+    assert ("```{list-table} Working learning rates ($\\log_{10}$) on the sweep's half-decade "
+            "grid, held out, over the seeds") in flat
+    assert ("The edges in the table, and the counts of seeds in which a head works, are those "
+            "of this half-decade grid: the sweep tried no rate between its points, so they "
+            "say nothing about such rates.") in flat
+    for lrs in held_sweep.load_sweep()["lr_grid"].values():
+        assert np.allclose(np.diff(np.log10(lrs)), 0.5)  # "half-decade"
+    assert "so that each token's query scores its own key highest." in flat
+    assert "points along its own key" not in flat
+    assert ("T5 itself trained with Adafactor "
+            "{cite:p}`raffel2020exploring,shazeer2018adafactor`") in flat
+    bib = (__import__("pathlib").Path(__file__).parents[2] / "references.bib").read_text()
+    assert "@article{raffel2020exploring," in bib
