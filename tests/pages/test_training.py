@@ -1123,16 +1123,19 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
     for sentence in (
             "the gradient of the query is $u = c \\sum_j g_j k_j$: it carries the factor $c$",
             "To first order, a step changes the loss by the gradient times the step.",
-            "\\text{SGD: } \\Delta L \\approx -\\eta\\,\\lVert u \\rVert^2 = "
-            "-\\eta \\sum_{m=1}^{d_k} u_m^2,",
-            "\\text{Adam: } \\Delta L \\approx -\\eta\\,\\lVert u \\rVert_1 = "
+            "\\text{SGD: } \\Delta L &\\approx -\\eta\\,\\lVert u \\rVert^2 = "
+            "-\\eta \\sum_{m=1}^{d_k} u_m^2, \\\\",
+            "\\text{Adam: } \\Delta L &\\approx -\\eta\\,\\lVert u \\rVert_1 = "
             "-\\eta \\sum_{m=1}^{d_k} \\lvert u_m \\rvert .",
-            "A step on $W_Q$ changes the loss by the same times $\\lVert x_{j^\\ast} "
-            "\\rVert^2$, which does not depend on $d_k$.",
+            "An SGD step on $W_Q$, whose gradient is $x_{j^\\ast}^\\top u$, changes the "
+            "loss by the same times $\\lVert x_{j^\\ast} \\rVert^2$, which does not depend "
+            "on $d_k$.",
             "The SGD change is a sum of $d_k$ squares.",
             "Coordinate $m$ of $\\sum_j g_j k_j$ is $\\sum_j g_j x_j$ times column $m$ of "
             "$W_K$, and with $d_{\\text{model}}$ fixed the size of that column does not "
-            "depend on $d_k$. So the sum grows like $d_k$, and each square carries $c^2$",
+            "depend on $d_k$. So no square's size depends on $d_k$, and their sum grows like "
+            "$d_k$. Each square also carries $c^2$: the step carries one $c$, and the step "
+            "reaches the loss through the score, where the query is multiplied by $c$ again.",
             "So, for a given gradient reaching the scores, a step lowers the loss by about "
             "the learning rate times $c^2 d_k$: a factor 1 for the scaled head at every "
             "width, $d_k$ for the unscaled head and $1/d_k$ for the $1/d_k$ head.",
