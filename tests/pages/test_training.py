@@ -1139,8 +1139,8 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
             "So, for a given gradient reaching the scores, a step lowers the loss by about "
             "the learning rate times $c^2 d_k$: a factor 1 for the scaled head at every "
             "width, $d_k$ for the unscaled head and $1/d_k$ for the $1/d_k$ head.",
-            "On $q$ the loss then falls by the learning rate times $\\lVert u \\rVert_1$ "
-            "({eq}`eq-training-first-order`; on $W_Q$, the same times "
+            "On $q$ the loss then falls by the learning rate times $\\lVert u \\rVert_1$, as "
+            "in {eq}`eq-training-first-order` (on $W_Q$, the same times "
             "$\\lVert x_{j^\\ast} \\rVert_1$), a sum of $d_k$ absolute values.",
             "Each is $c$ times a size that does not depend on $d_k$, so the count becomes "
             "$c\\,d_k$: $\\sqrt{d_k}$ for the scaled head, $d_k$ for the unscaled one, "
