@@ -457,7 +457,7 @@ def test_with_plain_sgd_the_weight_moves_the_square_less():
     x = np.ones(2, np.float32)
     assert (np.sqrt(np.int64(4)) * x).dtype == np.float64
     assert (0.5 * x).dtype == np.float32
-    assert "(NumPy 2's promotion\nrules)" in SOURCE
+    assert "(NumPy 2's promotion rules)" in " ".join(SOURCE.split())
 
 
 def test_with_q_k_v_all_x_wide_tokens_mostly_get_back_their_own_vectors():
