@@ -5,6 +5,7 @@ wrong thing)."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 
@@ -483,7 +484,8 @@ def nan_to_num_on_the_exponentials(Q, K, V, mask=None):
 
 
 def torch_float_for_float64_inputs(Q, K, V, mask=None):
-    """torch's .float() on every input, the results cast back with .double()."""
+    """torch's .float() on every input, the softmax from torch's own exp() (torch.softmax
+    is refused), the results cast back with .double()."""
     import torch
 
     work = np.promote_types(Q.dtype, np.float32)
@@ -491,7 +493,10 @@ def torch_float_for_float64_inputs(Q, K, V, mask=None):
     S = t[0] @ t[1].transpose(-1, -2) / SQRT(Q.shape[-1])
     if mask is not None:
         S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
-    A = torch.nan_to_num(torch.softmax(S, dim=-1))
+    m = S.amax(dim=-1, keepdim=True)
+    E = torch.exp(S - torch.where(torch.isneginf(m), 0.0, m))
+    total = E.sum(dim=-1, keepdim=True)
+    A = E / torch.where(total == 0, 1.0, total)
     return (A @ t[2]).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
 
 
@@ -807,7 +812,64 @@ def fills_the_row_minimum_minus_1000(Q, K, V, mask=None):  # st8a: passed
     return _fills_finitely(Q, K, V, mask, fill)
 
 
+def fills_minus_1_75e308(Q, K, V, mask=None):  # st9a: passed (deepest was -1.7e308)
+    return _fills_finitely(Q, K, V, mask, lambda S, seen: -1.75e308 if S.dtype ==
+                           np.float64 else np.finfo(S.dtype).min)
+
+
+def fills_the_dtypes_min(Q, K, V, mask=None):  # right: below every finite score
+    return _fills_finitely(Q, K, V, mask, lambda S, seen: np.finfo(S.dtype).min)
+
+
+def _with_softmax(softmax):
+    """The contract's steps with the softmax ``softmax(S)`` (a NumPy array back)."""
+    def attend(Q, K, V, mask=None):
+        dtype = Q.dtype
+        Q, K, V = (x.astype(np.promote_types(dtype, np.float32)) for x in (Q, K, V))
+        A = np.nan_to_num(softmax(_scores(Q, K, mask)))
+        return (A @ V).astype(dtype), A.astype(dtype)
+    return attend
+
+
+def _torch(f):
+    def softmax(S):
+        import torch
+        return f(torch.from_numpy(np.ascontiguousarray(S))).numpy()
+    return softmax
+
+
+# st9a: each passed (the exercise says "without the library's own functions or torch")
+uses_the_library_softmax = _with_softmax(lambda S: attention.softmax(S))
+uses_the_private_softmax = _with_softmax(
+    lambda S: importlib.import_module("attention.softmax")._softmax(S))
+uses_the_torch_safe_softmax = _with_softmax(_torch(
+    lambda S: importlib.import_module("attention.torch").safe_softmax(S)))
+uses_torch_softmax = _with_softmax(_torch(lambda S: __import__("torch").softmax(S, -1)))
+uses_torch_functional_softmax = _with_softmax(_torch(
+    lambda S: __import__("torch").nn.functional.softmax(S, dim=-1)))
+uses_the_tensor_softmax = _with_softmax(_torch(lambda S: S.softmax(-1)))
+
+
+def long_double_results_for_float64(Q, K, V, mask=None):  # st9a: passed
+    work = np.longdouble if Q.dtype == np.float64 else np.promote_types(Q.dtype, np.float32)
+    O, A = correct(*(x.astype(work) for x in (Q, K, V)), mask)
+    return (O, A) if Q.dtype == np.float64 else (O.astype(Q.dtype), A.astype(Q.dtype))
+
+
+def weights_in_float32_for_float64(Q, K, V, mask=None):  # st9a: told "precision lost"
+    O, A = correct(Q, K, V, mask)
+    return O, A.astype(np.float32) if Q.dtype == np.float64 else A
+
+
 WRONG = [
+    (fills_minus_1_75e308, "a finite fill"),
+    (uses_the_library_softmax, "calls the library's own attention.softmax:"),
+    (uses_the_private_softmax, "calls the library's own attention.softmax._softmax"),
+    (uses_the_torch_safe_softmax, "calls the library's own attention.torch.safe_softmax"),
+    (uses_torch_softmax, "calls torch.softmax, PyTorch's softmax"),
+    (uses_torch_functional_softmax, "calls torch.nn.functional.softmax"),
+    (uses_the_tensor_softmax, "calls Tensor.softmax"),
+    (weights_in_float32_for_float64, "A is float32; the inputs are float64"),
     (fills_minus_1_5e308, "a finite fill"),
     (fills_the_row_minimum_minus_1000, "a finite fill"),
     (shifts_by_the_unscaled_maximum, "the row maximum of the unscaled scores Q K^T"),
@@ -950,7 +1012,12 @@ def _failures(fn, capsys) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("✗")]
 
 
+if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some platforms
+    WRONG.append((long_double_results_for_float64, "for float64 inputs"))
+
+
 @pytest.mark.parametrize("fn", [correct_in_float32, correct_by_the_log_of_the_mask,
+                                fills_the_dtypes_min,
                                 correct_with_nan_to_num_of_the_maximum] + [
     in_float32(f) for f in (correct_with_guards_by_any, correct_by_nan_to_num,
                             correct_with_finfo_min)])
@@ -1132,3 +1199,11 @@ def test_a_float32_computation_passes_the_float32_value_case_and_float16_does_no
     capsys.readouterr()
     failures = _failures(float16_work_for_float32_inputs, capsys)
     assert len(failures) == 1 and failures[0].startswith("✗ float32 inputs"), failures
+
+
+def test_a_boolean_index_with_a_mask_is_told_it_needs_the_full_shape_on_every_case(capsys):
+    # st9a: on 3-D inputs it was told LEADING_HINT, on the (T_k,) mask nothing
+    raised = [f for f in _failures(boolean_indexing, capsys) if "raised IndexError" in f]
+    assert len(raised) >= 3
+    assert all("S[~mask] = -np.inf needs a mask of the scores' full shape" in f
+               for f in raised), raised

@@ -18,6 +18,15 @@ def swap(X):
     return np.swapaxes(X, -1, -2)
 
 
+def guarded_softmax(S):
+    """The softmax along the last axis, a row of -inf giving zeros, in S's dtype (the
+    attempts' own: the checker refuses the library's attention.softmax)."""
+    m = S.max(axis=-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    return E / np.where(total == 0, 1.0, total)
+
+
 # --- right answers ----------------------------------------------------------------------
 
 def correct(Q, K, V, dO, mask=None):
@@ -44,7 +53,7 @@ def correct_with_D_from_its_definition(Q, K, V, dO, mask=None):
     S = c * np.einsum("...qd,...kd->...qk", Q, K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = attention.softmax(S)
+    A = guarded_softmax(S)
     dA = np.einsum("...qv,...kv->...qk", dO, V)
     D = np.sum(A * dA, axis=-1, keepdims=True)
     dS = A * (dA - D)
@@ -241,7 +250,7 @@ def float64_from_np_sqrt(Q, K, V, dO, mask=None):
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = attention.softmax(S)
+    A = guarded_softmax(S)
     return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
@@ -496,7 +505,7 @@ def scores_in_float32_the_rest_in_float64(Q, K, V, dO, mask=None):
     S = (c * (Q.astype(np.float32) @ swap(K.astype(np.float32)))).astype(Q.dtype)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    return _backward_from(c, attention.softmax(S), attention.softmax(S) @ V, Q, K, V, dO)
+    return _backward_from(c, guarded_softmax(S), guarded_softmax(S) @ V, Q, K, V, dO)
 
 
 # --- st4a's round: shifts that are not each row's own maximum, no 3-D input, ... ----------
@@ -804,6 +813,64 @@ def fills_the_row_minimum_minus_1000(Q, K, V, dO, mask=None):  # st8a: passed
     return _fills_finitely(Q, K, V, dO, mask, fill)
 
 
+def fills_minus_1_75e308(Q, K, V, dO, mask=None):  # st9a: passed (deepest -1.7e308)
+    return _fills_finitely(Q, K, V, dO, mask, lambda S, seen: -1.75e308 if S.dtype ==
+                           np.float64 else np.finfo(S.dtype).min)
+
+
+def fills_float64_min(Q, K, V, dO, mask=None):  # right: below every finite score
+    return _fills_finitely(Q, K, V, dO, mask, lambda S, seen: np.finfo(S.dtype).min)
+
+
+def _skips_saturated_rows(threshold):
+    def skips(Q, K, V, dO, mask=None):
+        """'A saturated row passes (almost) no gradient': its dS set to 0."""
+        c, A, O = _guarded_forward(Q, K, V, mask)
+        dS = A * (dO @ swap(V) - np.sum(dO * O, axis=-1, keepdims=True))
+        dS = np.where(A.max(axis=-1, keepdims=True) > threshold, 0.0, dS).astype(Q.dtype)
+        return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+    skips.__name__ = f"skips_rows_above_{threshold}".replace(".", "_")
+    return skips
+
+
+# st9a: passed (no case had a row whose largest weight lies in (0.999, 1), and the
+# tolerance was relative to the whole gradient's largest entry)
+skips_rows_above_0_999 = _skips_saturated_rows(0.999)
+skips_rows_above_1_minus_1e_6 = _skips_saturated_rows(1 - 1e-6)
+skips_rows_above_1_minus_1e_9 = _skips_saturated_rows(1 - 1e-9)
+
+
+def dS_from_the_library_softmax_vjp(Q, K, V, dO, mask=None):  # st9a: passed
+    c, A, O = _guarded_forward(Q, K, V, mask)
+    dS = attention.softmax_vjp(A, dO @ swap(V))
+    return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+
+
+def A_from_the_library_forward(Q, K, V, dO, mask=None):  # st9a: passed
+    O, A = attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+    return _backward_from(1 / math.sqrt(Q.shape[-1]), A, O, Q, K, V, dO)
+
+
+def long_double_gradients_for_float64(Q, K, V, dO, mask=None):  # st9a: passed
+    work = np.longdouble if Q.dtype == np.float64 else Q.dtype
+    grads = correct(*(x.astype(work) for x in (Q, K, V, dO)), mask)
+    return grads if Q.dtype == np.float64 else tuple(g.astype(Q.dtype) for g in grads)
+
+
+def float32_gradients_for_float64(Q, K, V, dO, mask=None):
+    """Computed in float32 and not cast back: told its dtype, not only its digits."""
+    return correct(*(x.astype(np.float32) for x in (Q, K, V, dO)), mask)
+
+
+def boolean_indexing(Q, K, V, dO, mask=None):
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S[~mask] = -np.inf                               # needs a full-shape mask
+    A = guarded_softmax(S)
+    return _backward_from(c, A, A @ V, Q, K, V, dO)
+
+
 def weights_from_the_log_sum_exp(Q, K, V, dO, mask=None):  # st8a: told a loop
     """A = exp(S - L), L the log of the row's sum (float32 inputs in float32): the
     float32 case's pairs lie just outside its 1e-4."""
@@ -850,6 +917,16 @@ def normalises_with_eps_1e_14(Q, K, V, dO, mask=None):  # st8a: was told float32
 
 
 WRONG = [
+    (fills_minus_1_75e308, "a finite fill"),
+    (skips_rows_above_0_999, "a saturated row still passes a small gradient"),
+    (skips_rows_above_1_minus_1e_6, "a saturated row still passes a small gradient"),
+    (skips_rows_above_1_minus_1e_9, "a saturated row still passes a small gradient"),
+    (dS_from_the_library_softmax_vjp, "calls the library's own attention.softmax_vjp"),
+    (A_from_the_library_forward,
+     "calls the library's own attention.scaled_dot_product_attention"),
+    (float32_gradients_for_float64, "dQ is float32 and dK is float32 and dV is float32; "
+                                    "the inputs are float64"),
+    (boolean_indexing, "S[~mask] = -np.inf needs a mask of the scores' full shape"),
     (weights_from_the_log_sum_exp, "precision was lost on the way"),
     (fills_minus_1e9_and_zeroes_the_masked_weights, "a finite fill above the scores"),
     (normalises_with_eps_1e_14, "(here eps is about 1e-14"),
@@ -953,13 +1030,16 @@ WRONG = [
 EXCLUSIVE = {
     "'- D' term": {forgets_D},
     "weights renormalised": {mask_after_the_softmax_renormalised},
+    "a saturated row": {skips_rows_above_0_999, skips_rows_above_1_minus_1e_6,
+                        skips_rows_above_1_minus_1e_9},
     "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
                             adds_minus_1e9_and_zeroes_empty_rows,
                             adds_float32_min_and_zeroes_empty_rows,
                             adds_float64_min_and_zeroes_empty_rows},
     "plus a small constant": {epsilon_1e6_in_the_softmax, epsilon_1e9_in_the_softmax,
                               normalises_with_eps_1e_12, normalises_with_eps_1e_14},
-    "computed in float32": {computes_in_float32, computes_in_float32_via_torch},
+    "computed in float32": {computes_in_float32, computes_in_float32_via_torch,
+                            float32_gradients_for_float64},
     "D has the wrong sign": {adds_D},
     "plain row sum": {D_as_a_plain_row_sum},
     "lacks the factor c": {no_scale_in_dQ_and_dK},
@@ -991,7 +1071,8 @@ EXCLUSIVE = {
     "done in float32": {scores_in_float32_the_rest_in_float64},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye,
                            adds_a_float64_bias, float64_bias_without_a_mask},
-    "float32 precision": {computes_in_float32, computes_in_float32_via_torch},
+    "float32 precision": {computes_in_float32, computes_in_float32_via_torch,
+                          float32_gradients_for_float64},
     "inverse of V": {dA_through_a_pseudo_inverse},
     "no matrix inverse": {dV_through_an_inverse},
     "(batch item, head) pairs": {last_head_only, loop_without_the_batch_index},
@@ -1017,7 +1098,11 @@ def _failures(fn, capsys) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("✗")]
 
 
-@pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition,
+if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some platforms
+    WRONG.append((long_double_gradients_for_float64, "for float64 inputs"))
+
+
+@pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition, fills_float64_min,
                                 correct_by_the_log_of_the_mask,
                                 float16_in_float32_cast_back])
 def test_correct_attempts_pass_every_case(fn, capsys):
@@ -1184,3 +1269,26 @@ def test_precision_is_not_blamed_on_a_loop_nor_eps_on_float32(capsys):
     checkers.check_attention_backward(weights_from_the_log_sum_exp)
     assert "(batch item, head) pairs" not in capsys.readouterr().out
     assert "float32" not in "".join(_failures(normalises_with_eps_1e_14, capsys))
+
+
+def test_a_boolean_index_with_a_mask_is_told_it_needs_the_full_shape_on_every_case(capsys):
+    raised = [f for f in _failures(boolean_indexing, capsys) if "raised IndexError" in f]
+    assert len(raised) >= 3
+    assert all("S[~mask] = -np.inf needs a mask of the scores' full shape" in f
+               for f in raised), raised
+
+
+def test_the_saturated_rows_lie_between_0_999_and_one_and_right_answers_meet_them():
+    """Rows whose largest weight lies in (0.999, 1) (st9a: none did), each compared with
+    its own size; the right answers come within a relative 1e-5 there."""
+    from attention.checkers.backward import RTOL_SATURATED
+    Q, K = np.array([[9.0], [16.0], [25.0]]), np.array([[1.0], [0.0], [0.0], [0.0]])
+    largest = attention.softmax(Q @ K.T).max(axis=-1)
+    assert np.all((largest > 0.999) & (largest < 1)) and largest.max() > 1 - 1e-9
+    rng = np.random.default_rng(0)
+    V, dO = rng.standard_normal((4, 3)), rng.standard_normal((3, 3))
+    want = attention.attention_backward(Q, K, V, dO)[0]
+    for fn in (correct, correct_with_D_from_its_definition):
+        got = fn(Q, K, V, dO)[0]
+        error = np.abs(got - want).max(axis=-1) / np.abs(want).max(axis=-1)
+        assert error.max() < RTOL_SATURATED / 10, error

@@ -98,6 +98,22 @@ def _keepdims_hint(exc: Exception, scores_shape: tuple) -> str:
     return ""
 
 
+#: Said when boolean indexing with the mask raised (as ``S[~mask] = -np.inf`` does with
+#: a mask that only broadcasts to the scores).
+BOOLEAN_INDEX_HINT = ("; S[~mask] = -np.inf needs a mask of the scores' full shape: "
+                      "the mask may have fewer dimensions than the scores and must "
+                      "broadcast against them as it is, which np.where(mask, S, "
+                      "-np.inf) does")
+
+
+def _boolean_index_hint(exc: Exception, mask) -> str:
+    """BOOLEAN_INDEX_HINT when ``exc`` is an IndexError of boolean indexing and a mask
+    was given, else ""."""
+    if mask is not None and isinstance(exc, IndexError) and "boolean" in str(exc):
+        return BOOLEAN_INDEX_HINT
+    return ""
+
+
 WIDTH = 76  # printed lines fit the book's code column
 
 
@@ -306,11 +322,14 @@ def _dtype_rejection(want, dtypes: dict) -> str:
 
 
 def _refusing_the_library(fn: Callable, banned: dict, message: str,
-                          builtins: dict | None = None) -> Callable:
+                          builtins: dict | None = None,
+                          methods: dict | None = None) -> Callable:
     """``fn``, wrapped so that a call which runs one of the library's functions ``banned``
     (name -> function, or name -> (function, its own message)) raises
     Rejected(message.format(name=...)), and one that calls a built-in of ``builtins``
-    (name -> (built-in, message)) raises Rejected(that message).
+    (name -> (built-in, message)) raises Rejected(that message), as does one that
+    calls a built-in method of ``methods`` (name -> (type, method name, message)),
+    such as Tensor.softmax, on an object of that type.
     What runs is seen by ``sys.setprofile`` while ``fn`` runs, and by
     ``threading.setprofile`` in the threads it starts (both restored after): however
     ``fn`` reaches the function, as itself, under another name, through a lambda or a
@@ -327,6 +346,7 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
         f, text = f if isinstance(f, tuple) else (f, message)
         codes[f.__code__] = text.format(name=name)
     calls = {id(f): (f, text) for f, text in (builtins or {}).values()}
+    bound = {name: (kind, text) for kind, name, text in (methods or {}).values()}
 
     @functools.wraps(fn)
     def watched(*args, **kwargs):
@@ -337,6 +357,10 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
                 seen.append(codes[frame.f_code])
             elif event == "c_call" and id(arg) in calls and calls[id(arg)][0] is arg:
                 seen.append(calls[id(arg)][1])
+            elif event == "c_call" and bound and \
+                    getattr(arg, "__name__", None) in bound and isinstance(
+                        getattr(arg, "__self__", None), bound[arg.__name__][0]):
+                seen.append(bound[arg.__name__][1])
 
         previous, previous_threads = sys.getprofile(), threading.getprofile()
         threading.setprofile(hook)
@@ -377,17 +401,67 @@ def _library_attention() -> dict:
             and hasattr(getattr(module, name), "__code__")}
 
 
+def _library_softmax() -> dict:
+    """The library's softmax functions (and the softmax's Jacobian and VJP), public and
+    private, by name (attention.torch imported first, as in ``_library_attention``)."""
+    import importlib
+
+    lib_softmax = importlib.import_module("attention.softmax")  # the module, not the
+    # function that the package's own name ``attention.softmax`` is
+    try:
+        lib_torch = importlib.import_module("attention.torch")
+    except ImportError:
+        lib_torch = None
+    places = [("attention", lib_softmax, "softmax"),
+              ("attention.softmax", lib_softmax, "_softmax"),
+              ("attention", lib_softmax, "naive_softmax"),
+              ("attention", lib_softmax, "softmax_jacobian"),
+              ("attention", lib_softmax, "softmax_vjp"),
+              ("attention.torch", lib_torch, "safe_softmax")]
+    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
+            if callable(getattr(module, name, None))
+            and hasattr(getattr(module, name), "__code__")}
+
+
+def _torch_softmax(message: str) -> tuple[dict, dict, dict]:
+    """PyTorch's softmax, each with ``message`` (its ``{name}`` the function's): (its
+    Python functions, as ``banned`` of ``_refusing_the_library``; its built-ins; its
+    Tensor methods), all empty when torch has not been imported."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}, {}, {}
+    functions = {f"torch.nn.functional.{name}": (getattr(torch.nn.functional, name),
+                                                 message)
+                 for name in ("softmax", "log_softmax")
+                 if hasattr(getattr(torch.nn.functional, name, None), "__code__")}
+    builtins = {f"torch.{name}": (getattr(torch, name), message.format(name=f"torch.{name}"))
+                for name in ("softmax", "log_softmax", "_softmax")
+                if getattr(torch, name, None) is not None}
+    special = getattr(torch, "special", None)
+    for name in ("softmax", "log_softmax"):
+        f = getattr(special, name, None)
+        if f is not None and not hasattr(f, "__code__"):
+            builtins[f"torch.special.{name}"] = (f, message.format(
+                name=f"torch.special.{name}"))
+    methods = {f"Tensor.{name}": (torch.Tensor, name, message.format(name=f"Tensor.{name}"))
+               for name in ("softmax", "log_softmax")}
+    return functions, builtins, methods
+
+
 def _fill_edge():
-    """(Q, K, V, mask, note) at d_k = 1: query 0's one visible key scores near -1.7e308,
-    query 1's near -1e20 (all finite), so a finite fill for the masked scores (-1.5e308, or
-    a row's lowest score minus 1000, which rounds to that score) is not below them. V's
-    key 0 is (1, 0), so that dA and D agree to the last bit and dS is exactly 0 there."""
-    Q = np.array([[1.0], [1e20 / 1.7e308]])
-    K = np.array([[-1.7e308], [1.0], [-1.0], [0.5]])
+    """(Q, K, V, mask, note) at d_k = 1: query 0's one visible key scores near -1.79e308
+    (float64's most negative number is -1.798e308), query 1's near -1e20 (all finite),
+    so a finite fill for the masked scores (-1.5e308, -1.75e308, or a row's lowest score
+    minus 1000, which rounds to that score) is not below them; np.finfo(np.float64).min
+    is. V's key 0 is (1, 0), so that dA and D agree to the last bit and dS is exactly 0
+    there."""
+    Q = np.array([[1.0], [1e20 / 1.79e308]])
+    K = np.array([[-1.79e308], [1.0], [-1.0], [0.5]])
     V = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5], [2.0, 1.0]])
     mask = np.array([[True, False, False, False]] * 2)
-    note = ("; here, at d_k = 1, query 0's one visible key scores near -1.7e308 "
+    note = ("; here, at d_k = 1, query 0's one visible key scores near -1.79e308 "
             "and query 1's near -1e20 (both finite): a finite fill for the masked "
-            "scores (-1.5e308, or a row's lowest score minus 1000, which rounds "
-            "to that score) is not below them; only -inf is below every score")
+            "scores (-1.5e308, -1.75e308, or a row's lowest score minus 1000, which "
+            "rounds to that score) is not below them; only -inf (or float64's most "
+            "negative number) is below every score")
     return Q, K, V, mask, note

@@ -34,14 +34,20 @@ The contract the exercise states, and this checker tests:
   library's own attention (``attention.scaled_dot_product_attention``,
   ``tiled_attention``, ``blocked_attention``, their helpers, or
   ``attention.torch.scaled_dot_product_attention``: attention.torch is imported before
-  the attempt runs, when torch is installed) or PyTorch's built-in
-  ``torch.nn.functional.scaled_dot_product_attention`` is refused where the profiler
-  of ``_engine._refusing_the_library`` sees the call (its blind spots are listed
-  there).
+  the attempt runs, when torch is installed), the library's softmax
+  (``attention.softmax``, its private ``_softmax``, ``naive_softmax``,
+  ``attention.torch.safe_softmax``, ``softmax_vjp``, ``softmax_jacobian``), PyTorch's
+  built-in ``torch.nn.functional.scaled_dot_product_attention`` or PyTorch's softmax
+  (``torch.softmax``, ``torch.nn.functional.softmax``, ``Tensor.softmax`` and their
+  log-softmax siblings) is refused where the profiler of
+  ``_engine._refusing_the_library`` sees the call (its blind spots are listed there);
+* float64 inputs give float64 results too (long double ones are told so, and float32
+  ones are told their dtype).
 
-Blind spots: attention written from PyTorch's other operations (``torch.softmax`` of
-scores formed from tensors made from the inputs) is not refused; an attempt that
-computes it so and hands back NumPy arrays passes if its numbers are right.
+Blind spots: attention written from PyTorch's other operations (``torch.exp`` of
+scores formed from tensors made from the inputs, divided by their sum) is not refused;
+an attempt that computes it so and hands back NumPy arrays passes if its numbers are
+right.
 
 When an attempt fails a case, the checker compares it with the usual mistakes on the same
 inputs and names the one it matches; otherwise it says what differed and what the case
@@ -61,10 +67,11 @@ import numpy as np
 from ..forward import scaled_dot_product_attention
 from ..masks import causal_mask, padding_mask
 from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected,
+                      _boolean_index_hint,
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
                       _all, _keepdims_hint, _matching, _qkv, _refusing_the_library,
-                      _fill_edge, _library_attention, _mask_axes_hint, _report, _results,
-                      _run)
+                      _fill_edge, _library_attention, _library_softmax, _mask_axes_hint,
+                      _report, _results, _run, _torch_softmax)
 from .temperature import _builtin_attention
 
 #: Said when the attempt runs one of the library's attention functions.
@@ -79,6 +86,13 @@ TORCH_SDPA = ("your function calls torch.nn.functional.scaled_dot_product_attent
               "PyTorch's built-in attention: the exercise is to write attention "
               "yourself, in NumPy (the scores Q K^T / sqrt(d_k), the mask, their "
               "softmax along the keys and O = A V)")
+
+
+#: Said when the attempt calls PyTorch's softmax.
+TORCH_SOFTMAX = ("your function calls {name}, PyTorch's softmax: the exercise is to "
+                 "write attention yourself, in NumPy, without the library's own "
+                 "functions or torch (the scores Q K^T / sqrt(d_k), the mask, their "
+                 "softmax along the keys, exp(S - max) / sum, and O = A V)")
 
 
 def _torch_builtins() -> dict:
@@ -396,7 +410,8 @@ def _call(fn, Q, K, V, mask, on_error=""):
     except Exception as exc:
         shape = np.broadcast_shapes(Q.shape[:-1] + K.shape[-2:-1], np.shape(mask))
         raise Rejected(f"raised {type(exc).__name__}: {exc}"
-                       f"{_keepdims_hint(exc, shape) or on_error}") from exc
+                       f"{_boolean_index_hint(exc, mask) or _keepdims_hint(exc, shape)}"
+                       f"{'' if _boolean_index_hint(exc, mask) else on_error}") from exc
     for name, x in (("O", O), ("A", A)):
         if not isinstance(x, np.ndarray):
             raise Rejected(f"{name} is a {type(x).__name__}, not a NumPy array: return "
@@ -608,7 +623,9 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
             if A.shape == A_ref.shape else False
         if exact and _same(A.astype(np.float64), A_ref, atol) and \
                 _same(O.astype(np.float64), O_ref, atol) and _sums_to_one(A, A_ref):
-            return True, ""
+            # float64 inputs too: long double (or float32) results are not float64
+            wrong = _dtype_rejection(Q.dtype, dict(O=O.dtype, A=A.dtype))
+            return not wrong, wrong
         if only_what and A.shape == A_ref.shape and O.shape == O_ref.shape:
             with np.errstate(all="ignore"):
                 err = np.nan_to_num(np.abs(A.astype(np.float64) - A_ref), nan=np.inf)
@@ -617,8 +634,18 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
         with np.errstate(all="ignore"):
             key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol)
         extra = (notes or {}).get(key, "") if key else what
-        return False, f"{detail}{extra}"
+        return False, f"{_other_dtype(Q, O=O, A=A)}{detail}{extra}"
     return case
+
+
+def _other_dtype(Q, **results) -> str:
+    """"A is float32; the inputs are float64: " when float64 inputs' results (name ->
+    array) are of another dtype (say which), else ""."""
+    if Q.dtype != np.float64:
+        return ""
+    other = [f"{name} is {x.dtype}" for name, x in results.items()
+             if x.dtype != np.float64]
+    return f"{' and '.join(other)}; the inputs are float64: " if other else ""
 
 
 def _masked_dtype(fn, Q, K, V, O, A, mask) -> str:
@@ -675,7 +702,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     docstring: fifteen cases; returns True when all pass. An attempt that runs the
     library's own attention, or PyTorch's built-in, fails every case."""
     builtins = _torch_builtins()  # first: it imports attention.torch
-    fn = _refusing_the_library(fn, _library_attention(), LIBRARY, builtins)
+    functions, torch_builtins, methods = _torch_softmax(TORCH_SOFTMAX)
+    fn = _refusing_the_library(fn, {**_library_attention(), **_library_softmax(),
+                                    **functions}, LIBRARY, {**builtins, **torch_builtins},
+                               methods)
     rng = np.random.default_rng(_RNG_SEED)
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
@@ -739,7 +769,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     edge_note = ("; here, at d_k = 1, the visible keys score near -1e308 and the "
                  "masked one near 1.4e308 (all finite): only -inf is below every score")
 
-    # And a query whose one visible key scores near -1.7e308 (finite), another whose one
+    # And a query whose one visible key scores near -1.79e308 (finite), another whose one
     # visible key scores near -1e20 (d_k = 1): a finite fill above the first (-1.5e308)
     # gives the masked keys its weight; the row's lowest score minus 1000, which rounds
     # to that score itself, gives them equal weight in both rows.
@@ -794,8 +824,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         if batched_ok:
             return ("; the mask has fewer dimensions than the scores and must broadcast "
                     "against them as it is: np.where(mask, S, -np.inf) does (any new "
-                    "axes go in front, mask[None, None]); S[~mask] = -np.inf needs a "
-                    "mask of the scores' full shape")
+                    "axes go in front, mask[None, None])")
         return ""
 
     results = [

@@ -14,12 +14,15 @@ The contract the exercise states, and this checker tests:
   (T_k,) one, is named), and a masked score is -inf before the
   softmax; a query whose every key is masked has zero weights and a zero output, so its
   gradients are zero, never NaN;
-* the gradients have the inputs' dtype (float32 in, float32 out; float16 in, float16
-  out, its dtype alone checked);
+* the gradients have the inputs' dtype (float64 in, float64 out, not long double;
+  float32 in, float32 out; float16 in, float16 out, its dtype alone checked);
 * the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array);
 * the gradients are NumPy arrays (not lists), computed in NumPy: an attempt that runs
   the library's own backward pass (``attention.attention_backward``,
-  ``tiled_attention_backward`` or ``blocked_attention_backward``), or PyTorch's
+  ``tiled_attention_backward`` or ``blocked_attention_backward``), its forward
+  attention (``attention.scaled_dot_product_attention`` and the others of
+  ``_engine._library_attention``), its softmax (``attention.softmax``,
+  ``softmax_vjp`` and the others of ``_engine._library_softmax``), or PyTorch's
   autograd (``torch.autograd.backward``, which ``Tensor.backward()`` calls, and
   ``torch.autograd.grad``, which ``torch.autograd.functional`` and ``torch.func.vjp``
   call), is refused where the profiler of ``_engine._refusing_the_library`` sees the
@@ -31,7 +34,10 @@ with T_q = T_k (where a missing transpose does not change a shape, only the valu
 one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
 -1000 (a shift that is not the row's own maximum, clamped at 0 or the whole array's,
-underflows); one with masked keys far above the others (masking after the softmax
+underflows), and at d_k = 1 saturated rows that are not one-hot (scores [9, 0, 0, 0],
+[16, 0, 0, 0] and [25, 0, 0, 0], largest weights 1 - 3.7e-4 to 1 - 4.2e-11), whose dQ
+is compared row by row, each to a relative 1e-4 of its own size (a backward pass that
+skips rows above a threshold on A.max(), even 1 - 1e-9, shows); one with masked keys far above the others (masking after the softmax
 underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
@@ -53,8 +59,7 @@ matches. Messages are wrapped to 76 columns.
 
 Blind spots: the page's equations written in PyTorch's operations, with no autograd (or
 with ``torch.nn.functional.scaled_dot_product_attention`` for O), on tensors made from
-the inputs, are not refused: such an attempt passes if its numbers are right. A backward
-pass that calls the library's forward attention for O and A is not refused either.
+the inputs, are not refused: such an attempt passes if its numbers are right.
 """
 
 from __future__ import annotations
@@ -72,7 +77,9 @@ from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
-                      _fill_edge, _refusing_the_library, _report, _results, _run)
+                      _boolean_index_hint, _fill_edge, _library_attention,
+                      _library_softmax,
+                      _refusing_the_library, _report, _results, _run)
 
 NAMES = ("dQ", "dK", "dV")
 
@@ -799,7 +806,8 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note=""):
         except Rejected as exc:  # changed in place, not arrays, the library's own
             return False, str(exc)
         except Exception as exc:
-            return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
+            hint = _boolean_index_hint(exc, mask) or on_error or _error_hint(exc)
+            return False, f"raised {type(exc).__name__}: {exc}{hint}"
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)) and note and \
                 all(g.shape == r.shape for g, r in zip(got, ref)):
             # inputs built for one mistake, where the others' signs would mislead
@@ -815,8 +823,12 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note=""):
                 errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
                                  for g, r in zip(got, ref))
                 detail += f" (relative errors dQ, dK, dV against central differences: {errs})"
+            other = [f"{n} is {d}" for n, d in zip(NAMES, dtypes) if d != np.float64]
+            if Q.dtype == np.float64 and other:
+                detail = f"{' and '.join(other)}; the inputs are float64: {detail}"
             return False, detail
-        wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes))) if float32 else ""
+        # float64 inputs too: long double (or float32) gradients are not float64
+        wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes)))
         if wrong and mask is not None:
             try:
                 unmasked = _call(fn, Q, K, V, dO, None)[1]
@@ -837,6 +849,54 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note=""):
     return case
 
 
+#: Tolerance on a saturated row's dQ, relative to that row's own largest entry: right
+#: ways of computing it differ from the page's formulas by up to about 1e-5 at scores
+#: [25, 0, 0, 0] (dA - D cancels to about 1e-11 there), so a tighter one would reject
+#: them; a row skipped or zeroed is off by 1.
+RTOL_SATURATED = 1e-4
+
+#: Said when a saturated (not one-hot) row's gradient is lost.
+SATURATED = ("a saturated row still passes a small gradient: its largest weight is "
+             "near 1 ({largest}), not exactly 1, so its dS = A * (dA - D) is small but "
+             "not 0, and dQ's row ({error:.2g} off, relative to its own size) and dK "
+             "carry it; only a one-hot row passes none. Compute dS the same way on "
+             "every row, with no threshold on A.max()")
+
+
+def _saturated_case(fn, Q, K, V, dO):
+    """One head whose rows are saturated but not one-hot (scores such as [9, 0, 0, 0] and
+    [25, 0, 0, 0]): dQ compared row by row, each row to a relative RTOL_SATURATED of its
+    own largest entry (a row's gradient is far below the whole dQ's largest entry, which a
+    tolerance relative to that would let go), then the whole case as ``_case``."""
+    whole = _case(fn, Q, K, V, dO)
+
+    def case():
+        ref = _gradients(Q, K, V, dO)
+        try:
+            got, _ = _call(fn, Q, K, V, dO, None)
+        except Exception:
+            return whole()
+        if got[0].shape != ref[0].shape or not np.isfinite(got[0]).all():
+            return whole()
+        size = np.abs(ref[0]).max(axis=-1)
+        error = np.abs(got[0] - ref[0]).max(axis=-1) / size
+        bad = error > RTOL_SATURATED
+        if bad.any() and _same(got[2], ref[2], RTOL) and np.all(
+                np.abs(got[0][bad]).max(axis=-1) < 0.5 * size[bad]):
+            A = _parts(Q, K, V, dO).A.max(axis=-1)
+            i = int(np.argmax(np.where(bad, A, -np.inf)))
+            return False, SATURATED.format(largest=f"1 - {1 - A[i]:.1e}",
+                                           error=float(error[i]))
+        ok, detail = whole()
+        if ok and bad.any():
+            i = int(np.argmax(error))
+            return False, (f"dQ's row {i} differs from the reference by a relative "
+                           f"{float(error[i]):.2g} of its own size (a saturated row, "
+                           "whose gradient is small but not 0)")
+        return ok, detail
+    return case
+
+
 def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error=""):
     """float16 inputs: float16 gradients, finite, within a relative RTOL_FLOAT16 of the
     float64 reference (of each gradient's largest entry): the page's steps in float16
@@ -847,7 +907,8 @@ def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error=""):
         except Rejected as exc:
             return False, str(exc)
         except Exception as exc:
-            return False, f"raised {type(exc).__name__}: {exc}{on_error or _error_hint(exc)}"
+            hint = _boolean_index_hint(exc, mask) or on_error or _error_hint(exc)
+            return False, f"raised {type(exc).__name__}: {exc}{hint}"
         wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes)))
         if wrong:
             return False, wrong
@@ -869,7 +930,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)`` against the contract in this
     module's docstring: eleven cases; returns True when all pass. An attempt that runs
     the library's own backward pass, or PyTorch's autograd, fails every case."""
-    fn = _refusing_the_library(fn, {**_library_backward(), **_torch_autograd()}, LIBRARY)
+    fn = _refusing_the_library(fn, {**_library_backward(), **_library_attention(),
+                                    **_library_softmax(), **_torch_autograd()}, LIBRARY)
     rng = np.random.default_rng(_RNG_SEED + 2)
     Q, K, V, dO = _inputs(rng)
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
@@ -939,7 +1001,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     V_edge = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
     dO_edge = np.array([[0.3, -0.7], [1.1, 0.4]])
     mask_edge = np.array([[True, False, True]] * 2)
-    # And (d_k = 1) a query whose one visible key scores near -1.7e308 (finite), another
+    # And (d_k = 1) a query whose one visible key scores near -1.79e308 (finite), another
     # whose one visible key scores near -1e20: a finite fill above the first (-1.5e308)
     # gives the masked keys its weight; the row's lowest score minus 1000, which rounds
     # to that score, gives them equal weight in both. (V's key 0 is (1, 0), so that
@@ -958,6 +1020,14 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # A (T_k,) mask, one flag per key for every query: read as (B,) padding
     # (mask[:, None, None]) it adds an axis, and shows.
     key_mask = np.array([True, False, True, True, False, True])
+    # Saturated rows that are not one-hot (d_k = 1: scores [9, 0, 0, 0], [16, 0, 0, 0]
+    # and [25, 0, 0, 0], largest weights 1 - 3.7e-4, 1 - 3.4e-7 and 1 - 4.2e-11):
+    # their gradients are small but not 0, so a backward pass that skips rows above a
+    # threshold on A.max() (even 1 - 1e-9) shows, row by row.
+    Q_sat = np.array([[9.0], [16.0], [25.0]])
+    K_sat = np.array([[1.0], [0.0], [0.0], [0.0]])
+    V_sat = rng_o.standard_normal((4, 3))
+    dO_sat = rng_o.standard_normal((3, 3))
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
@@ -965,8 +1035,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _all(_case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True),
                   _case(fn, Q, K, V, dO, key_mask))),
         _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
-        _run("one head, large scores (near 7000; one query's near -1000)",
-             _case(fn, Q_big, K_big, V, dO)),
+        _run("one head, large scores (near 7000; one query's near -1000); "
+             "saturated rows (scores [9, 0, 0, 0] to [25, 0, 0, 0])",
+             _all(_case(fn, Q_big, K_big, V, dO),
+                  _saturated_case(fn, Q_sat, K_sat, V_sat, dO_sat))),
         _run("masked keys whose scores are far above the others (near 1e300)",
              _all(_case(fn, Q_far, K_far, V, dO_far, not_key_0),
                   _case(fn, Q_deep, K_far, V, dO_far, not_key_0),
