@@ -132,3 +132,48 @@ def test_a_banned_function_may_carry_its_own_message():
         with pytest.raises(Rejected, match=re.escape(said)):
             watched()
     assert _refusing_the_library(lambda: 3, banned, "refused {name}")() == 3
+
+
+def test_torchs_softmax_is_refused_as_a_function_a_built_in_and_a_tensor_method():
+    """st9a: torch.softmax, F.softmax and Tensor.softmax passed the attention checker."""
+    torch = pytest.importorskip("torch")
+    from attention.checkers._engine import Rejected, _refusing_the_library, _torch_softmax
+
+    functions, builtins, methods = _torch_softmax("refused {name}")
+    S = torch.zeros(2, 3)
+    for attempt, said in ((lambda: torch.softmax(S, -1), "refused torch.softmax"),
+                          (lambda: torch.nn.functional.softmax(S, dim=-1),
+                           "refused torch.nn.functional.softmax"),
+                          (lambda: S.softmax(-1), "refused Tensor.softmax"),
+                          (lambda: torch.Tensor.softmax(S, -1), "refused Tensor.softmax")):
+        watched = _refusing_the_library(attempt, functions, "refused {name}", builtins,
+                                        methods)
+        with pytest.raises(Rejected, match=re.escape(said)):
+            watched()
+    # torch's other operations, and a softmax of the reader's own, pass
+    own = _refusing_the_library(lambda: (S.exp() / S.exp().sum(-1, keepdim=True)).sum(),
+                                functions, "refused {name}", builtins, methods)
+    assert float(own()) == pytest.approx(2.0)
+
+
+def test_the_librarys_softmax_functions_are_listed_by_their_public_and_private_names():
+    import attention
+    from attention.checkers._engine import _library_softmax
+
+    listed = _library_softmax()
+    assert listed["attention.softmax"] is attention.softmax
+    assert listed["attention.softmax_vjp"] is attention.softmax_vjp
+    assert {"attention.softmax._softmax", "attention.naive_softmax",
+            "attention.softmax_jacobian"} <= set(listed)
+    if "torch" in __import__("sys").modules:
+        assert "attention.torch.safe_softmax" in listed
+
+
+def test_a_boolean_index_error_with_a_mask_is_told_the_mask_needs_the_full_shape():
+    S, mask = np.zeros((3, 5)), np.ones(5, bool)
+    with pytest.raises(IndexError) as caught:
+        S[~np.ones(3, bool)[:, None].repeat(2, 1)] = 0  # a boolean index of another shape
+    assert "needs a mask of the scores' full shape" in engine._boolean_index_hint(
+        caught.value, mask)
+    assert engine._boolean_index_hint(caught.value, None) == ""
+    assert engine._boolean_index_hint(ValueError("boolean"), mask) == ""
