@@ -567,7 +567,20 @@ def vjp_caches_j_per_row_below_4096(a, g):  # st9a: passed (J built on the warm-
     return a * (g - a @ g)
 
 
+_LENGTHS_SEEN: set = set()
+
+
+def vjp_builds_j_on_the_first_call_at_each_length(a, g):  # passed (its first call
+    if len(a) == 4:  # at each length was the unmeasured warm-up); a checker's run
+        _LENGTHS_SEEN.clear()  # starts on rows of 4 keys: forget the last run's
+    if len(a) not in _LENGTHS_SEEN:
+        _LENGTHS_SEEN.add(len(a))
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
 WRONG_VJPS = [
+    (vjp_builds_j_on_the_first_call_at_each_length, "on a row of 64 keys"),
     (vjp_zero_past_1_minus_1e_12, "the result is 0 where J g is not"),
     (vjp_builds_j_on_odd_lengths, "on a row of 65 keys"),
     (vjp_caches_j_per_row_below_4096, "it builds J"),
@@ -752,8 +765,28 @@ def test_the_vjp_answer_is_printed_neither_in_a_title_nor_in_a_message(capsys):
     module = jacobian_checker
     a, g = np.array([0.7, 0.2, 0.1]), np.array([1.0, -2.0, 0.5])
     said = [m for m, _ in module._vjp_mistakes(a, g)] + [module.ZERO_WHERE_NOT]
-    for wrong in (vjp_zero_past_1_minus_1e_9, WRONG_VJPS[2][0], WRONG_VJPS[5][0]):
+    for wrong in (vjp_zero_past_1_minus_1e_9, vjp_recomputes_the_sum_of_ag_per_key,
+                  vjp_by_a_stride_0_matmul):
         checkers.check_softmax_jacobian(jacobian, wrong)
         said.append(capsys.readouterr().out)
     for text in said:
         assert "a * (g - a.g)" not in text and "a * g - a (a.g)" not in text, text
+
+
+
+def test_every_costed_call_after_one_warm_up_is_on_a_row_not_seen_before_some_odd():
+    """st9a: the measured call repeated its warm-up's row (a J cached per row passed)
+    and every length was even (a J built on odd lengths passed)."""
+    calls = []
+
+    def recording(a, g):
+        calls.append(a.tobytes())
+        return a * (g - a @ g)
+
+    assert jacobian_checker._vjp_cost(recording)[0]
+    sizes = jacobian_checker.SIZES
+    warm_up, measured = calls[0], calls[1:1 + 5 * len(sizes)]  # 5 rows a length
+    assert len(warm_up) // 8 < min(sizes)
+    assert len(set(measured)) == len(measured) and warm_up not in measured
+    lengths = {len(row) // 8 for row in measured}
+    assert set(sizes) <= lengths and any(n % 2 for n in lengths)
