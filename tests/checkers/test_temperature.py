@@ -726,6 +726,103 @@ shift_by_the_row_mean = shifted_by(lambda R, S: S.mean(axis=-1, keepdims=True))
 shift_by_the_row_minimum = shifted_by(lambda R, S: S.min(axis=-1, keepdims=True))
 shift_by_the_unscaled_maximum = shifted_by(lambda R, S: R.max(axis=-1, keepdims=True))
 
+# found by the student round st10b
+def factor_in_float16_rest_in_float32(Q, K, V, tau):
+    # "keep the factor in the inputs' dtype", the scores computed in float32: the
+    # factor is inf in float16 for tau below about 6e-6 at d_k = 6
+    c = Q.dtype.type(1 / (tau * Q.shape[-1] ** 0.5))
+    Qw, Kw, Vw = _work(Q, K, V)
+    A = _softmax(c * (Qw @ np.swapaxes(Kw, -1, -2)))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def tau_in_the_inputs_dtype(Q, K, V, tau):
+    # tau as Q's dtype, the rest in float32: 1e-8 and below round to 0 in float16
+    tau = Q.dtype.type(tau)
+    Qw, Kw, Vw = _work(Q, K, V)
+    with np.errstate(all="ignore"):
+        A = _softmax(Qw @ np.swapaxes(Kw, -1, -2) / (tau * Q.shape[-1] ** 0.5))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def raw_scores_shifted_in_float16(Q, K, V, tau):
+    # (once among the right attempts: "the raw scores' differences divided by a small
+    # tau are -inf, whose exp() is 0") float16 throughout, the raw scores shifted
+    # before they are divided: a float16 array divided by a Python float is divided in
+    # float16, where tau sqrt(d_k) below about 3e-8 rounds to 0, and 0/0 is NaN
+    R = Q @ np.swapaxes(K, -1, -2)
+    with np.errstate(all="ignore"):
+        E = np.exp((R - R.max(axis=-1, keepdims=True)) / (float(tau) * Q.shape[-1] ** 0.5))
+        A = E / E.sum(axis=-1, keepdims=True)
+    return A @ V, A
+
+
+def one_hot_when_the_lead_passes(G):
+    def attempt(Q, K, V, tau):
+        # "hard retrieval once the best scaled score leads the next by more than G"
+        S = _scores(Q, K, tau)
+        top = np.sort(S, axis=-1)
+        lead = top[..., -1] - top[..., -2]
+        one_hot = (S == S.max(axis=-1, keepdims=True)).astype(float)
+        A = np.where((lead > G)[..., None], one_hot, _softmax(S))
+        return A @ V, A
+    attempt.__name__ = f"one_hot_when_the_lead_passes_{G:g}"
+    return attempt
+
+
+def one_hot_when_the_largest_weight_passes(bound):
+    def attempt(Q, K, V, tau):
+        A = _softmax(_scores(Q, K, tau))
+        one_hot = (A == A.max(axis=-1, keepdims=True)).astype(float)
+        A = np.where(A.max(axis=-1, keepdims=True) > bound, one_hot, A)
+        return A @ V, A
+    attempt.__name__ = f"one_hot_when_the_largest_weight_passes_{bound}"
+    return attempt
+
+
+lead_14, lead_15, lead_17, lead_18 = (one_hot_when_the_lead_passes(G)
+                                      for G in (14, 15, 17, 18))
+weight_1e_6, weight_1e_7 = (one_hot_when_the_largest_weight_passes(1 - e)
+                            for e in (1e-6, 1e-7))
+
+
+def tau_clamped_from_above_at_1e12(Q, K, V, tau):
+    return right(Q, K, V, min(tau, 1e12))  # "a huge tau divides the scores to nothing"
+
+
+def uniform_rows_when_the_spread_is_below(spread):
+    def attempt(Q, K, V, tau):
+        S = _scores(Q, K, tau)
+        flat = np.ptp(S, axis=-1, keepdims=True) < spread  # "the row is flat anyway"
+        A = np.where(flat, 1 / S.shape[-1], _softmax(S))
+        return A @ V, A
+    attempt.__name__ = f"uniform_rows_when_the_spread_is_below_{spread:g}"
+    return attempt
+
+
+spread_1e_6, spread_1e_7 = (uniform_rows_when_the_spread_is_below(x) for x in (1e-6, 1e-7))
+
+
+def tau_squared_under_the_root(Q, K, V, tau):
+    with np.errstate(all="ignore"):  # tau * tau is inf at 1e300 and 0 at 1e-300
+        A = _softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(tau * tau * Q.shape[-1]))
+    return A @ V, A
+
+
+#: The float16 coldest case's hint: a factor, a tau or a divisor made a float16.
+FLOAT16_FACTOR = ("A for float16 inputs at tau = 1e-09 contains NaN where the reference "
+                  "has none: the factor 1/(tau sqrt(d_k)) is about 4.1e+08 here, past "
+                  "float16's largest number, 65504, and tau and tau sqrt(d_k) (about "
+                  "2.4e-09) lie below its smallest positive number")
+#: The cold leads' rows, snapped to one-hot.
+ONE_HOT_AT = ("weights at tau = 0.001 with a lead of {g} in the scaled scores differs "
+              "from the reference by up to {err}: your weights are exactly one-hot (an "
+              "argmax?)")
+UNIFORM_ROWS = ("some rows of your weights (1 of 3) are exactly 1/T_k, uniform, where "
+                "at tau = {tau} the softmax still tells their keys apart (the other rows "
+                "are right): was a row made uniform when its scaled scores lie close "
+                "together")
+
 #: The far hint's naming of every shift but the right one (st8b: it blamed one maximum
 #: for the whole array for a row mean's, a row minimum's and the raw scores' maximum).
 OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum, not "
@@ -733,6 +830,32 @@ OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum
 
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    (factor_in_float16_rest_in_float32, FLOAT16_FACTOR),
+    (tau_in_the_inputs_dtype, FLOAT16_FACTOR),
+    (raw_scores_shifted_in_float16, FLOAT16_FACTOR + " (about 6e-08), where they round "
+     "to 0: a factor, a tau or a divisor made a float16 (Q.dtype.type(...), "
+     "np.float16(tau), or a float16 array divided by a Python float, which NumPy does "
+     "in float16)"),
+    (lead_14, ONE_HOT_AT.format(g=14.5, err="1.01e-06")),
+    (lead_15, ONE_HOT_AT.format(g=16, err="2.25e-07")),
+    (lead_17, ONE_HOT_AT.format(g=18.5, err="1.85e-08")),
+    (lead_18, ONE_HOT_AT.format(g=18.5, err="1.85e-08")),
+    (weight_1e_6, ONE_HOT_AT.format(g=16, err="2.25e-07")),
+    (weight_1e_7, ONE_HOT_AT.format(g=18.5, err="1.85e-08")),
+    (tau_clamped_from_above_at_1e12, "weights at tau = 1e+300 on Q scaled by tau differs "
+     "from the reference by up to 0.66: your weights are those of a colder temperature "
+     "than tau = 1e+300 (the softmax at tau = 1e+10 gives them here, as does any tau far "
+     "below 1e+300): was tau clamped from above (min(tau, ...)"),
+    (tau_clamped_from_above_at_1e12, "output at tau = 1e+300 on Q scaled by tau differs "
+     "from the reference by up to 1.27: your weights are those of a colder temperature"),
+    (spread_1e_6, UNIFORM_ROWS.format(tau="1e+06")),
+    (spread_1e_7, UNIFORM_ROWS.format(tau="1e+07")),
+    (tau_squared_under_the_root, "weights at tau = 1e+300 on Q scaled by tau differs from "
+     "the reference by up to 0.346: right at tau = 1e+150 (on Q scaled by tau), but "
+     "uniform at 1e+300: tau * tau overflows float64 at tau = 1e+300"),
+    (tau_squared_under_the_root, "weights at tau = 1e-300 on Q scaled by tau contains NaN "
+     "where the reference has none: right at tau = 1e-150 (on Q scaled by tau), but NaN "
+     "at 1e-300: tau * tau underflows float64 at tau = 1e-300"),
     (causal_mask_if_square, "with T_q = T_k (Q = K = V): the weights are those of a "
      "causal mask: a causal mask when T_q = T_k"),
     (k_layout_auto_detected, "with T_k = d_k: the weights are softmax(Q K / (tau "
@@ -891,11 +1014,18 @@ EXCLUSIVE = {
     # (an argmax with np.isclose ties is one-hot where the scores lie apart)
     "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10,
                         argmax_below_1e_16_ties_shared, argmax_below_1e_18,
-                        argmax_with_isclose_ties_when_cold},
+                        argmax_with_isclose_ties_when_cold, lead_14, lead_15, lead_17,
+                        lead_18, weight_1e_6, weight_1e_7},
     "were the scores clipped": {clips_the_scores, clip_1e4, clip_1e8, clip_1e10, clip_1e13,
                                 clip_1e15},
     "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6, uniform_above_1e8,
-                      uniform_above_1e10},
+                      uniform_above_1e10, spread_1e_6, spread_1e_7},
+    "made uniform when its scaled scores lie close together": {spread_1e_6, spread_1e_7},
+    "was tau clamped from above": {tau_clamped_from_above_at_1e12},
+    "tau * tau": {tau_squared_under_the_root},
+    "a factor, a tau or a divisor made a float16": {
+        factor_in_float16_rest_in_float32, tau_in_the_inputs_dtype,
+        raw_scores_shifted_in_float16},
     # the clamp's hint only for weights that are the softmax at a warmer tau
     "was tau clamped from below": {tau_clamped_at_1e_16, tau_clamped_at_the_machine_epsilon,
                                    tau_plus_1e_18, tau_plus_a_tiny_epsilon,
@@ -957,15 +1087,6 @@ def right_with_log_sum_exp(Q, K, V, tau):
     return [(A @ Vw).astype(Q.dtype), A.astype(Q.dtype)]  # a list is a pair too
 
 
-def right_shifting_the_raw_scores_in_float16(Q, K, V, tau):
-    # float16 throughout works too when the raw scores are shifted before the scale:
-    # their differences divided by a small tau are -inf, whose exp() is 0
-    R = Q @ np.swapaxes(K, -1, -2)
-    E = np.exp((R - R.max(axis=-1, keepdims=True)) / (float(tau) * Q.shape[-1] ** 0.5))
-    A = E / E.sum(axis=-1, keepdims=True)
-    return A @ V, A
-
-
 def scaled_dot_product_attention(Q, K, V, tau=1.0):
     """The reader's own function of the library's name (from the masks page's exercise)."""
     return right(Q, K, V, tau)
@@ -976,8 +1097,7 @@ def right_by_the_readers_own_function_of_the_librarys_name(Q, K, V, tau):
 
 
 RIGHT = [right, right_in_torch, right_with_einsum, right_with_tau_on_q_only,
-         right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name,
-         right_shifting_the_raw_scores_in_float16]
+         right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name]
 
 
 @pytest.mark.parametrize("attempt", RIGHT, ids=[f.__name__ for f in RIGHT])
@@ -1003,7 +1123,7 @@ def test_both_limits_and_a_batch_are_checked(capsys):
     for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch", "far shorter",
                  "4096 keys", "large scores", "1e+300 on Q scaled by tau",
                  "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
-                 "tau = 0.7"):
+                 "tau = 0.7", "1e-05 and 1e-09", "lead by 14.5, 16 and 18.5"):
         assert case in report, case
 
 
@@ -1261,6 +1381,45 @@ def test_the_float16_inputs_cold_scaled_scores_overflow_float16_and_fit_float32(
     O, A = right(Q, K, V, t.COLD16)  # in float32, cast back
     assert O.dtype == A.dtype == np.float16 and np.isfinite(A).all()
     assert np.allclose(A.max(axis=-1), 1.0)  # one-hot to float16's precision
+    # st10b: a factor, a tau or a divisor made a float16 passed at 1e-5, where they fit
+    # float16; at COLDEST16 the factor is past its largest number and tau sqrt(d_k)
+    # rounds to 0 in it, while in float32 both fit
+    assert t.COLDEST16 == 1e-9
+    half = np.finfo(np.float16)
+    factor, divisor = 1 / (t.COLDEST16 * 6**0.5), t.COLDEST16 * 6**0.5
+    assert 1 / (t.COLD16 * 6**0.5) < float(half.max) < factor
+    with np.errstate(all="ignore"):
+        assert np.isinf(np.float16(factor)) and np.float16(divisor) == 0
+        assert np.float16(t.COLDEST16) == 0
+        for attempt in (factor_in_float16_rest_in_float32, tau_in_the_inputs_dtype,
+                        raw_scores_shifted_in_float16):
+            assert np.isfinite(attempt(Q, K, V, t.COLD16)[1]).all()
+            assert np.isnan(attempt(Q, K, V, t.COLDEST16)[1]).all()
+    assert np.isfinite(np.float32(factor))
+    O, A = right(Q, K, V, t.COLDEST16)
+    assert O.dtype == A.dtype == np.float16 and np.isfinite(A).all()
+
+
+def test_the_cold_leads_leave_the_other_keys_more_than_the_tolerance():
+    # st10b: a row snapped to one-hot once its best scaled score led the next by 14 to
+    # 18 (the softmax leaves e^-14 to e^-18 to the others), or once its largest weight
+    # passed 1 - 1e-6 or 1 - 1e-7, passed: no row lay so near one-hot
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    assert t.GAPS == (14.5, 16.0, 18.5)
+    tops = []
+    for g in t.GAPS:
+        q = t._scaled_scores_row(K, (0.0, -g, -g, -60.0), t.COLD)
+        assert np.allclose(_scores(q, K, t.COLD), [[0.0, -g, -g, -60.0]], rtol=0,
+                           atol=1e-9)
+        A = right(q, K, V, t.COLD)[1][0]
+        assert 1 - A[0] > 1e-8  # off one-hot by more than the tolerance
+        tops.append(A[0])
+    assert 1 - tops[0] > 1e-6 and 1 - 1e-6 < tops[1] < 1 - 1e-7 < tops[2]
+    for G in (14, 15, 17, 18):
+        assert any(g > G for g in t.GAPS)
 
 
 @pytest.mark.parametrize("tau", [2.0, 1e6])

@@ -237,6 +237,12 @@ def test_the_temperature_exercise_comes_before_the_explorer_and_the_tie_demonstr
     assert SOURCE.index("K_tie") < SOURCE.index("```{solution-end}", solution)
     # Above the exercise the page derives only the single-best-key limit.
     assert not re.search(r"\btie", SOURCE[:exercise].split("## Temperature")[1])
+    # ... and does not say why the shift must be each row's own (question 3; st10b: the
+    # shift's note said it keeps the largest exponential from underflowing to 0)
+    note = SOURCE.index("(Subtracting the largest score before exponentiating")
+    assert note < exercise
+    assert "it keeps the exponentials from overflowing. The page on" in SOURCE
+    assert "underflow" not in SOURCE[note:SOURCE.index("{ref}`numerical stability", note)]
 
 
 def test_the_cold_regime_is_not_said_to_stop_learning():

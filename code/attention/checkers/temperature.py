@@ -10,7 +10,10 @@ float32 cannot hold, so that a tau or a factor rounded to float32 shows); cold, 
 tau = 1e-3 and, on rows of 4096 keys with values of size 1000, at 1e-2, compared with the
 reference at 1e-8 like every other case (a floor on the shifted scores, np.clip(S, -L, 0),
 moves the weights past that for L up to about 26 and the output for L up to about 34;
-beyond, it moves neither by 1e-8 at these sizes and is not seen); two keys with equal scores at
+beyond, it moves neither by 1e-8 at these sizes and is not seen); at 1e-3 on rows whose
+best scaled score leads the next two by 14.5, 16 and 18.5, 1e-6 to 2e-8 from one-hot (a
+row snapped to one-hot once its lead passes a bound up to 18, or its largest weight
+1 - 1e-7, shows; one snapped only where the rest weighs below 1e-8 is right); two keys with equal scores at
 tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
 scores are about 7e15 and 3.5e15 (clipping the scaled scores at any bound below 3.5e15,
 np.clip(S, -L, L), ties them); at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
@@ -34,16 +37,24 @@ The inputs are float64 and the answers are compared to 1e-8, so an attempt that 
 in float32 or float16 fails (and is told so, whether it returns that dtype or casts its
 results back to float64); float32 inputs give float32 results, with tau a Python float
 and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
-computing in float32 and casting back is right, float32 results are not), at tau = 0.7 and
+computing in float32 and casting back is right, float32 results are not), at tau = 0.7,
 at 1e-5, where the float16 inputs' scaled scores reach about 1.5e5, past float16's largest
-number (65504): computed in float16 they overflow before the shift, in float32 they fit.
+number (65504): computed in float16 they overflow before the shift, in float32 they fit;
+and at 1e-9, where the factor 1/(tau sqrt(d_k)), about 4e8, is past it too, and tau and
+tau sqrt(d_k) lie below float16's smallest positive number: a factor, a tau or a divisor
+made a float16 (the rest computed in float32, or the raw scores shifted in float16 before
+they are divided) is inf or 0 there, and the weights NaN.
 Not covered: float32 inputs at a tau so small that the factor 1/(tau sqrt(d_k)) itself
 passes float32's largest number (tau below about 3e-39 / sqrt(d_k)), where a computation
 in float32 that scales before it shifts gives NaN (float32 inputs are run at 1.5 only; the
-float16 inputs' factor at 1e-5 fits float32). When an attempt fails, the checker compares it with the
-usual mistakes and names the one it matches (told apart, when hot, by how far their
+float16 inputs' factor at 1e-9 fits float32). When an attempt fails, the checker
+compares it with the usual mistakes and names the one it matches (told apart, when hot, by how far their
 weights lie from uniform; a temperature applied as a power of the weights at tau = 1,
-whose rows underflow to 0/0 when cold, is named before the NaN's usual causes). The cases' titles say what is run, not what comes out: the
+whose rows underflow to 0/0 when cold, is named before the NaN's usual causes; at the
+extreme temperatures an attempt right at 1e150 and 1e-150 and wrong at 1e300 and
+1e-300 is told that tau * tau overflows or underflows float64 there, and one whose
+weights at 1e300 are those of a colder tau that tau was clamped from above; rows made
+uniform one by one are named as such). The cases' titles say what is run, not what comes out: the
 exercise asks what the limits give.
 
 In most cases every size differs from every other (T_q = 3, T_k = 4, d_k = 7, d_v = 2,
@@ -74,9 +85,10 @@ from collections.abc import Callable
 import numpy as np
 
 from ..forward import scaled_dot_product_attention
-from ._engine import (_RNG_SEED, BATCH_HINT, Rejected, _all, _library_attention, _refusing_the_library, _clipped_scores, _close,
-                      _dtype_rejection, _fitted_scale, _float32_valued, _keepdims_hint, _named,
-                      _narrow_precision,
+from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, Rejected, _all,
+                      _clipped_scores, _close, _dtype_rejection, _fitted_scale,
+                      _float32_valued, _keepdims_hint, _library_attention, _named,
+                      _narrow_precision, _refusing_the_library,
                       _qkv, _report, _results, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree;
@@ -112,10 +124,21 @@ LONG, LONG_TAU = (2, 4096, 8, 3), 0.01
 #: Hot cases on large scores (entries of size 30, d_k = 64: scores of about 1e4), where
 #: the weights at tau = 1e8 and 1e10 still differ from 1/T_k by more than the tolerance.
 BIG, BIG_TAUS = 30.0, (1e8, 1e10)
+#: The leads of a row's best scaled score over its next two (a fourth key lies 60
+#: below), run at COLD: the softmax gives the other keys e^-14.5, e^-16 and e^-18.5
+#: of the best's weight, 1e-6 to 2e-8 in all, so that a row snapped to one-hot once its
+#: lead passes a bound (14 to 18), or once its largest weight passes 1 - 1e-6 or
+#: 1 - 1e-7, shows (one taken only where the rest of the row weighs below the tolerance
+#: 1e-8 is right to it).
+GAPS = (14.5, 16.0, 18.5)
 #: The extreme temperatures, on a query scaled by tau (its scaled scores stay near 1, so
 #: that a shortcut taken beyond any threshold of tau shows): hot 1e300 (Q K^T about
 #: 1e300, finite in float64) and cold 1e-300.
 EXTREME_HOT, EXTREME_COLD = 1e300, 1e-300
+#: Per extreme temperature, one as far out whose square fits float64 (1e300 and 1e-300
+#: squared overflow to inf and underflow to 0): an attempt right there and wrong at the
+#: extreme squared tau (np.sqrt(tau * tau * d_k)), and is told so.
+SQUARE_FITS = {EXTREME_HOT: 1e150, EXTREME_COLD: 1e-150}
 #: The case at other sizes: (batch, T_q, T_k, d_k, d_v) and its temperature, at which no
 #: two scale mistakes agree (at 0.8 = d_k / T_q, tau^2 T_q = tau d_k: d_k read from the
 #: axis of T_q looked like tau inside the square root).
@@ -307,6 +330,22 @@ def _weight_mistakes_at(Q, K, V, tau, d_k, R) -> list[tuple[str, np.ndarray]]:
             if np.all(np.isfinite(w)) and not np.all(w == 1 / T_k)]
 
 
+def _uniform_rows(A, want, tau) -> str:
+    """What weights are told of which some rows, not all, are exactly 1/T_k where the
+    softmax's are not, the others the softmax's (a row made uniform when its scaled
+    scores lie close together), or ""."""
+    T_k = A.shape[-1]
+    rows = np.all(A == 1 / T_k, axis=-1) & ~np.all(want == 1 / T_k, axis=-1)
+    if not rows.any() or rows.all() or \
+            not np.allclose(A[~rows], want[~rows], rtol=0, atol=1e-8):
+        return ""
+    return (f"some rows of your weights ({int(rows.sum())} of {rows.size}) are exactly "
+            f"1/T_k, uniform, where at tau = {tau:g} the softmax still tells their "
+            "keys apart (the other rows are right): was a row made uniform when its scaled scores "
+            "lie close together (their spread below some small number)? However close, "
+            "the softmax of different scores is not uniform; compute it on every row")
+
+
 def _tied_far_apart(A, S) -> bool:
     """Whether some row's keys of equal largest weight have scores that differ by more
     than a relative 1e-5 (np.isclose's rtol): a tie no tolerance on the scores makes,
@@ -338,6 +377,9 @@ def _shortcut(A, want, tau, S) -> str:
         return (f"your weights are exactly one-hot (an argmax?), where at tau = {tau:g} "
                 "the softmax still gives several keys weight: the limit tau -> 0+ is "
                 "approached, never reached; compute the softmax at every tau")
+    uniform = _uniform_rows(A, want, tau)
+    if uniform:
+        return uniform
     clipped = _clipped_scores(A, want, S)
     if clipped and _tied_far_apart(A, S):  # no rounding ties scores so far apart
         return clipped
@@ -636,7 +678,9 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
         with np.errstate(all="ignore"):
             want_A = _softmax(_raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1])))
         floored = _floored(A, want_A) if np.isfinite(want_A).all() else ""
-        named = floored or _epsilon_in_sum(A) or \
+        uniform = _uniform_rows(A, want_A, tau) if shortcuts and \
+            np.isfinite(want_A).all() else ""
+        named = uniform or floored or _epsilon_in_sum(A) or \
             (_float32_scale(c, tau, Q.shape[-1]) if c else "")
         if named:
             return False, f"{detail}: {named}"
@@ -647,6 +691,80 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
         if named or not _allclose(O, A @ V):
             return False, f"{detail}: {named or 'the output is not A V of your own weights A'}"
     return False, detail
+
+
+def _tau_squared(fn, Q, K, V, tau, A) -> str:
+    """What an attempt is told whose weights ``A`` at an extreme tau (on ``tau * Q``;
+    ``Q`` is given unscaled) are uniform (hot) or not finite (cold) and which is right
+    at SQUARE_FITS[tau], where tau^2 fits float64: tau * tau overflowed, or
+    underflowed, on the way. Otherwise ""."""
+    A = np.asarray(A, dtype=np.float64)
+    hot = tau > 1
+    if not (np.all(A == 1 / A.shape[-1]) if hot else not np.isfinite(A).all()):
+        return ""
+    mid = SQUARE_FITS[tau]
+    pair, _ = _attempt(fn, mid * Q, K, V, mid)
+    if pair is None:
+        return ""
+    O_m, A_m = scaled_dot_product_attention(mid * Q, K, V, temperature=mid)
+    if not (_close(pair[1], A_m, "")[0] and _close(pair[0], O_m, "")[0]):
+        return ""
+    square, edge = ("overflows float64", "is past its largest number, about 1.8e308, "
+                    "so it is inf") if hot else \
+        ("underflows float64", "is below its smallest positive number, about "
+         "5e-324, so it is 0")
+    scores = "0" if hot else "inf"
+    other = "underflows to 0" if hot else "overflows to inf"
+    return (f"right at tau = {mid:g} (on Q scaled by tau), but "
+            f"{'uniform' if hot else 'NaN'} at {tau:g}: tau * tau {square} at "
+            f"tau = {tau:g} ({tau:g} squared {edge}), so a divisor built from it, "
+            f"such as np.sqrt(tau * tau * d_k), is {'inf' if hot else '0'} and the "
+            f"scores {scores} (and 1 / (tau * tau) {other}); divide the scores by "
+            "tau sqrt(d_k), with tau itself, not its square")
+
+
+def _colder_than_asked(Q, K, V, tau, A, colder) -> str:
+    """What an attempt is told whose weights ``A`` at the extreme hot tau (on
+    ``tau * Q``) are the softmax at a colder temperature: at ``colder`` (the hottest it
+    passed, which there gives the weights of any tau far below ``tau``), or at the tau a
+    fitted scale gives (tau clamped from above). Otherwise ""."""
+    A = np.asarray(A, dtype=np.float64)
+    Qx = tau * Q
+    if A.shape != (Qx @ np.swapaxes(K, -1, -2)).shape or not np.isfinite(A).all():
+        return ""
+    A_cold = scaled_dot_product_attention(Qx, K, V, temperature=colder)[1]
+    at = ""
+    if np.allclose(A, A_cold, rtol=0, atol=1e-12):
+        at = (f"the softmax at tau = {colder:g} gives them here, as does any tau far "
+              f"below {tau:g}")
+    else:
+        with np.errstate(all="ignore"):
+            c = _fitted_scale(A, _raw_scores(Qx, K)) if Q.shape[-2] > 1 else None
+        warm = 1 / (c * np.sqrt(Q.shape[-1])) if c else None
+        if warm is None or not (0 < warm < tau * (1 - 1e-6)):
+            return ""
+        at = f"they are the softmax at tau = {warm:.3g}"
+    return (f"your weights are those of a colder temperature than tau = {tau:g} ({at}): "
+            "was tau clamped from above (min(tau, ...), so as not to divide by a huge "
+            "number)? Divide the scores by tau itself, at every tau")
+
+
+def _extreme_case(fn, Q, K, V, tau, what, want_A=None, want_O=None, shortcuts=False,
+                  colder=None) -> tuple[bool, str]:
+    """``_case`` at an extreme tau on ``tau * Q`` (``Q`` given unscaled), naming, when it
+    fails, a tau squared on the way (``_tau_squared``) and, hot, a tau clamped from
+    above (``_colder_than_asked``, at ``colder``) before the usual mistakes."""
+    ok, detail = _case(fn, tau * Q, K, V, tau, want_A=want_A, want_O=want_O, what=what,
+                       shortcuts=shortcuts)
+    if ok or not shortcuts:
+        return ok, detail
+    pair, _ = _attempt(fn, tau * Q, K, V, tau)
+    if pair is None or np.shape(pair[1]) != _raw_scores(tau * Q, K).shape:
+        return ok, detail
+    hint = _tau_squared(fn, Q, K, V, tau, pair[1])
+    if not hint and colder is not None:
+        hint = _colder_than_asked(Q, K, V, tau, pair[1], colder)
+    return (False, f"{detail.split(': ', 1)[0]}: {hint}") if hint else (ok, detail)
 
 
 def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="",
@@ -721,6 +839,13 @@ def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
 #: before the shift (in float32, as np.promote_types(Q.dtype, np.float32) computes, they
 #: fit).
 COLD16 = 1e-5
+#: A far colder temperature for the float16 inputs: there the factor 1/(tau sqrt(d_k))
+#: (about 4e8) is past float16's largest number and tau and tau sqrt(d_k) lie below its
+#: smallest positive number (about 6e-8), so that a factor, a tau or a divisor made a
+#: float16 (Q.dtype.type(...), np.float16(tau), or a float16 array divided by a Python
+#: float, which NumPy 2 does in float16) shows, which at COLD16 fit (the factor there,
+#: about 4e4, is a float16 number).
+COLDEST16 = 1e-9
 #: How to compute in a precision of at least float32, said in the dtype hints.
 _WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and float32 "
          "inputs, float64 for float64), the factor w.type(1 / (tau * d_k ** 0.5))")
@@ -746,7 +871,21 @@ def _float16_case(fn, Q, K, V, tau) -> tuple[bool, str]:
                     not np.isfinite(np.asarray(got, dtype=np.float64)).all():
                 top = float(np.abs(_raw_scores(*(x.astype(np.float64) for x in (Q, K))))
                             .max() / (tau * np.sqrt(Q.shape[-1])))
-                if top > float(np.finfo(np.float16).max):
+                factor = 1 / (tau * np.sqrt(Q.shape[-1]))
+                if factor > float(np.finfo(np.float16).max):
+                    # (not the NaN's usual causes: the scores are finite in float32)
+                    detail = detail.replace(": " + _NAN_FROM_SCORES, "")
+                    detail += (f": the factor 1/(tau sqrt(d_k)) is about {factor:.2g} "
+                               "here, past float16's largest number, 65504, and tau "
+                               f"and tau sqrt(d_k) (about {1 / factor:.2g}) lie below "
+                               "its smallest positive number (about 6e-08), where they "
+                               "round to 0: a factor, a tau or a divisor made a float16 "
+                               "(Q.dtype.type(...), np.float16(tau), or a float16 array "
+                               "divided by a Python float, which NumPy does in float16) "
+                               "is inf or 0, and the scores inf or NaN; build the factor "
+                               f"and compute in float32, {_WORK}, and cast O and A back "
+                               "with .astype(Q.dtype)")
+                elif top > float(np.finfo(np.float16).max):
                     detail += (f": the scaled scores reach about {top:.2g} here, past "
                                "float16's largest number, 65504: computed in float16, "
                                "c Q K^T (or Q K^T / (tau sqrt(d_k))) is inf before the "
@@ -832,18 +971,30 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys"),
             (EXTREME_COLD * Q, K, V, EXTREME_COLD,
              f"at tau = {EXTREME_COLD:g} on Q scaled by tau")]
+    # and rows whose best scaled score leads the next two by 14.5, 16 and 18.5 (a third
+    # far below): their weights lie 2e-6 to 2e-8 from one-hot, so that snapping a row to
+    # one-hot once its lead, or its largest weight, passes some bound shows
+    cold += [(_scaled_scores_row(K, (0.0, -g, -g, -60.0), COLD), K, V, COLD,
+              f"at tau = {COLD:g} with a lead of {g:g} in the scaled scores")
+             for g in GAPS]
     cold = [(q, k, v, t, w, *scaled_dot_product_attention(q, k, v, temperature=t))
             for q, k, v, t, w in cold]
 
     def cold_case(weights: bool):
         for q, k, v, t, what, O, A in cold:
-            ok, detail = _case(fn, q, k, v, t, want_A=A if weights else None,
-                               want_O=None if weights else O, what=what, shortcuts=ordinary_ok)
+            wanted = dict(want_A=A if weights else None, want_O=None if weights else O,
+                          what=what, shortcuts=ordinary_ok)
+            if t == EXTREME_COLD:  # (q is Q scaled by tau)
+                ok, detail = _extreme_case(fn, Q, k, v, t, **wanted)
+            else:
+                ok, detail = _case(fn, q, k, v, t, **wanted)
             if not ok:
                 return ok, detail
         return True, ""
 
-    cold_title = (f"at tau = {COLD:g}, at {LONG_TAU:g} on {T_k} keys, and at "
+    leads = ", ".join(f"{g:g}" for g in GAPS[:-1]) + f" and {GAPS[-1]:g}"
+    cold_title = (f"at tau = {COLD:g} (also on rows whose scaled scores lead by "
+                  f"{leads}), at {LONG_TAU:g} on {T_k} keys, and at "
                   f"{EXTREME_COLD:g} on Q scaled by tau")
     results.append(_run(f"weights {cold_title}", lambda: cold_case(True)))
     results.append(_run(f"output {cold_title}", lambda: cold_case(False)))
@@ -1046,8 +1197,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
-        return _case(fn, Qx, K, V, EXTREME_HOT, want_A=A_x, what=extreme,
-                     shortcuts=ordinary_ok)
+        return _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_A=A_x,
+                             shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
 
     def output_near_the_mean():
         for tau, O in ((HOT, O_hot), (HOTTER, O_hotter)):
@@ -1061,8 +1212,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
-        return _case(fn, Qx, K, V, EXTREME_HOT, want_O=O_x, what=extreme,
-                     shortcuts=ordinary_ok)
+        return _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_O=O_x,
+                             shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
 
     hot = (f"to {BIG_TAUS[-1]:g}, on small and on large scores, and at "
            f"{EXTREME_HOT:g} on Q scaled by tau")
@@ -1103,10 +1254,11 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Q16, K16, V16 = (x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
                                                         T_q=3, T_k=5, d_k=6, d_v=4))
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
-                        f"(tau = 1.5; 0.7 and {COLD16:g})",
+                        f"(tau = 1.5; 0.7, {COLD16:g} and {COLDEST16:g})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
                              lambda: _float16_case(fn, Q16, K16, V16, 0.7),
-                             lambda: _float16_case(fn, Q16, K16, V16, COLD16))))
+                             lambda: _float16_case(fn, Q16, K16, V16, COLD16),
+                             lambda: _float16_case(fn, Q16, K16, V16, COLDEST16))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
