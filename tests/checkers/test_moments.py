@@ -53,6 +53,15 @@ def sampled_with_the_kurtosis(d_k, rho, kurtosis=3.0, n=4_000):
     return float(s.mean()), float(s.var())
 
 
+def second_moment_form(d_k, rho, kurtosis=3.0, dtype=np.float64):
+    """The variance as E[s^2] - (E s)^2, computed in ``dtype``: right in float64 (to
+    about 1e-15 where the variance is 0), cancelled in float32."""
+    f = dtype
+    m = f(rho) * np.sqrt(f(d_k))
+    second = f(1) + f(rho) ** 2 * (f(kurtosis) - f(2)) + f(rho) ** 2 * f(d_k)
+    return float(m), float(second - m * m)
+
+
 # (wrong attempt, a word its message must contain)
 def _in_a_thread(f, *args):
     import threading
@@ -293,6 +302,35 @@ WRONG = [
     # the library's own answer in a thread of the attempt's
     (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
      "calls the library's own attention.score_moments"),
+    # found by the student round st10b
+    # a covariance of the two terms added (was told "check how each term's coefficient
+    # enters"); negative at kurtosis 1, rho = -0.8
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
+                                 + 2 * rho * math.sqrt(1 - rho**2)),
+     "a covariance term 2 rho sqrt(1 - rho^2) was added: Cov(|q|^2, q.z) = 0, since z "
+     "has mean 0"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
+                                 + 2 * rho * math.sqrt(1 - rho**2)),
+     "your variance is negative at 23 of these settings (-0.6 at d_k = 1, rho = -0.8, "
+     "kurtosis = 1), and a variance never is"),
+    # the precedence slip 1 + rho^2 kurtosis - 2: negative wherever rho^2 kurtosis < 1
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * kurtosis - 2),
+     "your variance is negative at 60 of these settings (-0.73 at d_k = 1, rho = -0.3, "
+     "kurtosis = 3), and a variance never is"),
+    # the variance floored at 1e-12 (passed: the variance was compared to 1e-9 at 0)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), max(var(d_k, rho, kurtosis), 1e-12)),
+     "your variance equals the formula except where the formula goes below 1e-12, and "
+     "there it is that bound: clipped"),
+    # E[s^2] - (E s)^2 in float32 (was told "a rounded value, or an estimate")
+    (lambda d_k, rho, kurtosis: second_moment_form(d_k, rho, kurtosis, np.float32),
+     "E[s^2] - (E s)^2 computed in float32? Two numbers of size rho^2 d_k subtracted "
+     "lose float32's 7 digits to cancellation"),
+    # the variance rounded to float16, inf at kurtosis 1e8 (was told "was the kurtosis
+    # rounded to float16?")
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), _half(var(d_k, rho, kurtosis))),
+     "the variance here is 1e+08, past float16's largest number, 65504, where it "
+     "becomes inf, and your variances before it are the formula's rounded to float16: "
+     "was the variance rounded to float16"),
 ]
 
 
@@ -306,6 +344,17 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(a
 def test_the_right_formula_passes_every_check(capsys):
     assert checkers.check_scaled_score_moments(right) is True
     assert "7 of 7 checks passed." in capsys.readouterr().out
+
+
+def test_the_second_moment_form_in_float64_passes_and_its_zero_is_not_exact():
+    # st10b: the variance is compared to ZERO_ATOL where the formula is exactly 0 (a
+    # floor at 1e-12 passed at 1e-9); float64's rounding of E[s^2] - (E s)^2 passes
+    from attention.checkers import moments
+
+    assert moments.ZERO_ATOL < 1e-12
+    off = [abs(second_moment_form(d, 1.0, 1.0)[1]) for d in moments.D_KS]
+    assert 0 < max(off) <= moments.ZERO_ATOL  # (at d_k = 2, 3, 5: sqrt(d_k)^2 != d_k)
+    assert checkers.check_scaled_score_moments(second_moment_form, verbose=False) is True
 
 
 def score_moments(d_k, rho, kurtosis=3.0):
@@ -380,6 +429,23 @@ def test_the_probed_kurtoses_are_not_all_round_and_reach_past_every_named_one():
     assert sum(k > 15 for k in KURTOSES) >= 2
     # st6b: a kurtosis clipped at 500 passed while 400 was the largest; st7b: at 1e4
     assert 1e4 in KURTOSES and max(KURTOSES) >= 1e8
+
+
+def test_the_pages_say_the_range_of_kurtoses_the_checker_probes():
+    # st10b: the variance page said "kurtoses from 1 to 10,000" where the checker
+    # probes 1e8 (and exercises.md said 10^8)
+    from pathlib import Path
+
+    from attention.checkers.moments import KURTOSES
+
+    chapters = Path(__file__).resolve().parents[2] / "chapters"
+    assert (min(KURTOSES), max(KURTOSES)) == (1.0, 1e8)
+    variance = (chapters / "variance.md").read_text()
+    exercises = (chapters / "exercises.md").read_text()
+    assert "kurtoses from 1 to $10^8$ among them" in variance
+    assert "10,000" not in variance.split(":label: ex-score-moments")[1].split(
+        "{solution-start}")[0]
+    assert "kurtoses from 1 to $10^8$ among\nthem" in exercises
 
 
 def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus_1():

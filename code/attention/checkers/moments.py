@@ -12,11 +12,15 @@ entries' formula taken for wide heads shows), for normal entries (kurtosis 3) an
 (from 1 to 10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the
 others, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to
 float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
-shows; a rho clipped short of +-1, even by 1e-9, is named as such); the
+shows; a rho clipped short of +-1, even by 1e-9, is named as such; where the formula is
+exactly 0, the variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored
+at 1e-12 shows); the
 answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
 with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches, or says on which settings it
-is right and where it goes wrong ("right only at ..."); it calls an answer clipped only when
+is right and where it goes wrong ("right only at ..."), and says so when a variance is
+negative, or when its errors are float32's rounding of E[s^2] = Var + rho^2 d_k (the
+difference E[s^2] - (E s)^2 taken in float32); it calls an answer clipped only when
 it is right wherever the formula lies within the bounds and is the bound wherever the
 formula lies beyond them. Called without ``kurtosis``, the function must mean normal
 entries (the default kurtosis=3.0 of the exercise's signature). When the first check
@@ -121,6 +125,10 @@ MISTAKES = [(0, *m) for m in [
     (lambda d, r, k: r**2 * (k - 1.0) + np.sqrt(1.0 - r**2),
      "the noise term's coefficient is not squared: Var(c X) = c^2 Var(X), so "
      "sqrt(1 - rho^2) q.z adds (1 - rho^2) to the scaled variance, not sqrt(1 - rho^2)"),
+    (lambda d, r, k: 1.0 + r**2 * (k - 2.0) + 2.0 * r * np.sqrt(1.0 - r**2),
+     "a covariance term 2 rho sqrt(1 - rho^2) was added: Cov(|q|^2, q.z) = 0, since z "
+     "has mean 0 and is independent of q (E[|q|^2 q.z] = sum_l,m E[q_l^2 q_m] E[z_m] = "
+     "0), so the variances of rho |q|^2 and sqrt(1 - rho^2) q.z simply add"),
     (lambda d, r, k: d * (1.0 + r**2 * (k - 2.0)),
      "the variance is unscaled: that is Var(q.k); dividing the score by sqrt(d_k) divides its "
      "variance by d_k"),
@@ -167,9 +175,19 @@ def _ref(which: int):
     return lambda *p: score_moments(*p)[which]
 
 
+#: How far from 0 an answer may lie where the formula is exactly 0 (the variance at
+#: rho = +-1 with kurtosis 1, the mean at rho = 0): float64's rounding of a right
+#: formula written another way (E[s^2] - (E s)^2 leaves about 1e-15), but not a floor
+#: such as max(variance, 1e-12).
+ZERO_ATOL = 1e-13
+
+
 def _eq(got, want):
-    """Equal up to rounding, float32 rounding included (a formula computed in float32 is right)."""
-    return np.isclose(got, want, rtol=1e-6, atol=1e-9)
+    """Equal up to rounding, float32 rounding included (a formula computed in float32 is
+    right); where ``want`` is exactly 0, to ZERO_ATOL."""
+    want = np.asarray(want, dtype=float)
+    atol = np.where(want == 0, ZERO_ATOL, 1e-9)
+    return np.abs(np.asarray(got, dtype=float) - want) <= atol + 1e-6 * np.abs(want)
 
 
 def _same(got, want) -> bool:
@@ -474,7 +492,65 @@ def _clipped(values: dict, which: int, wrong: list) -> str:
             "return the formula itself")
 
 
+def _float16_rounded(values: dict) -> str:
+    """"mean" or "variance" when every one of the attempt's answers so far is the
+    formula's rounded to float16, and some differ from it; otherwise ""."""
+    for which, name in ((1, "variance"), (0, "mean")):
+        got = np.array([values[p][which] for p in values])
+        want = np.array([score_moments(*p)[which] for p in values])
+        with np.errstate(over="ignore"):
+            half = want.astype(np.float16).astype(float)
+        if got.size and np.array_equal(got, half) and not np.array_equal(half, want):
+            return name
+    return ""
+
+
+def _negative(values: dict, probes) -> str:
+    """What an attempt is told whose variance is negative (beyond rounding) at some of
+    ``probes``, or ""."""
+    neg = [p for p in probes if values[p][1] < 0 and not _eq(values[p][1], _ref(1)(*p))]
+    if not neg:
+        return ""
+    d, r, k = neg[0]
+    return (f"your variance is negative at {len(neg)} of these settings ("
+            f"{values[neg[0]][1]:.6g} at d_k = {d}, rho = {r}, kurtosis = {_k_text(k)}), "
+            "and a variance never is: it is the mean of a square")
+
+
+def _float32_cancellation(values: dict, probes, what: str) -> str:
+    """What variances are told that are float32 numbers whose errors stay within float32's
+    rounding of the second moment E[s^2] = Var + rho^2 d_k but not of the variance: a
+    difference E[s^2] - (E s)^2 computed in float32. Otherwise ""."""
+    got, want = _col(values, 1, probes), _col(values, 1, probes, _ref(1))
+    if not np.array_equal(got.astype(np.float32).astype(float), got):
+        return ""
+    d, r, k = (np.array([p[i] for p in probes], float) for i in range(3))
+    second = np.abs(want) + r**2 * d  # E[s^2]
+    err = np.abs(got - want)
+    eps = float(np.finfo(np.float32).eps)
+    past = ~_eq(got, want) & (err > 4 * eps * np.abs(want))  # not the variance's rounding
+    if not past.any() or np.any(err > 4 * eps * second + 1e-12):
+        return ""
+    i = int(np.argmax(np.where(past, err, -1.0)))
+    return (f"your variances are float32 numbers, off the formula by up to "
+            f"{err.max():.2g}, which float32 rounding of the second moment E[s^2] = "
+            "Var + rho^2 d_k explains and rounding of the variance does not (at "
+            f"d_k = {int(d[i])}, rho = {r[i]:g}, kurtosis = {_k_text(k[i])}, E[s^2] is "
+            f"{second[i]:.6g} and the variance {want[i]:.6g}): E[s^2] - (E s)^2 computed "
+            "in float32? Two numbers of size rho^2 d_k subtracted lose float32's 7 "
+            "digits to cancellation; compute the variance itself, 1 + rho^2 (kurtosis "
+            "- 2), or in float64")
+
+
 def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
+    """``_diagnosed``, and, for a variance, whether it is negative anywhere it is
+    compared (``_negative``)."""
+    ok, detail = _diagnosed(values, which, probes, what)
+    negative = _negative(values, probes) if which == 1 and not ok else ""
+    return (ok, f"{detail}; {negative}") if negative else (ok, detail)
+
+
+def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     """Compare the attempt's mean (which = 0) or variance (1) with the formula on ``probes``.
 
     The table's mistake is named that the attempt equals on every probe at once (a
@@ -510,6 +586,9 @@ def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
         _small_rho(values, which, all_wrong) or _wide_only(which, all_wrong)
     if replaced:
         return False, f"{replaced}; {detail}"
+    cancelled = _float32_cancellation(values, probes, what) if which == 1 else ""
+    if cancelled:
+        return False, f"{cancelled}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
     # relative, or within 1e-4 near 0 (a mean rounded to four decimals at rho = 3e-8)
     if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w) + 1e-4):
@@ -621,7 +700,17 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
                         raise
                     d, r, k = p
                     where = f" (at d_k = {d}, rho = {r}, kurtosis = {_k_text(k)})"
-                    if k > float(np.finfo(np.float16).max):
+                    half = float(np.finfo(np.float16).max)
+                    rounded = _float16_rounded(values)
+                    if rounded:
+                        want = score_moments(*p)[rounded == "variance"]
+                        where += (f": the {rounded} here is {want:.6g}, past float16's "
+                                  "largest number, 65504, where it becomes inf, and "
+                                  f"your {rounded}s before it are the formula's "
+                                  f"rounded to float16: was the {rounded} rounded to "
+                                  "float16 (np.float16, or torch.float16)? Keep it a "
+                                  "float64 (a Python float)")
+                    elif k > half:
                         where += (f": {_k_text(k)} is past float16's largest number, "
                                   "65504, where it becomes inf: was the kurtosis rounded "
                                   "to float16 (np.float16, or torch.float16)? Keep it a "
