@@ -20,10 +20,10 @@ length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one
 above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
 so that an attempt that builds J only on one kind of row shows; and a dense row of one
 key more (65, 101, 513, 1501, 4097: odd lengths, so that an attempt that builds J only
-on odd rows shows). One unmeasured call on a row of 7 keys comes first (what a library
-sets up on its first call is not counted); every call after it is measured, each on a
-row the vjp has not seen, so a J cached from an earlier call (keyed on the row's bytes)
-or built only on a length's first call is built in a measured call. J on a row shorter than
+on odd rows shows). Unmeasured calls on rows of 7 keys, one of each kind, come first
+(what a library sets up on its first call is not counted); every call after them is
+measured, each on a row the vjp has not seen, so a J cached from an earlier call (keyed
+on the row's bytes) or built only on a length's first call is built in a measured call. J on a row shorter than
 64 keys is too small to tell from a library's own overhead: an attempt that builds J
 only below 64 keys (or only above 4096) passes this checker, undetected. What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
@@ -556,10 +556,12 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
     or computing J g one row of J at a time, would break; then, at the longest row, the
     resident memory (which sees every library) and the NumPy work on its arguments."""
     rng = np.random.default_rng(5)
-    # what a library sets up on its first call, unmeasured, on a row of 7 keys: every
-    # measured call is then on a row (and a length) the vjp has not seen, so a J
-    # cached from an earlier call, or built only on a length's first call, shows
-    _measured(vjp, softmax(rng.standard_normal(7)), rng.standard_normal(7), limits=False)
+    # what a library sets up on its first call, unmeasured, on a row of 7 keys of each
+    # kind (an attempt may reach a library only on some kind): every measured call is
+    # then on a row (and a length) the vjp has not seen, so a J cached from an earlier
+    # call, or built only on a length's first call, shows
+    for a in _cost_rows(rng, 7).values():
+        _measured(vjp, a, rng.standard_normal(7), limits=False)
     seen = []
     for n in SIZES:
         # each kind of row at n keys, then a dense row of n + 1 (an odd length: SIZES
