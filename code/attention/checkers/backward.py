@@ -37,8 +37,8 @@ scores near 7000 (no row maximum subtracted overflows) and one query's scores ne
 underflows), and at d_k = 1 saturated rows that are not one-hot (scores [9, 0, 0, 0],
 [16, 0, 0, 0] and [25, 0, 0, 0], largest weights 1 - 3.7e-4 to 1 - 4.2e-11), whose dQ
 is compared row by row, each to a relative 1e-4 of its own size (a backward pass that
-skips rows above a threshold on A.max(), even 1 - 1e-9, shows); one with masked keys far above the others (masking after the softmax
-underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
+skips rows above a threshold on A.max(), even 1 - 1e-9, shows); one with masked keys
+far above the others (masking after the softmax underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
 below at -1e13), and, at d_k = 1, a masked key near 1.4e308 above visible keys near
