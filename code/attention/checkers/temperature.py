@@ -125,11 +125,11 @@ LONG, LONG_TAU = (2, 4096, 8, 3), 0.01
 #: the weights at tau = 1e8 and 1e10 still differ from 1/T_k by more than the tolerance.
 BIG, BIG_TAUS = 30.0, (1e8, 1e10)
 #: The leads of a row's best scaled score over its next two (a fourth key lies 60
-#: below), run at COLD: the softmax gives the other keys e^-14.5, e^-16 and e^-18.5
-#: of the best's weight, 1e-6 to 2e-8 in all, so that a row snapped to one-hot once its
-#: lead passes a bound (14 to 18), or once its largest weight passes 1 - 1e-6 or
-#: 1 - 1e-7, shows (one taken only where the rest of the row weighs below the tolerance
-#: 1e-8 is right to it).
+#: below), run at COLD: the softmax gives each of the next two e^-14.5, e^-16 and
+#: e^-18.5 of the best's weight, 1e-6 to 2e-8 off one-hot in all, so that a row
+#: snapped to one-hot once its lead passes a bound (14 to 18), or once its largest
+#: weight passes 1 - 1e-6 or 1 - 1e-7, shows (one snapped only where the rest of the
+#: row weighs below the tolerance 1e-8 is right to it).
 GAPS = (14.5, 16.0, 18.5)
 #: The extreme temperatures, on a query scaled by tau (its scaled scores stay near 1, so
 #: that a shortcut taken beyond any threshold of tau shows): hot 1e300 (Q K^T about
@@ -843,8 +843,8 @@ COLD16 = 1e-5
 #: (about 4e8) is past float16's largest number and tau and tau sqrt(d_k) lie below its
 #: smallest positive number (about 6e-8), so that a factor, a tau or a divisor made a
 #: float16 (Q.dtype.type(...), np.float16(tau), or a float16 array divided by a Python
-#: float, which NumPy 2 does in float16) shows, which at COLD16 fit (the factor there,
-#: about 4e4, is a float16 number).
+#: float, which NumPy 2 does in float16) shows; at COLD16 all three fit float16 (the
+#: factor there is about 4e4).
 COLDEST16 = 1e-9
 #: How to compute in a precision of at least float32, said in the dtype hints.
 _WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and float32 "
@@ -971,9 +971,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys"),
             (EXTREME_COLD * Q, K, V, EXTREME_COLD,
              f"at tau = {EXTREME_COLD:g} on Q scaled by tau")]
-    # and rows whose best scaled score leads the next two by 14.5, 16 and 18.5 (a third
-    # far below): their weights lie 2e-6 to 2e-8 from one-hot, so that snapping a row to
-    # one-hot once its lead, or its largest weight, passes some bound shows
+    # and rows whose best scaled score leads the next two by 14.5, 16 and 18.5 (a fourth
+    # key far below): their weights lie 1e-6 to 2e-8 from one-hot, so that snapping a
+    # row to one-hot once its lead, or its largest weight, passes some bound shows
     cold += [(_scaled_scores_row(K, (0.0, -g, -g, -60.0), COLD), K, V, COLD,
               f"at tau = {COLD:g} with a lead of {g:g} in the scaled scores")
              for g in GAPS]
