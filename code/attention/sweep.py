@@ -165,7 +165,9 @@ def sweep_point(d_model: int, d_k: int, optimizer: str, seed: int) -> dict:
     lrs = LR_GRID[optimizer]
     runs = [(h, lr) for h in HEADS for lr in lrs]
     cs = [scale(h, d_k) for h, _ in runs]
-    with threads(1):  # results then do not depend on the core count
+    # one thread: results do not depend on the core count (at chaotic rates
+    # they do depend on which runs are stacked into the one call)
+    with threads(1):
         out = train_retrieval_heads(d_k, lrs=[lr for _, lr in runs], cs=cs,
                                     optimizer=optimizer, task=task, seed=seed)
         loss, wrong = held_out_scores(out.params, cs, task)
