@@ -115,7 +115,9 @@ def additive_point(seed: int) -> dict:
     :func:`sweep_point`'s.
     """
     seed = check_integer(seed, "seed", minimum=0)
-    with threads(1):  # results then do not depend on the core count
+    # one thread: results do not depend on the core count (at chaotic rates
+    # they do depend on which runs are stacked into the one call)
+    with threads(1):
         return _additive_point(seed)
 
 
