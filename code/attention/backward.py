@@ -46,11 +46,12 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     which costs one more forward pass.
     """
     Q, K, V, dO, mask, O, A, c, _ = check_backward_inputs(Q, K, V, dO, mask, temperature, O, A)
-    if O is None:  # the forward pass, once more: the plain version's kernel
-        O, A = _attend(Q, K, V, mask, c)
     dtype = Q.dtype
     work = np.promote_types(dtype, np.float32)  # float16 is computed in float32
-    Q_, K_, V_, dO, O, A = (x.astype(work, copy=False) for x in (Q, K, V, dO, O, A))
+    Q_, K_, V_, dO = (x.astype(work, copy=False) for x in (Q, K, V, dO))
+    if O is None:  # the forward pass, once more, in float32 too (O and A not rounded
+        O, A = _attend(Q_, K_, V_, mask, c)  # to float16: dS = A (dA - D) would lose them)
+    O, A = (x.astype(work, copy=False) for x in (O, A))
 
     def T_(X):  # transpose the last two axes: X^T for every batch item and head
         return np.swapaxes(X, -1, -2)

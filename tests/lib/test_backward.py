@@ -207,3 +207,21 @@ def test_recompute_backward_sums_a_key_shared_by_all_heads_and_raises_on_overflo
     big = np.full((2, 2), 1e20, dtype=np.float32)
     with pytest.raises(ValueError, match="overflowed"):
         tiled_attention_backward(big, big, big[:, :1], np.ones((2, 1), np.float32), 1)
+
+
+def test_float16_backward_is_computed_in_float32_including_recomputed_O_and_A():
+    # float16 inputs, d_k = 64, scores near 9600 (raw products past float16's 65504):
+    # the gradients must come within 1e-3 (of each gradient's largest entry) of the
+    # float64 gradients of the same float16 values, as float32 copies do; O and A
+    # recomputed and rounded to float16 before dS = A (dA - D) left dQ 5.8% off.
+    rng = np.random.default_rng(7)
+    Q = (40 + 0.05 * rng.standard_normal((4, 64))).astype(np.float16)
+    K = (30 + 0.05 * rng.standard_normal((5, 64))).astype(np.float16)
+    V = rng.standard_normal((5, 2)).astype(np.float16)
+    dO = rng.standard_normal((4, 2)).astype(np.float16)
+    for mask in (None, causal_mask(4, 5)):
+        want = attention_backward(*(x.astype(np.float64) for x in (Q, K, V, dO)), mask=mask)
+        got = attention_backward(Q, K, V, dO, mask=mask)
+        for g_, w in zip(got, want):
+            assert g_.dtype == np.float16
+            assert np.abs(g_ - w).max() <= 1e-3 * np.abs(w).max()
