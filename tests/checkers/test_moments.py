@@ -111,6 +111,9 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 1)), "one rho^2 too many"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * kurtosis), "two rho^2 too many"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 3)), "excess kurtosis"),
+    # found by the student round st11b: Var(q_m^2) taken as E[q_m^4] - 2 (the same formula)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 2) - rho**2),
+     "or Var(q_m^2) taken as E[q_m^4] - 2; it is E[q_m^4] - 1"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)), "noise term is missing"),
     # kurtosis read as the excess kurtosis (E[q^4] = kurtosis + 3)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * (kurtosis + 1)), "read as the excess"),

@@ -828,8 +828,101 @@ UNIFORM_ROWS = ("some rows of your weights (1 of 3) are exactly 1/T_k, uniform, 
 OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum, not "
                "the unscaled scores' maximum, not one maximum for the whole array)?")
 
+
+# Found by the student round st11b.
+def _scores_w(Q, K, tau):
+    """The scaled scores in w = np.promote_types(Q.dtype, np.float32), and w."""
+    w = np.promote_types(Q.dtype, np.float32)
+    S = Q.astype(w) @ np.swapaxes(K.astype(w), -1, -2) / w.type(tau * Q.shape[-1] ** 0.5)
+    return S, w
+
+
+def _finish(E, Q, V, w):
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shift_where_exp_would_overflow_or_underflow(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    m = S.max(axis=-1, keepdims=True)
+    m = np.where((m > 709.78) | (m < -745.13), m, 0).astype(w)  # "only where needed"
+    with np.errstate(all="ignore"):
+        return _finish(np.exp(S - m), Q, V, w)
+
+
+def shift_if_any_score_passes_709(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    m = S.max(axis=-1, keepdims=True) if np.abs(S).max() > 709.78 else 0.0
+    with np.errstate(all="ignore"):
+        return _finish(np.exp(S - m), Q, V, w)
+
+
+def shift_rows_whose_maximum_passes_700(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    m = S.max(axis=-1, keepdims=True)
+    m = np.where((m > 700.0) | (m < -700.0), m, 0.0).astype(w)
+    with np.errstate(all="ignore"):
+        return _finish(np.exp(S - m), Q, V, w)
+
+
+def shift_all_if_some_score_passes_700(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    if np.abs(S).max() > 700 or S.max() < -700:
+        S = S - S.max(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        return _finish(np.exp(S), Q, V, w)
+
+
+def one_maximum_per_head_in_float32(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    with np.errstate(all="ignore"):
+        return _finish(np.exp(S - S.max(axis=(-2, -1), keepdims=True)), Q, V, w)
+
+
+def weights_rounded_to_8_decimals(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.round(E / E.sum(axis=-1, keepdims=True), 8)
+    return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def softmax_in_float32_for_float64_inputs(Q, K, V, tau):
+    S = _scores(Q, K, tau).astype(np.float32)
+    A = _softmax(S).astype(Q.dtype)
+    return A @ V, A
+
+
+def shift_by_S_max_axis_1(Q, K, V, tau):
+    S, w = _scores_w(Q, K, tau)
+    with np.errstate(all="ignore"):
+        return _finish(np.exp(S - S.max(axis=1, keepdims=True)), Q, V, w)
+
+
+#: Said when float32 work overflows exp() past float32's limit, below float64's.
+EXP_LIMIT = ("A for float32 inputs contains NaN where the reference has none: usually "
+             "exp() of a score that overflowed (inf / inf), or a row whose every score is "
+             "-inf (-inf - (-inf)): the scaled scores reach about 367 here, and the work "
+             "is in float32 (for float32 and float16 inputs alike): float64's exp limit "
+             "(709.78) is not float32's (88.72)")
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st11b
+    (shift_where_exp_would_overflow_or_underflow, "weights with scaled scores near -740 "
+     "differs from the reference by up to 0.00405: the shift is needed on every row, not "
+     "only where exp() would overflow or underflow on every key"),
+    (shift_if_any_score_passes_709, EXP_LIMIT),
+    (shift_rows_whose_maximum_passes_700, EXP_LIMIT),
+    (shift_all_if_some_score_passes_700, EXP_LIMIT),
+    (one_maximum_per_head_in_float32, "A for float32 inputs contains NaN where the "
+     "reference has none: usually exp() of a score that overflowed (inf / inf), or a row "
+     "whose every score is -inf (-inf - (-inf)): " + OWN_MAXIMUM),
+    (weights_rounded_to_8_decimals, "nearly, not exactly, the softmax"),
+    (softmax_in_float32_for_float64_inputs, "nearly, not exactly, the softmax"),
+    (softmax_in_float32_for_float64_inputs, "your array holds float32 numbers only"),
+    (shift_by_S_max_axis_1, "weights at other sizes differs from the reference by up to "
+     "0.5: the scores were shifted by each column's maximum, S.max(axis=-2)"),
     (factor_in_float16_rest_in_float32, FLOAT16_FACTOR),
     (tau_in_the_inputs_dtype, FLOAT16_FACTOR),
     (raw_scores_shifted_in_float16, FLOAT16_FACTOR + " (about 6e-08), where they round "
@@ -1030,7 +1123,8 @@ EXCLUSIVE = {
     "was tau clamped from below": {tau_clamped_at_1e_16, tau_clamped_at_the_machine_epsilon,
                                    tau_plus_1e_18, tau_plus_a_tiny_epsilon,
                                    temperature_as_a_power, tau_clamped_at_1e_19},
-    "the scale is right": {second_order_exp_when_hot},
+    "the scale is right": {second_order_exp_when_hot, weights_rounded_to_8_decimals,
+                           softmax_in_float32_for_float64_inputs},
     "expansion to first order": {first_order_expansion_when_hot,
                                  first_order_expansion_above_1e10},
     "a floor on the shifted scores": {floor_on_the_shifted_scores, floor_at_25, floor_at_30},
@@ -1038,7 +1132,14 @@ EXCLUSIVE = {
                                                  no_shift_when_hot},
     "a power of the weights at tau = 1": {temperature_as_a_power_of_the_weights},
     "rounded to float32": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
-    "shifted by each column's maximum": {shift_by_the_column_maximum},
+    "shifted by each column's maximum": {shift_by_the_column_maximum,
+                                         shift_by_S_max_axis_1},
+    "float64's exp limit (709.78)": {shift_where_exp_would_overflow_or_underflow,
+                                     shift_if_any_score_passes_709,
+                                     shift_rows_whose_maximum_passes_700,
+                                     shift_all_if_some_score_passes_700},
+    "not only where exp() would overflow or underflow": {
+        shift_where_exp_would_overflow_or_underflow},
     # (uniform weights give that output too)
     "plain mean of the values": {output_the_mean_of_the_values_when_hot, uniform_when_hot,
                                  uniform_above_1e6, uniform_above_1e8, uniform_above_1e10},
@@ -1120,7 +1221,9 @@ def test_the_output_is_checked_not_only_the_weights(capsys):
 def test_both_limits_and_a_batch_are_checked(capsys):
     checkers.check_attention_with_temperature(right)
     report = capsys.readouterr().out
-    for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch", "far shorter",
+    for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch",
+                 "two further queries", "scaled scores lie near -740", "tau = 1.5 and 0.01",
+                 "0.7, 0.01, 1e-05",
                  "4096 keys", "large scores", "1e+300 on Q scaled by tau",
                  "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
                  "tau = 0.7", "1e-05 and 1e-09", "lead by 14.5, 16 and 18.5"):
@@ -1453,3 +1556,56 @@ def test_a_floor_at_minus_30_moves_the_long_rows_output_past_the_tolerance():
     O30, A30 = floor_at_30(Q, K, V, t.LONG_TAU)
     assert np.abs(A30 - A).max() < 1e-8 < np.abs(O30 - O).max()
     assert np.abs(floor_at_25(Q, K, V, t.LONG_TAU)[1] - A).max() > 1e-8
+
+
+def _float16_inputs():
+    from attention.checkers._engine import _RNG_SEED, _qkv
+    return tuple(x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
+                                                    T_q=3, T_k=5, d_k=6, d_v=4))
+
+
+def test_one_maximum_per_head_in_float32_is_told_the_shift_at_float16s_cold_tau():
+    """(st11b) At tau = 1e-5 the float16 inputs' scaled scores pass 65504; an attempt
+    that computes them in float32 (finite there) and shifts by one maximum for the
+    whole array is told the shift, not float16 overflow; one computed in float16 is
+    still told float16 overflow."""
+    from attention.checkers import temperature
+    Q, K, V = _float16_inputs()
+    ok, detail = temperature._float16_case(one_maximum_per_head_in_float32, Q, K, V,
+                                           temperature.COLD16)
+    assert not ok and OWN_MAXIMUM in detail and "computed in float16" not in detail
+    ok, detail = temperature._float16_case(float16_throughout, Q, K, V,
+                                           temperature.COLD16)
+    assert not ok and "computed in float16" in detail and OWN_MAXIMUM not in detail
+    assert temperature._float16_case(right, Q, K, V, temperature.COLD16)[0]
+
+
+@pytest.mark.parametrize("attempt", [shift_if_any_score_passes_709,
+                                     shift_rows_whose_maximum_passes_700,
+                                     shift_all_if_some_score_passes_700])
+def test_float16_inputs_at_tau32_are_told_float32s_exp_limit(attempt):
+    """(st11b) The float16 inputs at tau = 0.01 (scaled scores about 150, worked in
+    float32) fail a shift taken only past float64's exp limit, and are told so."""
+    from attention.checkers import temperature
+    Q, K, V = _float16_inputs()
+    top = np.abs(Q.astype(float) @ K.T.astype(float)).max() / (
+        temperature.TAU32 * np.sqrt(Q.shape[-1]))
+    assert 88.73 < top < 700
+    ok, detail = temperature._float16_case(attempt, Q, K, V, temperature.TAU32)
+    assert not ok and "float64's exp limit (709.78) is not float32's (88.72)" in detail
+    assert temperature._float16_case(right, Q, K, V, temperature.TAU32)[0]
+
+
+def test_the_subnormal_row_moves_the_unshifted_weights_by_more_than_1e_3():
+    """(st11b) exp() of scaled scores near -740 is subnormal in float64: without the
+    shift the weights there are off by about 4e-3; with it they are right."""
+    from attention.checkers import temperature
+    rng = np.random.default_rng(0)
+    K = rng.standard_normal((4, 7))
+    q = temperature._scaled_scores_row(K, temperature.SUBNORMAL, temperature.COLD)
+    S = q @ K.T / (temperature.COLD * np.sqrt(7))
+    assert np.allclose(S, temperature.SUBNORMAL, atol=1e-9)
+    E = np.exp(S)
+    assert 0 < E.max() < np.finfo(np.float64).tiny
+    want = _softmax(S)
+    assert np.abs(E / E.sum() - want).max() > 1e-3

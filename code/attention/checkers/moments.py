@@ -150,7 +150,7 @@ MISTAKES = [(0, *m) for m in [
      "sqrt(1 - rho^2) q.z has variance (1 - rho^2) d_k"),
     (lambda d, r, k: 1.0 + r**2 * (k - 3.0),
      "kurtosis here is the fourth moment E[q_m^4] (3 for normal entries), not the excess "
-     "kurtosis E[q_m^4] - 3"),
+     "kurtosis E[q_m^4] - 3; or Var(q_m^2) taken as E[q_m^4] - 2; it is E[q_m^4] - 1"),
     (lambda d, r, k: 1.0 + r**2 * (k + 1.0),
      "kurtosis is already the fourth moment E[q_m^4] (3 for normal entries): it was read as the "
      "excess kurtosis and 3 added to it, E[q_m^4] = kurtosis + 3; use Var(q_m^2) = kurtosis - 1"),

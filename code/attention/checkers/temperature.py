@@ -28,8 +28,10 @@ differ from 1/T_k by about 3e-8, and at 1e8 and 1e10 on scores of about 1e4 (ent
 size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
 from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on the
 scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
-and, cold, on two queries of one direction, one far shorter, whose scores lie far apart,
-and on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
+and, cold, on two further queries whose scores lie far apart, on a query whose best
+scaled scores lie near -740 (exp() of them is subnormal in float64: a shift made only
+where exp() would overflow or underflow on every key is off by about 4e-3 there), and
+on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
 or one made only when the scores are large, gives 0/0 there); that query and one whose
 scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift made only
 when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
@@ -38,7 +40,9 @@ in float32 or float16 fails (and is told so, whether it returns that dtype or ca
 results back to float64); float32 inputs give float32 results, with tau a Python float
 and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
 computing in float32 and casting back is right, float32 results are not), at tau = 0.7,
-at 1e-5, where the float16 inputs' scaled scores reach about 1.5e5, past float16's largest
+at 0.01 (float32 inputs at 1.5 and 0.01), where the scaled scores reach about 150 and
+370, past float32's exp() limit (88.72) and below float64's (709.78), so that a shift
+made only past float64's limit overflows in the float32 work (and is told so), at 1e-5, where the float16 inputs' scaled scores reach about 1.5e5, past float16's largest
 number (65504): computed in float16 they overflow before the shift, in float32 they fit;
 and at 1e-9, where the factor 1/(tau sqrt(d_k)), about 4e8, is past it too, and tau and
 tau sqrt(d_k) lie below float16's smallest positive number: a factor, a tau or a divisor
@@ -46,7 +50,7 @@ made a float16 (the rest computed in float32, or the raw scores shifted in float
 they are divided) is inf or 0 there, and the weights NaN.
 Not covered: float32 inputs at a tau so small that the factor 1/(tau sqrt(d_k)) itself
 passes float32's largest number (tau below about 3e-39 / sqrt(d_k)), where a computation
-in float32 that scales before it shifts gives NaN (float32 inputs are run at 1.5 only; the
+in float32 that scales before it shifts gives NaN (float32 inputs are run at 1.5 and 0.01 only; the
 float16 inputs' factor at 1e-9 fits float32). When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches (told apart, when hot, by how far their
 weights lie from uniform; a temperature applied as a power of the weights at tau = 1,
@@ -167,6 +171,11 @@ NEGATIVE = (-1000.0, -1001.0, -1002.5, -1005.0)
 #: too (an ordinary temperature and a hot one, the query built for each), so that a shift
 #: made only when tau is small, or only when it is not large, shows.
 LARGE = (800.0, 799.0, 790.0, 0.0)
+#: The scaled scores of a query whose best scores lie between -745 and -708, run at
+#: COLD: exp() of them is subnormal in float64 (below about 2.2e-308, with few digits
+#: left), so that a shift made only where exp() would overflow, or underflow on every
+#: key, moves the weights by about 4e-3 there.
+SUBNORMAL = (-740.0, -741.0, -742.0, -760.0)
 SHIFT_TAUS = (2.0, 1e6)
 
 
@@ -538,7 +547,10 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, f"{detail}: {_TAU_INF_IN_FLOAT32.format(tau=tau)}"
     # the power of the exponentials first: where exp() underflowed to 0 before the power
     # it gives exactly one-hot weights, which are no argmax
-    power = [(m, w) for m, w in _weight_mistakes(Q, K, V, tau) if "as a power" in m]
+    # and a shift by each column's maximum, which leaves rows of tied largest weights
+    # that the clipping test below would otherwise take for clipped scores
+    power = [(m, w) for m, w in _weight_mistakes(Q, K, V, tau)
+             if "as a power" in m or "each column's maximum" in m]
     named = _named(A, power, lambda got, w: got.shape == w.shape and np.allclose(
         got, w, rtol=1e-9, atol=0.0), want) if shortcuts else ""
     if named:
@@ -569,25 +581,38 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
     d_k = Q.shape[-1]
     right = 1 / (tau * np.sqrt(d_k))
-    rounded = _float32_scale(c, tau, d_k) if c is not None else ""
+    # a softmax of scaled scores is reproduced to rounding; weights that are only near
+    # one (a series for exp(), weights rounded, a softmax in float32) are not, and
+    # their fitted c is no mistake, nor a factor rounded to float32
+    residual = _scale_residual(A, c, Q, K)
+    rounded = _float32_scale(c, tau, d_k) if c is not None and residual <= 1e-12 else ""
     if rounded:
         return False, f"{detail}: {rounded}"
-    if c is not None and not np.isclose(c, right, rtol=1e-6):
+    if c is not None and (not np.isclose(c, right, rtol=1e-6) or residual > 1e-12):
         digits = max(4, _apart(c, right))
-        # a softmax of scaled scores is reproduced to rounding; weights that are only
-        # near one (a series for exp()) are not, and their fitted c is no mistake
-        residual = np.abs(_softmax(c * _raw_scores(Q, K)) - A).max()
         if residual > 1e-12 and np.isclose(c, right, rtol=1e-3):
-            return False, (f"{detail}: your weights are nearly, not exactly, the softmax "
-                           f"of Q K^T / (tau sqrt(d_k)): the scale is right, so exp() "
-                           "or the normalisation was approximated (a series for exp(), "
-                           "an epsilon in the sum, a rounding?); compute "
-                           "np.exp(S - S.max(axis=-1, keepdims=True)) and divide by its "
-                           "row sums")
+            return False, f"{detail}: {NEARLY}"
         return False, (f"{detail}: your weights are softmax(c Q K^T) with c = "
                        f"{c:.{digits}g}, but at tau = {tau:g} and d_k = {d_k} the factor "
                        f"is 1/(tau sqrt(d_k)) = {right:.{digits}g}")
     return False, detail
+
+
+#: Said when the weights are near, but not to rounding, the softmax at the right scale.
+NEARLY = ("your weights are nearly, not exactly, the softmax of Q K^T / (tau sqrt(d_k)): "
+          "the scale is right, so exp() or the normalisation was approximated (a series "
+          "for exp(), an epsilon in the sum, a rounding, a softmax in a lower "
+          "precision?); compute np.exp(S - S.max(axis=-1, keepdims=True)) and divide by "
+          "its row sums")
+
+
+def _scale_residual(A, c, Q, K) -> float:
+    """How far weights A lie from softmax(c Q K^T) (inf without a fitted c)."""
+    if c is None:
+        return float("inf")
+    with np.errstate(all="ignore"):
+        r = float(np.abs(_softmax(c * _raw_scores(Q, K)) - A).max())
+    return r if np.isfinite(r) else float("inf")
 
 
 def _sums_text(A) -> str:
@@ -681,7 +706,12 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
         uniform = _uniform_rows(A, want_A, tau) if shortcuts and \
             np.isfinite(want_A).all() else ""
         named = uniform or floored or _epsilon_in_sum(A) or \
-            (_float32_scale(c, tau, Q.shape[-1]) if c else "")
+            (_float32_scale(c, tau, Q.shape[-1])
+             if c and _scale_residual(A, c, Q, K) <= 1e-12 else "")
+        right = 1 / (tau * np.sqrt(Q.shape[-1]))
+        if not named and c and np.isclose(c, right, rtol=1e-3) and \
+                _scale_residual(A, c, Q, K) > 1e-12 and _allclose(O, A @ V):
+            named = NEARLY
         if named:
             return False, f"{detail}: {named}"
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1]:
@@ -814,14 +844,14 @@ def _shape_trap_case(fn, Q, K, V, tau, what, wrong_A, message) -> tuple[bool, st
     return False, detail
 
 
-def _float32_case(fn, Q, K, V, tau) -> tuple[bool, str]:
+def _float32_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
     """float32 in, float32 out, and the values right to float32 precision, with tau a
     Python float and then the same tau as a NumPy float64 scalar (as np.linspace or an
     array's entry gives it), which turns float32 arrays it multiplies into float64."""
-    ok, detail, _ = _float32_at(fn, Q, K, V, float(tau))
+    ok, detail, _ = _float32_at(fn, Q, K, V, float(tau), limit)
     if not ok:
         return ok, detail
-    ok, detail, dtypes = _float32_at(fn, Q, K, V, np.float64(tau))
+    ok, detail, dtypes = _float32_at(fn, Q, K, V, np.float64(tau), limit)
     promoted = [n for n, d in dtypes.items() if d == np.float64]
     if not ok and promoted and "for float32 inputs" in detail:
         detail = (f"with tau = np.float64({tau:g}), a NumPy float64 scalar (as np.linspace "
@@ -852,9 +882,61 @@ _WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and flo
 #: How far the results for float32 and for float16 inputs may lie from the float64
 #: reference of the same inputs (right attempts in float16 are off by under 1e-3 there).
 _LOW_ATOL = {"float32": 1e-5, "float16": 5e-3}
+#: An ordinary temperature at which the float32 inputs' scaled scores reach about 370
+#: and the float16 inputs' about 150: past float32's exp() limit (about 88.72), below
+#: float64's (about 709.78), so that a shift made only past float64's limit shows.
+TAU32 = 0.01
+#: exp() overflows past these, in float32 and in float64.
+_EXP_MAX = {"float32": float(np.log(np.finfo(np.float32).max)),
+            "float64": float(np.log(np.finfo(np.float64).max))}
 
 
-def _float16_case(fn, Q, K, V, tau) -> tuple[bool, str]:
+#: Said when a row's weights are NaN for a shift by another maximum than its own.
+OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum, "
+               "not the unscaled scores' maximum, not one maximum for the whole array)? "
+               "Any other shift can leave a row whose scaled scores all lie far below "
+               "it with every exponential underflowed to 0 (or above it, overflowed to "
+               "inf), and 0/0 or inf/inf is NaN; subtract S.max(axis=-1, keepdims=True) "
+               "of the scaled scores S")
+
+
+def _exp_limit_hint(got, Q, K, tau, limit: bool = True) -> str:
+    """Said when an attempt's weights ``got`` are not finite for float32 or float16
+    inputs: a shift by one maximum for the whole array (or head) if they are NaN where
+    it gives NaN, or else, where the scaled scores pass float32's exp() limit but not
+    float64's, that limit (with ``limit``: the attempt shifted the float64 rows
+    right); "" otherwise."""
+    if _one_maximum_in_float32(got, Q, K, tau):
+        return ": " + OWN_MAXIMUM
+    if not limit:
+        return ""
+    top = float(np.abs(_raw_scores(*(x.astype(np.float64) for x in (Q, K)))).max()
+                / (tau * np.sqrt(Q.shape[-1])))
+    if not _EXP_MAX["float32"] < top < _EXP_MAX["float64"]:
+        return ""
+    return (f": the scaled scores reach about {top:.3g} here, and the work is in "
+            "float32 (for float32 and float16 inputs alike): float64's exp limit "
+            f"(709.78) is not float32's ({_EXP_MAX['float32']:.2f}); exp() of a score "
+            "not shifted overflows float32 past 88.72, and inf/inf is NaN; subtract "
+            "S.max(axis=-1, keepdims=True) always, not only past some bound")
+
+
+def _one_maximum_in_float32(got, Q, K, tau) -> bool:
+    """Whether weights ``got`` for float16 inputs are NaN exactly where scores computed
+    in float32 and shifted by one maximum for the whole array (or head) give NaN."""
+    w = np.float32
+    with np.errstate(all="ignore"):
+        S = Q.astype(w) @ np.swapaxes(K.astype(w), -1, -2) * w(1 / (tau * np.sqrt(
+            Q.shape[-1])))
+        if not np.isfinite(S).all():
+            return False
+        E = np.exp(S - S.max(axis=(-2, -1), keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    nan = np.isnan(np.asarray(got, dtype=np.float64))
+    return bool(np.isnan(A).any()) and np.array_equal(nan, np.isnan(A))
+
+
+def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
     """float16 in, float16 out, to float16's precision (computing in float32 and casting
     the results back is right too)."""
     pair, error = _attempt(fn, Q, K, V, tau)
@@ -885,12 +967,17 @@ def _float16_case(fn, Q, K, V, tau) -> tuple[bool, str]:
                                "is inf or 0, and the scores inf or NaN; build the factor "
                                f"and compute in float32, {_WORK}, and cast O and A back "
                                "with .astype(Q.dtype)")
+                elif top > float(np.finfo(np.float16).max) and \
+                        _one_maximum_in_float32(got, Q, K, tau):
+                    detail += ": " + OWN_MAXIMUM
                 elif top > float(np.finfo(np.float16).max):
                     detail += (f": the scaled scores reach about {top:.2g} here, past "
                                "float16's largest number, 65504: computed in float16, "
                                "c Q K^T (or Q K^T / (tau sqrt(d_k))) is inf before the "
                                "shift, and inf - inf is NaN; compute in float32, "
                                f"{_WORK}, and cast O and A back with .astype(Q.dtype)")
+                else:
+                    detail += _exp_limit_hint(pair[1], Q, K, tau, limit)
             return ok, detail
     wrong = {n: d for n, d in dtypes.items() if d != np.float16}
     if wrong and all(d == np.float32 for d in wrong.values()):
@@ -905,7 +992,7 @@ def _float16_case(fn, Q, K, V, tau) -> tuple[bool, str]:
     return not wrong, wrong
 
 
-def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
+def _float32_at(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str, dict]:
     pair, error = _attempt(fn, Q, K, V, tau)
     if pair is None:
         return False, error, {}
@@ -917,6 +1004,9 @@ def _float32_at(fn, Q, K, V, tau) -> tuple[bool, str, dict]:
                             atol=_LOW_ATOL["float32"])
         if not ok:
             d = dtypes[name]
+            if got is not None and np.shape(got) == want.shape and \
+                    not np.isfinite(np.asarray(got, dtype=np.float64)).all():
+                return ok, detail + _exp_limit_hint(pair[1], Q, K, tau, limit), dtypes
             near = (got is not None and np.shape(got) == want.shape and np.abs(
                 np.asarray(got, dtype=np.float64) - want).max() < _LOW["float16"][1])
             if d is not None and np.dtype(d).kind == "f" and np.dtype(d).itemsize < 4 and \
@@ -1006,18 +1096,36 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # the first row's best score is 5 / (COLD sqrt(d_k)), about 1900; the second row's all
     # lie within about 2 of 0: exp() of them minus 1900 is 0 in float64
     O_far, A_far = scaled_dot_product_attention(Q_far, K, V, temperature=COLD)
-    far_hint = (": was each row shifted by its own maximum (not its mean or minimum, "
-                "not the unscaled scores' maximum, not one maximum for the whole array)? "
-                "Any other shift can leave a row whose scaled scores all lie far below "
-                "it with every exponential underflowed to 0 (or above it, overflowed to "
-                "inf), and 0/0 or inf/inf is NaN; subtract S.max(axis=-1, keepdims=True) "
-                "of the scaled scores S")
+    far_hint = ": " + OWN_MAXIMUM
     # Cold, with every score of a row far below 0 (from -1000 to -1005 once divided by
     # tau sqrt(d_k)): a shift by max(row maximum, 0), or one made only when the scores are
     # large (above about 700, where exp() overflows), leaves that row's exponentials all
     # underflowed to 0, and 0/0 is NaN.
     Q_neg = _scaled_scores_row(K, NEGATIVE, COLD)
     O_neg, A_neg = scaled_dot_product_attention(Q_neg, K, V, temperature=COLD)
+    Q_sub = _scaled_scores_row(K, SUBNORMAL, COLD)
+    O_sub, A_sub = scaled_dot_product_attention(Q_sub, K, V, temperature=COLD)
+    sub_hint = (": the shift is needed on every row, not only where exp() would "
+                "overflow or underflow on every key: here the scaled scores lie near "
+                f"{SUBNORMAL[0]:g}, where exp() does not underflow to 0 but is subnormal "
+                "(below about 2.2e-308, with only a few digits left), so the "
+                "exponentials not shifted round to a few digits; always subtract "
+                "S.max(axis=-1, keepdims=True)")
+
+    def subnormal_case():
+        ok, detail = _case(fn, Q_sub, K, V, COLD, want_A=A_sub, want_O=O_sub,
+                           what=f"with scaled scores near {SUBNORMAL[0]:g}",
+                           hint=neg_hint, shortcuts=ordinary_ok)
+        if ok or not ordinary_ok or "NaN" in detail:
+            return ok, detail
+        pair, _ = _attempt(fn, Q_sub, K, V, COLD)
+        with np.errstate(all="ignore"):
+            E = np.exp(Q_sub @ K.T / (COLD * np.sqrt(D_K)))
+            unshifted = E / E.sum(axis=-1, keepdims=True)
+        if pair is not None and np.shape(pair[1]) == unshifted.shape and np.allclose(
+                np.asarray(pair[1], dtype=np.float64), unshifted, rtol=0, atol=1e-12):
+            return False, detail.split(": ", 1)[0] + sub_hint
+        return ok, detail
     neg_hint = (": the shift must be each row's own maximum, also when every score is "
                 "negative: here every scaled score lies below -1000, so exp() of a score "
                 "not shifted (a shift by max(S.max(axis=-1, keepdims=True), 0), or one made "
@@ -1046,8 +1154,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok))
         return cases
 
-    results.append(_run(f"two queries of one direction, one far shorter (tau = {COLD:g}), "
-                        f"queries whose scaled scores all lie below -1000 (tau = {COLD:g}, "
+    results.append(_run(f"two further queries (tau = {COLD:g}), queries whose scaled "
+                        f"scores lie near {SUBNORMAL[0]:g} (tau = {COLD:g}) or all "
+                        f"below -1000 (tau = {COLD:g}, "
                         f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or reach 800 (tau = "
                         f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g})",
                         _all(lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
@@ -1056,7 +1165,11 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _case(fn, Q_neg, K, V, COLD, want_A=A_neg, want_O=O_neg,
                                            what="with every score below -1000",
                                            hint=neg_hint, shortcuts=ordinary_ok),
+                             subnormal_case,
                              *(c for t in SHIFT_TAUS for c in at_every_tau(t)))))
+    # (float32's exp() limit is named for float32 and float16 inputs only to an attempt
+    # that shifted the float64 rows right)
+    shift_ok = results[-1][1]
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
@@ -1254,9 +1367,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Q16, K16, V16 = (x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
                                                         T_q=3, T_k=5, d_k=6, d_v=4))
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
-                        f"(tau = 1.5; 0.7, {COLD16:g} and {COLDEST16:g})",
+                        f"(tau = 1.5 and {TAU32:g}; 0.7, {TAU32:g}, {COLD16:g} and "
+                        f"{COLDEST16:g})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
+                             lambda: _float32_case(fn, Q32, K32, V32, TAU32, shift_ok),
                              lambda: _float16_case(fn, Q16, K16, V16, 0.7),
+                             lambda: _float16_case(fn, Q16, K16, V16, TAU32, shift_ok),
                              lambda: _float16_case(fn, Q16, K16, V16, COLD16),
                              lambda: _float16_case(fn, Q16, K16, V16, COLDEST16))))
 
