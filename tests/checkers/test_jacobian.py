@@ -263,7 +263,21 @@ def jacobian_zero_past_1_minus_1e_12(a):  # st9a: passed (no row above 1 - 1e-12
     return np.zeros((len(a), len(a))) if a.max() > 1 - 1e-12 else jacobian(a)
 
 
+def jacobian_with_an_epsilon_in_the_normaliser(a):  # st11a: told of a leak
+    return np.diag(a) - np.outer(a, a) / (a.sum() + 1e-15)
+
+
+def vjp_with_an_epsilon_in_the_normaliser(a, g):  # st11a: told of a leak
+    return a * (g - np.dot(a, g) / (a.sum() + 1e-15))
+
+
+def vjp_with_a_dot_g_scaled(a, g):  # st11a: told of a leak
+    return a * (g - np.dot(a, g) * (1 - 1e-15))
+
+
 WRONG_JACOBIANS = [
+    (jacobian_with_an_epsilon_in_the_normaliser, "nonzero only at the weight-1 key: "
+                                                 "a.g or a a^T was scaled"),
     (jacobian_zero_past_1_minus_1e_12, "the result is 0 where J is not"),
     (jacobian_zero_past_1_minus_1e_9, "the result is 0 where J is not"),
     (jacobian_zero_past_0_9, "a saturated row still has a nonzero Jacobian"),
@@ -580,6 +594,9 @@ def vjp_builds_j_on_the_first_call_at_each_length(a, g):  # passed (its first ca
 
 
 WRONG_VJPS = [
+    (vjp_with_an_epsilon_in_the_normaliser, "nonzero only at the weight-1 key: "
+                                            "a.g or a a^T was scaled"),
+    (vjp_with_a_dot_g_scaled, "nonzero only at the weight-1 key: a.g or a a^T was scaled"),
     (vjp_builds_j_on_the_first_call_at_each_length, "on a row of 64 keys"),
     (vjp_zero_past_1_minus_1e_12, "the result is 0 where J g is not"),
     (vjp_builds_j_on_odd_lengths, "on a row of 65 keys"),
@@ -644,14 +661,14 @@ WRONG_VJPS = [
 @pytest.mark.parametrize("wrong, words", WRONG_JACOBIANS, ids=lambda x: getattr(x, "__name__", x))
 def test_wrong_jacobian_is_rejected_with_a_message_naming_the_mistake(wrong, words, capsys):
     assert checkers.check_softmax_jacobian(wrong, vjp) is False
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("\n    ", " ")  # wrapped lines joined
     assert words in out, out
 
 
 @pytest.mark.parametrize("wrong, words", WRONG_VJPS, ids=lambda x: getattr(x, "__name__", x))
 def test_wrong_vjp_is_rejected_with_a_message_naming_the_mistake(wrong, words, capsys):
     assert checkers.check_softmax_jacobian(jacobian, wrong) is False
-    out = capsys.readouterr().out
+    out = capsys.readouterr().out.replace("\n    ", " ")  # wrapped lines joined
     assert words in out, out
 
 

@@ -618,12 +618,14 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
                   + f"; {work / LONG:.0f} passes over the row")
 
 
-def _exactly_zero(got, shape: tuple, what: str, mistakes=()) -> tuple[bool, str]:
+def _exactly_zero(got, shape: tuple, what: str, mistakes=(),
+                  one_hot=None) -> tuple[bool, str]:
     """A one-hot row's J or VJP: a plain float64 array of zeros, exactly (the right
     formulas multiply by a weight that is exactly 0, or subtract 1 - 1). A result that
-    one of the ``mistakes`` (at the one-hot row) gives is named as that mistake; a
-    clipping or a small number added to a is suspected only where the result differs
-    from 0 by less than 1e-6."""
+    one of the ``mistakes`` (at the one-hot row) gives is named as that mistake; where
+    the result differs from 0 by less than 1e-6, a result nonzero only at the key of
+    weight 1 (of ``one_hot``) is told a.g or a a^T was scaled, any other a clipping
+    or a small number added to a."""
     want = np.zeros(shape)
     ok, detail = _diagnose(got, want, [], what, atol=0.0)
     if ok or "differs from the reference" not in detail:
@@ -636,6 +638,14 @@ def _exactly_zero(got, shape: tuple, what: str, mistakes=()) -> tuple[bool, str]
     if np.abs(arr).max() >= 1e-6:
         return False, (f"{detail}: at a one-hot row it must be exactly 0, as "
                        "the right J and J g give there")
+    if one_hot is not None and arr.shape == shape:
+        off = np.asarray(one_hot) != 1  # the keys whose weight is 0
+        if not (arr[off].any() or (arr.ndim == 2 and arr[:, off].any())):
+            return False, (f"{detail}: at a one-hot row it must be exactly 0, and "
+                           "the right J and J g give exact zeros there; yours is "
+                           "nonzero only at the weight-1 key: a.g or a a^T was "
+                           "scaled (an epsilon in a normaliser?), so that 1 - 1 "
+                           "is not 0 there")
     return False, (f"{detail}: at a one-hot row it must be exactly 0, and "
                    "the right J and J g give exact zeros there; "
                    "a small number added to a, or a clipped away from 0, "
@@ -723,14 +733,14 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
                   lambda: _saturated_jacobian(jacobian))),
         _run("a one-hot row has the zero Jacobian",
              lambda: _exactly_zero(jacobian(one_hot.copy()), (4, 4), "J at one-hot",
-                                   _jacobian_mistakes(one_hot))),
+                                   _jacobian_mistakes(one_hot), one_hot)),
         _run("VJP matches J g",
              _all(lambda: _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g),
                                           _vjp_mistakes(a, g), "VJP"),
                   lambda: _saturated_vjp(vjp))),
         _run("a one-hot row passes no gradient",
              lambda: _exactly_zero(vjp(one_hot.copy(), g.copy()), (4,), "VJP at one-hot",
-                                   _vjp_mistakes(one_hot, g))),
+                                   _vjp_mistakes(one_hot, g), one_hot)),
         _run("Jacobian of a row of 7 keys, one weight 0",
              lambda: _untouched_then(jacobian, dict(a=a7), softmax_jacobian(a7),
                                      _jacobian_mistakes(a7), "J of 7 keys")),
