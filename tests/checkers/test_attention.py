@@ -861,6 +861,33 @@ def weights_in_float32_for_float64(Q, K, V, mask=None):  # st9a: told "precision
     return O, A.astype(np.float32) if Q.dtype == np.float64 else A
 
 
+def _clips_float16_scores(bound, every_dtype=False):
+    """float16 computed in float32 as the page asks, its scores clipped to +-bound
+    "so that float16 cannot overflow" (st11a: passed every case); with every_dtype
+    for every dtype but float64."""
+    def attempt(Q, K, V, mask=None):
+        wide = np.float32 if Q.dtype == np.float16 else Q.dtype
+        Qw, Kw = Q.astype(wide), K.astype(wide)
+        S = Qw @ np.swapaxes(Kw, -1, -2) / SQRT(Q.shape[-1])
+        if Q.dtype == np.float16 or (every_dtype and Q.dtype != np.float64):
+            S = np.clip(S, -bound, bound)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        m = S.max(axis=-1, keepdims=True)
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+        total = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(total == 0, 1.0, total)
+        return (A @ V.astype(wide)).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"clips_float16_scores_to_{bound:g}" + (
+        "_and_float32_too" if every_dtype else "")
+    return attempt
+
+
+clips_float16_scores_to_1e4 = _clips_float16_scores(1e4)
+clips_float16_scores_to_65504 = _clips_float16_scores(65504)
+clips_all_but_float64_to_1e4 = _clips_float16_scores(1e4, every_dtype=True)
+
+
 WRONG = [
     (fills_minus_1_75e308, "a finite fill"),
     (uses_the_library_softmax, "calls the library's own attention.softmax:"),
@@ -912,6 +939,9 @@ WRONG = [
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (clips_to_80_in_float16, "were the scores clipped"),
+    (clips_float16_scores_to_1e4, "were the scores clipped"),
+    (clips_float16_scores_to_65504, "were the scores clipped"),
+    (clips_all_but_float64_to_1e4, "were the scores clipped"),
     (clips_to_80_instead_of_the_shift, "were the scores clipped"),
     (nan_to_num_hides_the_overflow, "np.nan_to_num"),
     (nan_to_num_on_the_exponentials, "np.nan_to_num"),

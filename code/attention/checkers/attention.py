@@ -817,6 +817,15 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     Q_h = (40 + 0.05 * rng.standard_normal((T_q, 64))).astype(np.float16)
     K_h = (30 + 0.05 * rng.standard_normal((T_k, 64))).astype(np.float16)
     V_h = rng.standard_normal((T_k, 2)).astype(np.float16)
+    # And float16 scores above 65504 (finite in float32): one query of 100s against
+    # keys of 82s, one entry 0.0625 or 0.125 less in keys 1 and 2, scores 65600,
+    # 65599.2 and 65598.4, weights 0.60, 0.27 and 0.13: clipping the scores (at
+    # +-1e4 or at float16's +-65504, "so that float16 cannot overflow") makes them
+    # equal, weights 1/3 (no float16 number is needed but A and O).
+    Q_c = np.full((1, 64), 100.0, dtype=np.float16)
+    K_c = np.full((3, 64), 82.0, dtype=np.float16)
+    K_c[1, 0], K_c[2, 0] = 81.9375, 81.875
+    V_c = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]], dtype=np.float16)
 
     def batched_error():
         # Said only if the batched case without a mask passed: then the attempt
@@ -887,10 +896,14 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
             notes={"unguarded": " (in float16, -1e9 also rounds to -inf)"})),
-        _run("float16 at d_k = 64, scores near 9600", _case(
+        _run("float16 at d_k = 64, scores near 9600, and near 65600", _all(_case(
             fn, Q_h, K_h, V_h, atol=5e-3,
             what="; in float16, Q K^T overflows to inf once a raw dot product "
                  "passes 65504 (a score above about 8188 at d_k = 64): compute "
-                 "in float32, Q.astype(np.float32), and cast the results back")),
+                 "in float32, Q.astype(np.float32), and cast the results back"),
+            _case(fn, Q_c, K_c, V_c, atol=5e-3,
+                  what="; the scores here (65600, 65599.2 and 65598.4) lie above "
+                       "float16's 65504 but are finite in float32: compute in "
+                       "float32 and cast only O and A back"))),
     ]
     return _report(results, verbose)
