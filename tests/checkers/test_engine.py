@@ -62,6 +62,8 @@ def test_the_dtype_message_names_what_is_wrong_and_nothing_when_all_is_kept():
     both = engine._dtype_rejection(f32, dict(O=f64, A=f64))
     assert "O of dtype float64 and A of dtype float64" in both
     assert "O, A are float64 for float32 inputs" in both and "np.sqrt(d_k)" in both
+    # the explicit cast first (st11a: an .astype(np.float64) was told of np.sqrt only)
+    assert 0 <= both.index(".astype(np.float64)") < both.index("np.sqrt(d_k)")
     half = engine._dtype_rejection(np.float16, dict(O=f64, A=f64))
     assert "turns float16 arrays into float64" in half  # the same scalar, float16 inputs
     one = engine._dtype_rejection(f32, dict(O=f32, A=f64))

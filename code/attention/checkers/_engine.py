@@ -311,7 +311,9 @@ def _dtype_rejection(want, dtypes: dict) -> str:
     if len(wrong) < len(dtypes):  # the others were cast back
         cause = f": {', '.join(wrong)} was not cast back; cast it with .astype(Q.dtype)"
     elif want.itemsize < 8 and kinds == "float64":
-        cause = (": often because np.sqrt(d_k) is a NumPy float64 scalar, which turns "
+        cause = (": an explicit cast, .astype(np.float64), does that (drop it, or "
+                 "cast the results back with .astype(Q.dtype)); so, unseen, does "
+                 "np.sqrt(d_k): np.sqrt(d_k) is a NumPy float64 scalar, which turns "
                  f"{want.name} arrays "
                  "into float64 (np.eye and np.ones default to float64 too): use "
                  "math.sqrt(d_k) or d_k ** 0.5 (a Python float), or cast with .astype(Q.dtype)")
