@@ -127,6 +127,27 @@ def test_the_reference_solution_gives_zero_gradients_to_a_query_that_sees_no_key
     assert all(x.dtype == np.float32 for x in low)
 
 
+def test_the_reference_solution_computes_float16_in_float32_and_casts_back():
+    """The prose: float16 inputs are computed in float32 and the gradients cast back.
+    At d_k = 64 with scores near 9600 the raw products pass float16's 65504: in float16
+    the gradients are NaN; in float32 they are float16 and within 1e-3 of the float64
+    gradients of the same float16 values."""
+    namespace = {"np": np, "math": math, "check_attention_backward": lambda fn: True}
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    assert "`float16` inputs are computed in `float32`" in text
+    exec(page_cell(PAGE, "def reference_attention_backward"), namespace)
+    fn = namespace["reference_attention_backward"]
+    rng = np.random.default_rng(5)
+    Q = (40 + 0.05 * rng.standard_normal((4, 64))).astype(np.float16)
+    K = (30 + 0.05 * rng.standard_normal((6, 64))).astype(np.float16)
+    V, dO = rng.standard_normal((6, 3)), rng.standard_normal((4, 3))
+    V, dO = V.astype(np.float16), dO.astype(np.float16)
+    want = fn(*(x.astype(np.float64) for x in (Q, K, V, dO)))
+    for got, w in zip(fn(Q, K, V, dO), want):
+        assert got.dtype == np.float16
+        assert np.abs(got - w).max() <= 1e-3 * np.abs(w).max()
+
+
 # --- the code section and the consequences -------------------------------------------------
 
 def test_D_identity_and_library_agreement_are_at_rounding_level():
