@@ -392,14 +392,10 @@ def test_failed_runs_held_out_as_the_prose_states_them(held):
                 assert np.all(Wr[w, s_, h, ok[-1] + 1:] > 0), (opt, w, s_, h)
     assert ("Above its window a run ends its {glue:text}`tr_steps` steps with some rows on wrong "
             "keys: at") in " ".join(SOURCE.split())
-    # rv24, the summary: an existence, "just above its window, in the fixed design, a run can
-    # fail with its largest weight wrong on as few as 2.8% of the held-out rows" (the run one
-    # rate above its window fails by construction: its loss is at the threshold or above)
-    i = int(np.argmin(wrong))
-    assert loss[i] >= THRESHOLD and wrong[i] < 0.05
+    # rv27: the summary's "a run can fail with its largest weight wrong on as few as 2.8%"
+    # followed from where the threshold sits, not from the runs: cut
     flat = " ".join(SOURCE.split())
-    assert ("window, in the fixed design, a run can fail with its largest weight wrong on as "
-            "few as {glue:text}`ho_above_wrong_lo:.1%` of the held-out rows.") in flat
+    assert "a run can fail with its largest weight wrong on as few as" not in flat
     # rv24: rows wrong by their largest weight do not each cost 2 (cut), nor is a few per cent
     # of them said to be "enough" to fail
     assert "a few per cent of wrong rows" not in flat and "is enough to keep" not in flat
@@ -708,29 +704,31 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert "reaches it at neither size" not in text
     # rv24: the summary's ratio clause is replaced by the unscaled head's own loss
     assert "is larger at {glue:text}`ho_dk_max_grown` than at 64." not in text
-    # "How well": rv25 leads with the wrong-key rates at the training-picked rates, then the
-    # ratio at each head's best held-out rate; the picked ratio (its low end a noisy pick of
-    # the scaled head's rate) is cut, in the body and the summary
+    # "How well": rv25 leads with the wrong-key rates at the training-picked rates; rv27 cuts
+    # the ratio at each head's best held-out rate (picked on the held-out batch, which the
+    # page's protocol never does) in the body and the summary, and the summary quotes the
+    # wrong-key rates instead
     assert ("steps, with SGD, each head at the rate its seed's training loss picks, the "
             "unscaled head puts its largest weight on a wrong key in") in text
-    assert ("At each head's best held-out rate, the unscaled head's held-out loss is "
-            "{glue:text}`ho_sgd_oracle_1024_lo:.1f` to") in text
-    assert ("at $d_k = 1024$, each head at its best held-out rate, its held-out loss is "
-            "{glue:text}`ho_sgd_oracle_1024_lo:.1f` to {glue:text}`ho_sgd_oracle_1024_hi:.0f` "
-            "times the scaled head's with SGD and {glue:text}`ho_adam_oracle_1024_lo:.0f` to "
-            "{glue:text}`ho_adam_oracle_1024_hi:.0f` times with Adam, over the "
-            "{glue:text}`ho_n_seeds` seeds.") in text
+    assert ("at $d_k = 1024$, with SGD, at the rates training picks, it puts its largest weight "
+            "on a wrong key in {glue:text}`ho_sgd_un_wrong_1024_lo:.2%` to "
+            "{glue:text}`ho_sgd_un_wrong_1024_hi:.2%` of the held-out rows, the scaled head in "
+            "{glue:text}`ho_sgd_sc_wrong_1024_lo:.2%` to {glue:text}`ho_sgd_sc_wrong_1024_hi:.2%`, "
+            "over the {glue:text}`ho_n_seeds` seeds.") in text
     for name in ("ho_sgd_ratio_1024_lo", "ho_sgd_ratio_1024_hi", "ho_adam_ratio_1024_lo",
-                 "ho_adam_ratio_1024_hi"):
+                 "ho_adam_ratio_1024_hi", "ho_sgd_oracle_1024_lo", "ho_sgd_oracle_1024_hi",
+                 "ho_adam_oracle_1024_lo", "ho_adam_oracle_1024_hi"):
         assert name not in glued(PAGE) and name not in SOURCE, name
+    assert "best held-out rate" not in text
+    un, sc = f("sgd", "unscaled", 1024)["wrong"], f("sgd", "scaled", 1024)["wrong"]
+    assert un.min() > sc.max()  # "gets less far": every seed's unscaled head above every scaled
+    # rv27: the count's ||x||^2 factor is constant only with d_model fixed; Adam's settings
+    assert ("which with $d_{\\text{model}}$ fixed does not depend on $d_k$ (in the grown design "
+            "below, where $d_{\\text{model}}$ grows with $d_k$, it grows like "
+            "$d_{\\text{model}}$, since the tokens' entries have variance 1)") in text
+    assert "(here with torch's defaults and a constant rate)" in text
     assert "training loss is a noisy pick, and at each head's best" not in text
     for opt in GRID:
-        # "at each head's best held-out rate ... the ratios are ..." (T6), above 1 in every seed
-        L = held["fixed"][opt]["loss"][3]  # d_k = 1024: (seeds, heads, rates)
-        o_ = L[:, HEADS.index("unscaled")].min(1) / L[:, HEADS.index("scaled")].min(1)
-        assert (g(PAGE, f"ho_{opt}_oracle_1024_lo"), g(PAGE, f"ho_{opt}_oracle_1024_hi")) == pytest.approx(
-            (o_.min(), o_.max()))
-        assert o_.min() > 1  # "gets less far"
         # "the ratio of the unscaled head's held-out loss to the scaled head's is larger at 256
         # than at 16, 32 and 64, and the scaled head's loss is lower at 256 than at 64", at the
         # rates training picks, every seed, both optimizers
@@ -846,6 +844,20 @@ def test_one_column_gives_the_same_verdicts_in_every_seed_held_out(held):
     assert np.all(n("scaled", -1) == 0) and g_bool(PAGE, "ho_col_sc_low_none")
     assert math.log10(g(PAGE, "tr_lr_first")) == pytest.approx(0.5)
     assert len(held["seeds"]) == g(PAGE, "ho_n_seeds") and g(PAGE, "tr_n_widths") == len(WIDTHS)
+    # rv27: "(within the sweep's 200 steps: that rate lies below the scaled head's window,
+    # whose lowest rate is 0.32)": at 0.1 the scaled head fails at the slow end, every seed
+    # and width: it works at some rate above 0.1 and at none at or below it
+    sc = L[:, :, HEADS.index("scaled")] < THRESHOLD  # (w, seeds, rates)
+    assert np.all(sc.any(-1)) and not sc[..., e <= -1 + 1e-9].any()
+    assert g(PAGE, "ho_sgd_sc_lo_rate") > g(PAGE, "tr_lr_low")
+    text = " ".join(SOURCE.split())
+    assert ("the scaled head at none (within the sweep's {glue:text}`tr_steps` steps: that rate "
+            "lies below the scaled head's window, whose lowest rate is "
+            "{glue:text}`ho_sgd_sc_lo_rate:.2g`).") in text
+    assert ("* One learning rate proves nothing about the scale: within {glue:text}`tr_steps` "
+            "steps on this retrieval task, one column of the sweep says the unscaled head "
+            "cannot learn, another (below the scaled head's window) that it learns where the "
+            "scaled head does not") in text
 
 
 def test_the_one_seed_grid_brackets_every_window_held_out_too(held):
@@ -1184,8 +1196,8 @@ def test_a_step_moves_the_score_along_its_key_like_d_k_under_both_optimizers():
             "\\text{Adam: } \\Delta L &\\approx -\\eta\\,\\lVert u \\rVert_1 = "
             "-\\eta \\sum_{m=1}^{d_k} \\lvert u_m \\rvert .",
             "An SGD step on $W_Q$, whose gradient is $x_{j^\\ast}^\\top u$, changes the "
-            "loss by the same times $\\lVert x_{j^\\ast} \\rVert^2$, which does not depend "
-            "on $d_k$.",
+            "loss by the same times $\\lVert x_{j^\\ast} \\rVert^2$, which with "
+            "$d_{\\text{model}}$ fixed does not depend on $d_k$",
             "The SGD change is a sum of $d_k$ squares.",
             "Coordinate $m$ of $\\sum_j g_j k_j$ is $\\sum_j g_j x_j$ times column $m$ of "
             "$W_K$, and with $d_{\\text{model}}$ fixed the size of that column does not "
