@@ -38,12 +38,13 @@ def attention_backward(Q, K, V, dO, mask=None, temperature: float = 1.0, *, O=No
     (..., T_q, d_v). Each gradient has the shape of its input: where a leading dimension
     was broadcast (one K shared by several heads, say), the gradient is summed over it.
     Masked entries need no special care: their weight A_ij is 0, so dS_ij is 0. The
-    gradients have the inputs' dtype (float16 is computed in float32).
+    gradients have the inputs' common dtype (float16 is computed in float32).
 
     The backward pass needs the forward pass's output O and weights A. Pass both, as
     returned by ``scaled_dot_product_attention(Q, K, V, mask, temperature)``, to reuse them
     (what autograd does with the tensors it saved); without them they are recomputed,
-    which costs one more forward pass.
+    which costs one more forward pass. For float16 inputs the returned O and A are rounded
+    to float16, and reusing them costs accuracy; recomputed, they stay float32.
     """
     Q, K, V, dO, mask, O, A, c, _ = check_backward_inputs(Q, K, V, dO, mask, temperature, O, A)
     dtype = Q.dtype

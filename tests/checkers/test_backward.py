@@ -975,7 +975,7 @@ def normalises_with_eps_1e_14(Q, K, V, dO, mask=None):  # st8a: was told float32
 
 
 # These mistakes are not float16's: at the float16 case's scores (15 to 36, near
-# 9600) they compute in float32 and cast back, as the forward exercise asks, so that
+# 9600) they compute in float32 and cast back, as the forward exercise's solution does, so that
 # only their own mistake fails (st11a's round added those scores).
 for _name in ("adds_minus_1e4", "adds_minus_1e4_and_zeroes_empty_rows",
               "adds_minus_1e9_and_zeroes_empty_rows",
@@ -1006,9 +1006,9 @@ WRONG = [
     (fills_the_row_minimum_minus_1000, "a finite fill"),
     (float16_branch_without_the_scale, "for float16 inputs: dQ differs"),
     (float16_branch_returning_nan, "for float16 inputs: dQ, dK, dV contain NaN"),
-    (correct_in_dtype, "compute in float32 (as the forward exercise asks) and cast back"),
-    (no_shift_in_float16, "compute in float32 (as the forward exercise asks) and cast back"),
-    (shifts_only_above_80, "compute in float32 (as the forward exercise asks) and cast back"),
+    (correct_in_dtype, "compute in float32 (as the forward exercise's solution does) and cast back"),
+    (no_shift_in_float16, "compute in float32 (as the forward exercise's solution does) and cast back"),
+    (shifts_only_above_80, "compute in float32 (as the forward exercise's solution does) and cast back"),
     (adds_float64_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (float64_unless_float32, "dQ, dK, dV are float64 for float16 inputs"),
     (torch_autograd_backward, "calls torch.autograd.backward"),

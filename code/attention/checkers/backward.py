@@ -1087,7 +1087,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         40 + 0.05 * rng_h.standard_normal((T_q, 64)),
         30 + 0.05 * rng_h.standard_normal((T_k, 64)),
         rng_h.standard_normal((T_k, 7)), rng_h.standard_normal((T_q, 7))))
-    high_note = ("; compute in float32 (as the forward exercise asks) and cast "
+    high_note = ("; compute in float32 (as the forward exercise's solution does) and cast "
                  "back: Q.astype(np.float32), the gradients .astype(Q.dtype)")
     return _report(one_head + [
         _run("batch and head dimensions (B, H, T_q, d_k), no mask",
