@@ -266,17 +266,17 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.12
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
-     "0.001, 0.05): the formula holds for every rho"),
+     "1e-05, 0.0001, 0.001, 0.05): the formula holds for every rho"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.1
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
-     "0.001, 0.05)"),
+     "1e-05, 0.0001, 0.001, 0.05)"),
     # the same below 0.2 was told it clipped the variance at 1 (it is right at rho = 0.5,
     # where the formula is 2); test_a_variance_of_1_for_small_rho_is_not_told_it_clipped
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.2
                                  else var(d_k, rho, kurtosis)),
-     "right at rho = 0 and for |rho| >= 0.3, but wrong for small |rho| (|rho| = 0.001, "
-     "0.05, 0.123456, 0.1234567891)"),
+     "right at rho = 0 and for |rho| >= 0.3, but wrong for small |rho| (|rho| = "
+     "1e-05, 0.0001, 0.001, 0.05, 0.123456, 0.1234567891)"),
     # rho rounded to six or seven decimals (0.123456 has six)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 6), kurtosis),
      "(rho 3e-08 as 0, 0.1234567891 as 0.123457): rho was rounded (to six decimals)"),
@@ -286,11 +286,13 @@ WRONG = [
     # past every width probed; from 64 up it was told of rho = +-1)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096: the "
+     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096, "
+     "8192: the "
      "formula 1 + rho^2 (kurtosis - 2) holds exactly at every width"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k >= 64
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 16, wrong at d_k = 64, 256, 1024, 4096"),
+     "right only at the probed widths up to d_k = 32, wrong at d_k = 64, 128, 256, "
+     "1024, 4096, 8192"),
     # a kurtosis looked up in a table of the kurtoses probed before (and 2)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis if kurtosis in (
         1.0, 1.8, 2.0, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
@@ -301,7 +303,8 @@ WRONG = [
     # a mean right at the widths probed before (and at the sampling checks' 4) only
     (lambda d_k, rho, kurtosis: (mean(d_k, rho) if d_k in (1, 2, 3, 4, 5, 16, 64, 256)
                                  else rho * d_k / math.sqrt(d_k + 1), var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096"),
+     "right at some widths (d_k = 1, 2, 3, 5, 16, 64, 256) and wrong at others "
+     "(d_k = 7, 8, 32, 128, 1024, 4096, 8192) with the same rho and kurtosis"),
     # the library's own answer in a thread of the attempt's
     (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
      "calls the library's own attention.score_moments"),
@@ -314,7 +317,7 @@ WRONG = [
      "has mean 0"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
                                  + 2 * rho * math.sqrt(1 - rho**2)),
-     "your variance is negative at 23 of these settings (-0.6 at d_k = 1, rho = -0.8, "
+     "your variance is negative at 28 of these settings (-0.6 at d_k = 1, rho = -0.8, "
      "kurtosis = 1), and a variance never is"),
     # the precedence slip 1 + rho^2 kurtosis - 2: negative wherever rho^2 kurtosis < 1
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * kurtosis - 2),
@@ -334,6 +337,33 @@ WRONG = [
      "the variance here is 1e+08, past float16's largest number, 65504, where it "
      "becomes inf, and your variances before it are the formula's rounded to float16: "
      "was the variance rounded to float16"),
+    # found by the student round st12b
+    # a variance of 1 for |rho| < 5e-4 or 1e-4 (passed: at rho = 3e-8 the term is
+    # below the tolerance even at kurtosis 1e8, and 1e-3 lies above the cut-off)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 5e-4
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 0.001, but wrong for small |rho| (|rho| = "
+     "1e-05, 0.0001)"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 1e-4
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 0.0001, but wrong for small |rho| (|rho| = "
+     "1e-05)"),
+    # the normal formula at widths off the probed grid (passed: never probed)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2)
+     if d_k in (6, 7, 8, 32, 128, 512, 2048) else right(d_k, rho, kurtosis),
+     "wrong at others (d_k = 7, 8, 32, 128) with the same rho and kurtosis: is a "
+     "width treated apart?"),
+    # the normal formula past 4096 (passed: the widest width probed was 4096)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2) if d_k > 4096
+     else right(d_k, rho, kurtosis),
+     "right only at the probed widths up to d_k = 4096, wrong at d_k = 8192"),
+    # rho clipped at 1 - 1e-12 (was told the variance was clipped at 2e-12)
+    (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -1 + 1e-12, 1 - 1e-12)),
+                                      kurtosis),
+     "rho was clipped (beyond +-0.999999999999 it becomes the bound"),
+    # abs(kurtosis - 2) (was told "a value looked up per kurtosis")
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * abs(kurtosis - 2)),
+     "every kurtosis below 2 reads as 4 - kurtosis: abs(kurtosis - 2)?"),
 ]
 
 
@@ -456,7 +486,7 @@ def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus
     from attention.checkers.moments import PROBES, RHOS
 
     assert any(round(r, 1) != r for r in RHOS)
-    assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS)
+    assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS) | {1e-5, 1e-4}
     # st8b: a variance of 1 for |rho| < 0.12, or rho rounded to six decimals, passed
     assert min(abs(r) for r in RHOS if r) < 1e-7 and any(round(r, 6) != r for r in RHOS)
     assert sum(0 < abs(r) < 0.1 for r in RHOS) >= 3

@@ -5,10 +5,13 @@ variance of a correlated score when the entries are not normal,
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho (from -1 to 1, small ones down to 3e-8, 0.123456 and 0.1234567891 among them, so
-that a rho rounded or clipped short of +-1, or a variance taken as 1 for small |rho|, shows),
-at widths from 1 to 4096 (1024 and 4096, past 300, at a few settings only, so that the normal
-entries' formula taken for wide heads shows), for normal entries (kurtosis 3) and others
+negative rho (from -1 to 1, small ones down to 3e-8, and 1e-5 and 1e-4 at kurtosis 1e8,
+0.123456 and 0.1234567891 among them, so that a rho rounded or clipped short of +-1, or a
+variance taken as 1 for small |rho|, shows),
+at widths from 1 to 8192 (1, 2, 3, 5, 16, 64 and 256 at every setting; 1024 and 4096,
+past 300, and 7, 8, 32, 128 and 8192, off those grids, at a few settings only, so that
+the normal entries' formula taken for wide heads, or a formula right only at the
+widths probed, shows: the formula must hold at every width), for normal entries (kurtosis 3) and others
 (from 1 to 10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the
 others, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to
 float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
@@ -76,8 +79,20 @@ KURTOSES = (1.0, 1.37, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 7.7, 9.0, 25.0,
 WIDE_D_KS = (1024, 4096)
 WIDE_RHOS = (-0.8, 0.05, 0.5)
 WIDE_KURTOSES = (1.0, 3.0, 7.7)
+#: Widths off the grids above (7, 8, 32, 128 between them, 8192 past 4096), probed
+#: at a few settings (4 each), so that a formula right only at the widths probed
+#: elsewhere shows: the formula must hold at every width.
+OFF_D_KS = (7, 8, 32, 128, 8192)
+OFF_RHOS = (-0.8, 0.5)
+OFF_KURTOSES = (1.37, 7.7)
+#: Small correlations at the largest kurtosis, where rho^2 kurtosis is 10 and 1000:
+#: a variance taken as 1 for |rho| below 1e-4 or 5e-4 shows (at rho = 3e-8 the term
+#: is below the tolerance even at kurtosis 1e8, and 1e-3 lies above such a cut-off).
+SMALL_RHO_PROBES = tuple((d, r, 1e8) for d in (2, 64) for r in (1e-5, 1e-4))
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
-    tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES)
+    tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
+    tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
+    SMALL_RHO_PROBES
 
 
 def _k_text(k: float) -> str:
@@ -298,14 +313,31 @@ def _wide_only(which: int, wrong: list) -> str:
     """A message when the attempt's mean (which = 0) or variance (1) is wrong only from
     some width past 5 on, right at every setting of every narrower width probed, or ""."""
     wide = sorted({d for d, _, _ in wrong})
-    if not wide or wide[0] <= 5:
-        return ""
+    widths = sorted({d for d, _, _ in PROBES})
     why = ("rho sqrt(d_k) holds exactly at every width" if which == 0 else
            "1 + rho^2 (kurtosis - 2) holds exactly at every width: a wide head makes the "
            "score nearly normal, but the entries' kurtosis stays in its variance")
-    return (f"right only at the probed widths up to d_k = "
-            f"{max(d for d in D_KS + WIDE_D_KS if d < wide[0])}, wrong at d_k = "
-            f"{', '.join(map(str, wide))}: the formula {why}")
+    if wide and wide[0] > 5 and wide == [d for d in widths if d >= wide[0]]:
+        return (f"right only at the probed widths up to d_k = "
+                f"{max(d for d in widths if d < wide[0])}, wrong at d_k = "
+                f"{', '.join(map(str, wide))}: the formula {why}")
+    return ""
+
+
+def _some_widths(which: int, wrong: list) -> str:
+    """A message when the attempt is right at some widths past 1 (right at d_k = 1
+    only is another hint) at every setting, and wrong at others at a setting (rho,
+    kurtosis) probed at both, or ""."""
+    wide = sorted({d for d, _, _ in wrong})
+    why = ("rho sqrt(d_k) holds exactly at every width" if which == 0 else
+           "1 + rho^2 (kurtosis - 2) holds exactly at every width")
+    bad = {(r, k) for _, r, k in wrong}
+    right = {d for d, r, k in PROBES if (r, k) in bad} - set(wide)
+    if not wide or not right - {1}:
+        return ""
+    return (f"right at some widths (d_k = {', '.join(map(str, sorted(right)))}) and "
+            f"wrong at others (d_k = {', '.join(map(str, wide))}) with the same rho "
+            f"and kurtosis: is a width treated apart? The formula {why}")
 
 
 def _digits(x: float, y: float) -> int:
@@ -321,7 +353,7 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
     small = _small_rho(values, which, wrong)
     if small:
         return small
-    wide = _wide_only(which, wrong)
+    wide = _wide_only(which, wrong) or _some_widths(which, wrong)
     if wide:
         return wide
     if all(abs(r) not in (0.0, 1.0) for _, r, _ in wrong):
@@ -391,6 +423,11 @@ def _kurtosis_replaced(values: dict) -> str:
         cause = f"the kurtosis was rounded ({places[rounded[0]]})"
     elif all(u == math.floor(k) for k, u in changed.items()):
         cause = "the kurtosis was cut to a whole number (int() or math.floor)"
+    elif all(k < 2 and np.isclose(u, 4.0 - k, rtol=1e-9) for k, u in changed.items()):
+        cause = ("every kurtosis below 2 reads as 4 - kurtosis: abs(kurtosis - 2)? "
+                 "Var(q_m^2) - 1 = kurtosis - 2 is negative for entries of kurtosis "
+                 "below 2 (random signs: -1), and the variance 1 + rho^2 (kurtosis "
+                 "- 2) is then below 1")
     elif (not above or _same(np.array(above), above[0])) and \
             (not below or _same(np.array(below), below[0])) and \
             all(k >= max(below, default=-np.inf) for k in as_read if k not in changed) and \
@@ -426,9 +463,9 @@ def _rho_replaced(values: dict) -> str:
         if not np.allclose(used, used[0], rtol=1e-9, atol=1e-12):
             return ""
         as_read[r] = float(used[0])
-    # to a relative 1e-12 (u is read back from the mean, rounding apart): a rho clipped
-    # at 1 - 1e-9 is a rho changed, though its variance differs by 2e-9 only
-    changed = {r: u for r, u in as_read.items() if not np.isclose(u, r, rtol=1e-12, atol=0)}
+    # to a relative 1e-14 (u is read back from the mean, rounding apart): a rho clipped
+    # at 1 - 1e-12 is a rho changed, though its variance differs by 2e-12 only
+    changed = {r: u for r, u in as_read.items() if not np.isclose(u, r, rtol=1e-14, atol=0)}
     if not changed:
         return ""
 
@@ -438,7 +475,7 @@ def _rho_replaced(values: dict) -> str:
     pairs = ", ".join(f"{r:.10g} as {u:.{digits(r, u)}g}"
                       for r, u in sorted(changed.items()))
     rounded = [n for n in range(10)
-               if all(np.isclose(u, round(r, n), rtol=1e-12, atol=0)
+               if all(np.isclose(u, round(r, n), rtol=1e-14, atol=0)
                       for r, u in changed.items())]
     if rounded:
         places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
