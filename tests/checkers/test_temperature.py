@@ -473,6 +473,33 @@ def shift_clamped_at_zero(Q, K, V, tau):
     return A @ V, A
 
 
+# Found by the student round st12b: a floor on the shift passed (the all-negative
+# rows lay only at -1000, where a floor at -300 or -700 leaves exp() in range).
+def _shift_floored_at(floor, only=None):
+    def attempt(Q, K, V, tau):
+        Qw, Kw, Vw = _work(Q, K, V)
+        S = _scores(Qw, Kw, tau)
+        m = S.max(axis=-1, keepdims=True)
+        if only is None or S.dtype == only:
+            m = np.maximum(m, S.dtype.type(floor))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            E = np.exp(S - m)
+            A = E / E.sum(axis=-1, keepdims=True)
+        return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"shift_floored_at_{-floor}" + (
+        f"_in_{np.dtype(only).name}" if only else "")
+    return attempt
+
+
+shift_floored_at_700 = _shift_floored_at(-700.0)
+shift_floored_at_300 = _shift_floored_at(-300.0)
+# the same in float32 only (float64 rows at -1000 and -1e5 shifted right), at -80,
+# where exp() of the row near -200 underflows to 0, and at -100, where it is
+# subnormal
+shift_floored_at_80_in_float32 = _shift_floored_at(-80.0, np.float32)
+shift_floored_at_100_in_float32 = _shift_floored_at(-100.0, np.float32)
+
+
 def shift_only_when_the_scores_could_overflow(Q, K, V, tau):
     S = _scores(Q, K, tau)
     with np.errstate(invalid="ignore"):
@@ -1089,6 +1116,11 @@ WRONG = [
     (weights_not_normalised, "row sums"),
     (log_weights_returned, "log-softmax"),
     (computed_in_float32, "float32"),
+    (shift_floored_at_700, "score lies near -1e5, and a floor on the shift"),
+    (shift_floored_at_300, "score lies near -1e5, and a floor on the shift"),
+    (shift_floored_at_80_in_float32, "score lies near -200 (in float32, exp() is 0 "
+     "below about -103), and a floor on the shift"),
+    (shift_floored_at_100_in_float32, "a floor on the shift"),
 ]
 
 

@@ -32,7 +32,9 @@ and, cold, on two further queries whose scores lie far apart, on a query whose b
 scaled scores lie near -740 (exp() of them is subnormal in float64: a shift made only
 where exp() would overflow or underflow on every key is off by about 4e-3 there), and
 on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
-or one made only when the scores are large, gives 0/0 there); that query and one whose
+or one made only when the scores are large, gives 0/0 there), and on one whose every
+scaled score lies near -1e5 (a floor on the shift, np.maximum(row maximum, -700) or
+-300, gives 0/0 there); the query at -1000 and one whose
 scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift made only
 when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
@@ -40,7 +42,8 @@ in float32 or float16 fails (and is told so, whether it returns that dtype or ca
 results back to float64); float32 inputs give float32 results, with tau a Python float
 and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
 computing in float32 and casting back is right, float32 results are not), at tau = 0.7,
-at 0.01 (float32 inputs at 1.5 and 0.01), where the scaled scores reach about 150 and
+at 0.01 (float32 inputs at 1.5 and 0.01, and at 1.5 a float32 query whose every
+scaled score lies near -200, where a floor on the shift in float32 shows), where the scaled scores reach about 150 and
 370, past float32's exp() limit (88.72) and below float64's (709.78), so that a shift
 made only past float64's limit overflows in the float32 work (and is told so), at 1e-5, where the float16 inputs' scaled scores reach about 1.5e5, past float16's largest
 number (65504): computed in float16 they overflow before the shift, in float32 they fit;
@@ -166,6 +169,24 @@ V_SIZE = 1e3
 #: 0: without the shift by its own maximum exp() underflows to 0 on every key (below about
 #: -745 in float64), and 0/0 is NaN.
 NEGATIVE = (-1000.0, -1001.0, -1002.5, -1005.0)
+#: The same far lower, near -1e5, so that a floor on the shift
+#: (np.maximum(S.max(axis=-1, keepdims=True), -700), say) leaves exp() of every
+#: score underflowed to 0 there (at -1000 a floor at -300 or -700 leaves them
+#: within float64's range).
+NEGATIVE_FAR = (-1e5, -1e5 - 1.0, -1e5 - 2.5, -1e5 - 5.0)
+#: The float32 inputs' all-negative row (scaled scores at tau = 1.5, three keys of
+#: their own), near -200: past float32's exp() range (below about -103 it is 0), so
+#: that a floor on the shift at -80 or -100 shows in float32; the gaps are wide, so
+#: that float32's rounding of scores of size 200 moves the weights by far less
+#: than the float32 tolerance.
+NEGATIVE32 = (-200.0, -210.0, -230.0)
+#: Said of a row whose weights are NaN where every scaled score lies far below 0.
+FLOOR_HINT = (": the shift must be each row's own maximum, however far below 0 it "
+              "lies: here every scaled score lies near {low}, and a floor on the shift "
+              "(np.maximum(S.max(axis=-1, keepdims=True), {floor}), say) leaves exp() of "
+              "every score underflowed to 0 (and 0/0 is NaN) or subnormal (with few "
+              "digits left); always subtract "
+              "S.max(axis=-1, keepdims=True), with no bound")
 #: The scaled scores of a query whose best scores lie near 800: exp() of them overflows
 #: (above about 709.8 in float64) without the shift. With NEGATIVE, run at SHIFT_TAUS
 #: too (an ordinary temperature and a hot one, the query built for each), so that a shift
@@ -1103,6 +1124,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # underflowed to 0, and 0/0 is NaN.
     Q_neg = _scaled_scores_row(K, NEGATIVE, COLD)
     O_neg, A_neg = scaled_dot_product_attention(Q_neg, K, V, temperature=COLD)
+    Q_far_neg = _scaled_scores_row(K, NEGATIVE_FAR, COLD)
+    O_far_neg, A_far_neg = scaled_dot_product_attention(Q_far_neg, K, V, temperature=COLD)
     Q_sub = _scaled_scores_row(K, SUBNORMAL, COLD)
     O_sub, A_sub = scaled_dot_product_attention(Q_sub, K, V, temperature=COLD)
     sub_hint = (": the shift is needed on every row, not only where exp() would "
@@ -1157,7 +1180,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     results.append(_run(f"two further queries (tau = {COLD:g}), queries whose scaled "
                         f"scores lie near {SUBNORMAL[0]:g} (tau = {COLD:g}) or all "
                         f"below -1000 (tau = {COLD:g}, "
-                        f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or reach 800 (tau = "
+                        f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or near -1e5 (tau = "
+                        f"{COLD:g}) or reach 800 (tau = "
                         f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g})",
                         _all(lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
                                            what="with rows far apart", hint=far_hint,
@@ -1165,6 +1189,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _case(fn, Q_neg, K, V, COLD, want_A=A_neg, want_O=O_neg,
                                            what="with every score below -1000",
                                            hint=neg_hint, shortcuts=ordinary_ok),
+                             lambda: _case(fn, Q_far_neg, K, V, COLD, want_A=A_far_neg,
+                                           want_O=O_far_neg,
+                                           what="with every score near -1e5",
+                                           hint=FLOOR_HINT.format(low="-1e5", floor="-700")),
                              subnormal_case,
                              *(c for t in SHIFT_TAUS for c in at_every_tau(t)))))
     # (float32's exp() limit is named for float32 and float16 inputs only to an attempt
@@ -1366,11 +1394,30 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     # and float16 inputs: float16 results, to float16 precision (inputs of their own).
     Q16, K16, V16 = (x.astype(np.float16) for x in _qkv(np.random.default_rng(_RNG_SEED + 3),
                                                         T_q=3, T_k=5, d_k=6, d_v=4))
+    # and a float32 query whose scaled scores at tau = 1.5 all lie near -200 (keys of
+    # its own, three of them in d_k = 3)
+    n_rng = np.random.default_rng(_RNG_SEED + 6)
+    Kn32 = n_rng.standard_normal((len(NEGATIVE32), 3))
+    Qn32 = _scaled_scores_row(Kn32, NEGATIVE32, 1.5).astype(np.float32)
+    Kn32 = Kn32.astype(np.float32)
+    Vn32 = n_rng.standard_normal((len(NEGATIVE32), 5)).astype(np.float32)
+
+    def float32_negative():
+        # (run after the other float32 cases, which it differs from by its row only)
+        ok, detail = _float32_case(fn, Qn32, Kn32, Vn32, 1.5, limit=False)
+        if not ok and "floor on the shift" not in detail:
+            detail = (detail.split(": ", 1)[0].replace(
+                "for float32 inputs", "for float32 inputs with every score near -200", 1)
+                      + FLOOR_HINT.format(low="-200 (in float32, exp() is 0 below "
+                                          "about -103)", floor="-80"))
+        return ok, detail
+
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
                         f"(tau = 1.5 and {TAU32:g}; 0.7, {TAU32:g}, {COLD16:g} and "
                         f"{COLDEST16:g})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
                              lambda: _float32_case(fn, Q32, K32, V32, TAU32, shift_ok),
+                             float32_negative,
                              lambda: _float16_case(fn, Q16, K16, V16, 0.7),
                              lambda: _float16_case(fn, Q16, K16, V16, TAU32, shift_ok),
                              lambda: _float16_case(fn, Q16, K16, V16, COLD16),
