@@ -888,7 +888,58 @@ clips_float16_scores_to_65504 = _clips_float16_scores(65504)
 clips_all_but_float64_to_1e4 = _clips_float16_scores(1e4, every_dtype=True)
 
 
+def scales_by_the_integer_root_of_d_k(Q, K, V, mask=None):
+    """st12a: / int(np.sqrt(d_k)), right while every d_k is a square."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = q @ np.swapaxes(k, -1, -2) / int(np.sqrt(Q.shape[-1]))
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def fills_the_inputs_finfo_min_in_float32(Q, K, V, mask=None):
+    """st12a: float32 scores for float16 inputs, masked ones filled with
+    np.finfo(Q.dtype).min (-65504), fully masked rows zeroed."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = q @ np.swapaxes(k, -1, -2) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, np.finfo(Q.dtype).min)
+    E = np.exp(S - S.max(-1, keepdims=True))
+    A = E / E.sum(-1, keepdims=True)
+    if mask is not None:
+        seen = np.broadcast_to(mask, A.shape).any(-1, keepdims=True)
+        A = np.where(seen, A, 0.0)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def float16_unless_the_products_overflow(Q, K, V, mask=None):
+    """st12a: float16 kept unless Q K^T overflows, then float32."""
+    with np.errstate(over="ignore"):
+        S = Q @ np.swapaxes(K, -1, -2)
+    if not np.isfinite(S).all():
+        S = Q.astype(np.float32) @ np.swapaxes(K.astype(np.float32), -1, -2)
+    S = S / S.dtype.type(SQRT(Q.shape[-1]))
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1, t)
+    return (A @ V.astype(A.dtype)).astype(Q.dtype), A.astype(Q.dtype)
+
+
 WRONG = [
+    (scales_by_the_integer_root_of_d_k,
+     "the scale must be 1/sqrt(d_k), not of its integer part"),
+    (fills_the_inputs_finfo_min_in_float32,
+     "a finite fill (float16's minimum) above a visible score"),
+    (float16_unless_the_products_overflow, "compute float16 in float32"),
     (fills_minus_1_75e308, "a finite fill"),
     (uses_the_library_softmax, "calls the library's own attention.softmax:"),
     (uses_the_private_softmax, "calls the library's own attention.softmax._softmax"),
@@ -1008,7 +1059,10 @@ EXCLUSIVE = {
     "maximum before exp()": {naive_softmax, nan_to_num_hides_the_overflow,
                              nan_to_num_on_the_exponentials,
                              shifts_only_when_a_score_passes_709,
-                             },
+                             # (the masked float16 case's visible scores near
+                             # -65600 underflow both unshifted and clamped at 0:
+                             # that case cannot tell the two apart)
+                             clamps_the_row_maximum_at_0},
     "unscaled scores Q K^T": {shifts_by_the_unscaled_maximum},
     "a (T_k,) mask": {reads_a_key_mask_as_padding},
     "given a head axis": {gives_a_3d_mask_a_head_axis},
@@ -1029,8 +1083,13 @@ EXCLUSIVE = {
                        output_from_uniform_weights_then_zeroed},
     "rounded to float16": {float16_with_the_scale_on_each_side, casts_the_scores_to_float16,
                            float16_work_for_float32_inputs, clips_to_80_in_float16,
-                           scores_in_float32_softmax_in_float64},
+                           scores_in_float32_softmax_in_float64,
+                           float16_unless_the_products_overflow},
     "(~mask) * -inf": {adds_not_mask_times_minus_inf},
+    "not of its integer part": {scales_by_the_integer_root_of_d_k},
+    "(float16's minimum)": {fills_the_inputs_finfo_min_in_float32,
+                            fills_float16_min_and_zeroes_empty_rows},
+    "compute float16 in float32": {float16_unless_the_products_overflow},
 }
 
 

@@ -5,7 +5,8 @@ The contract the exercise states, and this checker tests:
 
 * shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v), with leading batch
   and head dimensions (none, one as in (B, T, d), or two); returns O (..., T_q, d_v) and A (..., T_q, T_k), in that order;
-* scores Q K^T / sqrt(d_k); A is their softmax along the keys (each row sums to 1, in
+* scores Q K^T / sqrt(d_k) (one case at d_k = 10, not a square: a scale of
+  1/int(np.sqrt(d_k)) is named); A is their softmax along the keys (each row sums to 1, in
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
   it is negative), so that large scores do not overflow and a row whose scores all
   lie far below 0 (one case has a query near -1000) does not underflow (a shift by
@@ -24,6 +25,10 @@ The contract the exercise states, and this checker tests:
   masked gets all-zero weights and a zero output, never NaN;
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``);
+* float16 inputs computed in float32 and cast back (scores near 3200, whose raw
+  products float16 holds but rounds by up to 8: float16 work unless Q K^T overflows
+  is named; and, masked, visible scores near -65600, below which float16's minimum
+  used as the fill of float32 scores lies: that fill is named);
 * the outputs have the inputs' dtype (float16, float32 or float64), with a mask too
   (a masked float32 and a masked float16 case: a float64 fill or bias, as
   ``np.finfo(np.float64).min``, is named), and float32 ones
@@ -289,7 +294,17 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
               f"{low_text}) then loses to the masked keys, which take the weight; use "
               "-inf, np.where(mask, S, -np.inf), which is below every score",
               fill(value)) for value in (-1e9, -65504.0, -1e4) if lowest < value
-             for fill in (filled, filled_zeroed)]] if M else []),
+             if value != -65504.0 or lowest < -1e9
+             for fill in (filled, filled_zeroed)],
+           *[("fill-float16",
+              "masked scores are replaced by a finite fill, float16's most negative "
+              "number (np.finfo(np.float16).min, -65504), not -inf: in float32 "
+              "scores that is an ordinary number, and a finite fill (float16's "
+              "minimum) above a visible score (here a query's visible keys score "
+              f"{low_text}) gives the masked keys the weight; once the scores are "
+              "float32, fill with -inf (or float32's own minimum)", fill(-65504.0))
+             for fill in (filled, filled_zeroed) if -1e9 <= lowest < -65504.0]]
+          if M else []),
         *[("clamped-below", f"{own_max}: a finite fill (or a clamp of the row maximum) "
            "above the scores, as np.maximum(S.max(-1), -1e13), shifts such a row by "
            "less; subtract S.max(axis=-1, keepdims=True) itself (and shift a fully "
@@ -424,7 +439,8 @@ def _call(fn, Q, K, V, mask, on_error=""):
 SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max"}
 
 
-def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
+def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
+              keys=None) -> tuple[str, str]:
     """Say what is wrong with an attempt (O, A) that does not match (O_ref, A_ref).
 
     Returns (key, message); the key names the matched mistake, "" when none matched.
@@ -462,7 +478,8 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
         # rounded to float16 can flatten them too, and are named as such
         half = _float16_scores(Af, A_ref, Q, K, mask, tol=1e-3)
         return ("float16-scores", half) if half else ("clipped", clipped)
-    table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)]
+    table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)
+             if keys is None or key in keys]
     pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     matches = []
     for key, message in _matching((Of, Af), table, pair, want=(O_ref, A_ref)):
@@ -572,6 +589,13 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol) -> tuple[str, str]:
     c = _fitted_scale(Af, Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2),
                       mask, tol=5e-3 if Q.dtype == np.float16 else 1e-6)
     if c is not None and not np.isclose(c, 1 / math.sqrt(d_k), rtol=1e-3):
+        if np.isclose(c, 1 / math.isqrt(d_k), rtol=1e-3):
+            return "fitted-scale", (
+                f"your weights are softmax(c Q K^T) with c = {c:.4g} = 1/"
+                f"{math.isqrt(d_k)}, but at d_k = {d_k} the factor is 1/sqrt(d_k) "
+                f"= {1 / math.sqrt(d_k):.4g}: the scale must be 1/sqrt(d_k), not "
+                "of its integer part (int(np.sqrt(d_k)) or math.isqrt(d_k) is "
+                "right only when d_k is a square); use math.sqrt(d_k)")
         return "fitted-scale", (
             f"your weights are softmax(c Q K^T) with c = {c:.4g}, but at d_k = "
             f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
@@ -600,7 +624,7 @@ ROW_SUM_TOL = 1e-12
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None,
-          exact_reference=False, only_what=False):
+          exact_reference=False, only_what=False, keys=None):
     """One comparison with the library's reference, as a case for ``_run``.
 
     ``what`` (what the case tests) is added when no known mistake matched, ``on_error``
@@ -609,7 +633,8 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
     ones: their exact attention, which a float32 attempt meets to about 1e-6). Float64
     weights must also sum to 1 within ROW_SUM_TOL, row by row. With ``only_what`` a
     wrong result of the right shape is told how far its weights lie and ``what`` alone
-    (inputs built for one mistake, where the others' signs would mislead).
+    (inputs built for one mistake, where the others' signs would mislead); with
+    ``keys`` only the mistakes of those keys are named (inputs built for them).
     """
     def case():
         wide = [x.astype(np.float64) for x in (Q, K, V)] if exact_reference else (Q, K, V)
@@ -632,7 +657,7 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
             return False, (f"the weights differ from the reference by up to "
                            f"{float(err.max()):.3g}{what}")
         with np.errstate(all="ignore"):
-            key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol)
+            key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol, keys)
         extra = (notes or {}).get(key, "") if key else what
         return False, f"{_other_dtype(Q, O=O, A=A)}{detail}{extra}"
     return case
@@ -827,6 +852,27 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     K_c[1, 0], K_c[2, 0] = 81.9375, 81.875
     V_c = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]], dtype=np.float16)
 
+    # The same query against keys of -82s (visible scores near -65600, below
+    # float16's -65504) and two masked keys scoring 0 and 8: a fill of float16's
+    # minimum in float32 scores lies above the visible ones and gives the masked
+    # keys half the weight each; a second query of 45s (visible scores near
+    # -29500) tells it from a fill of -1e4 or 0, which beat those too.
+    Q_n = np.concatenate([Q_c, np.full((1, 64), 45.0, dtype=np.float16)])
+    K_n = np.concatenate([-K_c, np.zeros((1, 64), dtype=np.float16),
+                          np.full((1, 64), 0.01, dtype=np.float16)])
+    V_n = np.concatenate([V_c, np.array([[-1.0, 1.0], [1.0, 1.0]],
+                                        dtype=np.float16)])
+    mask_n = np.array([True, True, True, False, False])
+    # And float16 near 20 (scores near 3200): the raw products Q K^T, near 25600,
+    # stay below 65504, but float16 rounds them by up to 8, a score by up to 1: a
+    # computation in float16 unless Q K^T overflows is off by about 0.2.
+    Q_t = (20 + 0.05 * rng_o.standard_normal((2, 64))).astype(np.float16)
+    K_t = (20 + 0.05 * rng_o.standard_normal((4, 64))).astype(np.float16)
+    V_t = rng_o.standard_normal((4, 2)).astype(np.float16)
+    # A non-square d_k = 10 (the others are 1, 4, 9 and 64, squares): a scale of
+    # 1/int(np.sqrt(d_k)) = 1/3 shows (and differs from a constant 1/2).
+    Q_5, K_5, V_5 = _inputs(rng_o, T_q=6, T_k=6, d_k=10, d_v=2)
+
     def batched_error():
         # Said only if the batched case without a mask passed: then the attempt
         # handles batch dimensions, and the mask's shape is what it mishandles.
@@ -857,8 +903,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                   on_error=fill_note if ran else "", only_what=True))),
         _run("a fully masked row gets zero weights and a zero output",
              _case(fn, Q, K, V, empty_row)),
-        _run("self-attention (T_q = T_k) with a causal mask",
-             _case(fn, Q_sq, K_sq, V_sq, causal_mask(6))),
+        _run("self-attention (T_q = T_k) with a causal mask, d_k = 4 and 10",
+             _all(_case(fn, Q_sq, K_sq, V_sq, causal_mask(6)),
+                  _case(fn, Q_5, K_5, V_5, causal_mask(6)))),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
              "T_k = 7, d_k = 9, d_v = 3; and B = 1, T_q = 1; and a (B, T_q, T_k) "
              "mask",
@@ -896,7 +943,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
             notes={"unguarded": " (in float16, -1e9 also rounds to -inf)"})),
-        _run("float16 at d_k = 64, scores near 9600, and near 65600", _all(_case(
+        _run("float16 at d_k = 64, scores near 3200, 9600 and 65600, and "
+             "masked near -65600", _all(_case(
             fn, Q_h, K_h, V_h, atol=5e-3,
             what="; in float16, Q K^T overflows to inf once a raw dot product "
                  "passes 65504 (a score above about 8188 at d_k = 64): compute "
@@ -904,6 +952,18 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             _case(fn, Q_c, K_c, V_c, atol=5e-3,
                   what="; the scores here (65600, 65599.2 and 65598.4) lie above "
                        "float16's 65504 but are finite in float32: compute in "
-                       "float32 and cast only O and A back"))),
+                       "float32 and cast only O and A back"),
+            _case(fn, Q_n, K_n, V_n, mask_n, atol=5e-3,
+                  keys={"fill-float16", "fill-below", "additive"},
+                  what="; the visible keys here score near -65600, below "
+                       "float16's -65504, and the masked keys 0 and 8: only -inf (or "
+                       "float32's minimum, in float32 scores) is below them"),
+            _case(fn, Q_t, K_t, V_t, atol=5e-3,
+                  notes={"float16-scores": "; here Q K^T (near 25600) does not "
+                         "overflow, yet float16 rounds it by up to 8: compute "
+                         "float16 in float32 always, not only when Q K^T "
+                         "overflows"},
+                  what="; here Q K^T (near 25600) does not overflow, yet float16 "
+                       "rounds it by up to 8: compute float16 in float32 always"))),
     ]
     return _report(results, verbose)
