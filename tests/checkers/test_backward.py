@@ -623,6 +623,18 @@ def fills_float16_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):
     return _st4a(Q, K, V, dO, mask, fill=-65504.0, zero_empty=True)
 
 
+def scales_by_the_integer_root_of_d_k(Q, K, V, dO, mask=None):
+    """st12a: c = 1/int(np.sqrt(d_k)), right while d_k is a square."""
+    return _st4a(Q, K, V, dO, mask, d=lambda X: math.isqrt(X.shape[-1]) ** 2)
+
+
+def fills_the_inputs_finfo_min_in_float32(Q, K, V, dO, mask=None):
+    """st12a: float16 computed in float32, masked scores filled with
+    np.finfo(Q.dtype).min (-65504 for float16), fully masked rows zeroed."""
+    return _st4a(Q, K, V, dO, mask, fill=float(np.finfo(Q.dtype).min),
+                 zero_empty=True, work=np.promote_types(Q.dtype, np.float32))
+
+
 def transposes_for_2d_and_4d_inputs_only(Q, K, V, dO, mask=None):
     return _st4a(Q, K, V, dO, mask,
                  transpose=lambda X: X.T if X.ndim == 2 else X.transpose(0, 1, 3, 2))
@@ -988,6 +1000,10 @@ for _name in ("adds_minus_1e4", "adds_minus_1e4_and_zeroes_empty_rows",
 
 
 WRONG = [
+    (scales_by_the_integer_root_of_d_k,
+     "the scale must be 1/sqrt(d_k), not of its integer part"),
+    (fills_the_inputs_finfo_min_in_float32,
+     "a finite fill (float16's minimum) above a visible score"),
     (fills_minus_1_75e308, "a finite fill"),
     (skips_rows_above_0_999, "a saturated row still passes a small gradient"),
     (skips_rows_above_1_minus_1e_6, "a saturated row still passes a small gradient"),
@@ -1134,7 +1150,12 @@ EXCLUSIVE = {
     "unmasked forward pass": {D_from_the_unmasked_forward_pass},
     "after the softmax": {mask_applied_after_the_softmax},
     "Q.shape[1]": {d_k_from_axis_1},
-    "uses T_q": {scale_from_T_q, d_k_from_axis_1, d_k_from_axis_3_or_1},
+    # (at d_k = 5, T_q = 4: 1/int(np.sqrt(d_k)) and 1/sqrt(T_q) are both 1/2)
+    "uses T_q": {scale_from_T_q, d_k_from_axis_1, d_k_from_axis_3_or_1,
+                 scales_by_the_integer_root_of_d_k},
+    "not of its integer part": {scale_from_T_q, scales_by_the_integer_root_of_d_k},
+    "(float16's minimum)": {fills_the_inputs_finfo_min_in_float32,
+                            fills_float16_min_and_zeroes_empty_rows},
     "an allowed score below it": {fills_minus_1e9_and_zeroes_empty_rows,
                                   fills_float16_min_and_zeroes_empty_rows,
                                   minus_1e9_for_masked_scores,

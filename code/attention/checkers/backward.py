@@ -55,7 +55,10 @@ overflows above 88.7), with a causal mask and without one, compared with the inp
 exact gradients, and float16 inputs, whose gradients must be float16: at small scores
 within 1e-2, and with scores from 15 to 36 (d_k = 8; float16's exp() overflows above
 11.1) and near 9600 (d_k = 64; the raw products pass 65504) within 2e-3, which only a
-computation in float32 cast back meets. Every size differs
+computation in float32 cast back meets; and, masked, with visible scores near -65600
+(below float16's -65504: float16's minimum as the fill of float32 scores is named).
+At d_k = 5 a scale of 1/int(np.sqrt(d_k)) equals 1/sqrt(T_q): both are named. Every
+size differs
 from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7), so that a size read
 from the wrong axis shows. When an attempt fails a case,
 the checker compares it with the usual mistakes on the same inputs and names the one it
@@ -366,7 +369,18 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                "masked keys, which take the weight; use -inf, np.where(mask, S, "
                "-np.inf), which is below every score", dict(mask_mode=mode, fill=value),
                RIGHT) for value in (-1e9, -65504.0, -1e4) if lowest < value
+              if value != -65504.0 or lowest < -1e9
               for mode in ("fill-zeroed", "fill")],
+            # float16's most negative number as the fill of float32 scores: above
+            # visible scores near -65600 (the masked float16 case)
+            *[("fill-float16", "masked scores are replaced by a finite fill, "
+               "float16's most negative number (np.finfo(np.float16).min, -65504), "
+               "not -inf: in float32 scores that is an ordinary number, and a finite "
+               "fill (float16's minimum) above a visible score (here a query's "
+               f"visible keys score {_near(lowest)}) gives the masked keys the "
+               "weight; once the scores are float32, fill with -inf (or float32's "
+               "own minimum)", dict(mask_mode=mode, fill=-65504.0), RIGHT)
+              for mode in ("fill-zeroed", "fill") if -1e9 <= lowest < -65504.0],
             ("mask-large", "a query whose every key is masked got uniform weights over "
                            "all keys (a large negative number such as -1e9 in place of "
                            "-inf): the contract gives it zero weights and a zero output, "
@@ -401,6 +415,20 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                               "instead of D_i from row i; keep D of shape (..., T_q, 1)",
              {}, lambda p: _with_D(p, np.sum(p.dO * p.O, axis=-1)[..., None, :])),
         ]
+    # 1/int(np.sqrt(d_k)) is 1/sqrt(r) with r the largest square up to d_k: when
+    # another candidate (T_q, a constant) has that width, its message says both.
+    root = math.isqrt(d_k)
+    if root * root != d_k:
+        isqrt_msg = (f"the scale must be 1/sqrt(d_k), not of its integer part: "
+                     f"1/int(np.sqrt(d_k)) = 1/{root} at d_k = {d_k} (right only when "
+                     "d_k is a square); use math.sqrt(d_k)")
+        shared = [i for i, (key, _, fwd, _) in enumerate(mistakes)
+                  if key.startswith("scale-") and fwd.get("d") == root * root]
+        for i in shared:
+            key, message, fwd, bwd = mistakes[i]
+            mistakes[i] = (key, f"{message}; or: {isqrt_msg}", fwd, bwd)
+        if not shared:
+            mistakes.append(("scale-isqrt", isqrt_msg, dict(d=root * root), RIGHT))
     return mistakes
 
 
@@ -1087,6 +1115,19 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         40 + 0.05 * rng_h.standard_normal((T_q, 64)),
         30 + 0.05 * rng_h.standard_normal((T_k, 64)),
         rng_h.standard_normal((T_k, 7)), rng_h.standard_normal((T_q, 7))))
+    # And masked float16: queries of 100s, 45s and 7.6s against keys of -82s (one
+    # entry 0.0625 or 0.125 less in keys 1 and 2: visible scores near -65600, below
+    # float16's -65504, -29500 and -5000) and two masked keys of 0s and 0.01s: a
+    # fill of float16's minimum in float32 scores lies above the first query's
+    # visible scores and gives the masked keys its weight (the other queries tell
+    # it from a fill or bias of -1e4, or the mask ignored).
+    K_n = np.full((5, 64), -82.0)
+    K_n[1, 0], K_n[2, 0] = -81.9375, -81.875
+    K_n[3], K_n[4] = 0.0, 0.01
+    f16_masked = tuple(x.astype(np.float16) for x in (
+        np.array([[100.0] * 64, [45.0] * 64, [7.6] * 64]), K_n,
+        rng_h.standard_normal((5, 3)), rng_h.standard_normal((3, 3))))
+    mask_n = np.array([True, True, True, False, False])
     high_note = ("; compute in float32 (as the forward exercise's solution does) and cast "
                  "back: Q.astype(np.float32), the gradients .astype(Q.dtype)")
     return _report(one_head + [
@@ -1112,5 +1153,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   _dtype_case(fn, *f16_mid, on_error=batch_hint, rtol=RTOL_FLOAT16_HIGH,
                               what=" (scores 15 to 36, d_k = 8)" + high_note),
                   _dtype_case(fn, *f16_high, rtol=RTOL_FLOAT16_HIGH,
-                              what=" (scores near 9600, d_k = 64)" + high_note))),
+                              what=" (scores near 9600, d_k = 64)" + high_note),
+                  _dtype_case(fn, *f16_masked, mask_n, rtol=RTOL_FLOAT16_HIGH,
+                              what=" (masked; visible scores near -65600, "
+                                   "-29500 and -5000, d_k = 64: only -inf, or "
+                                   "float32's "
+                                   "minimum in float32 scores, is below them)"))),
     ], verbose)
