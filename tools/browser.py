@@ -100,7 +100,12 @@ class GuardedPage:
         return guard
 
     def goto(self, url: str, wait_until: str = "networkidle"):
-        return self.page.goto(url, wait_until=wait_until)
+        """Open url and wait for wait_until and for the load event: Chromium can report the
+        network idle before it has parsed a long document (the PDF's 4.9 MB one lost its
+        last section, the Solutions, in one loaded test run)."""
+        response = self.page.goto(url, wait_until=wait_until)
+        self.page.wait_for_load_state("load")
+        return response
 
     def assert_clean(self):
         assert not self.problems, "\n".join(self.problems)
