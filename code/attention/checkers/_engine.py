@@ -383,13 +383,8 @@ def _library_attention() -> dict:
     """The library's functions that compute attention with a temperature (or a scale),
     public and private, by name (attention.torch imported first, so that its function
     is refused even when the attempt imports it only inside)."""
-    import importlib
-
     from .. import backward, blocked, forward
-    try:
-        lib_torch = importlib.import_module("attention.torch")
-    except ImportError:  # no torch: nothing of it to refuse
-        lib_torch = None
+    lib_torch = _library_torch()
     places = [("attention", forward, "scaled_dot_product_attention"),
               ("attention", forward, "tiled_attention"),
               ("attention", blocked, "blocked_attention"),
@@ -398,6 +393,22 @@ def _library_attention() -> dict:
               ("attention.blocked", blocked, "_attention_blocks"),
               ("attention.backward", backward, "_output_and_log_sum_exp"),
               ("attention.torch", lib_torch, "scaled_dot_product_attention")]
+    return _python_functions(places)
+
+
+def _library_torch():
+    """The module attention.torch, or None without torch (nothing of it to refuse)."""
+    import importlib
+
+    try:
+        return importlib.import_module("attention.torch")
+    except ImportError:
+        return None
+
+
+def _python_functions(places) -> dict:
+    """{"where.name": function} for the (where, module, name) places that exist and are
+    Python functions (a module of None, or a missing name, is skipped)."""
     return {f"{where}.{name}": getattr(module, name) for where, module, name in places
             if callable(getattr(module, name, None))
             and hasattr(getattr(module, name), "__code__")}
@@ -410,19 +421,14 @@ def _library_softmax() -> dict:
 
     lib_softmax = importlib.import_module("attention.softmax")  # the module, not the
     # function that the package's own name ``attention.softmax`` is
-    try:
-        lib_torch = importlib.import_module("attention.torch")
-    except ImportError:
-        lib_torch = None
+    lib_torch = _library_torch()
     places = [("attention", lib_softmax, "softmax"),
               ("attention.softmax", lib_softmax, "_softmax"),
               ("attention", lib_softmax, "naive_softmax"),
               ("attention", lib_softmax, "softmax_jacobian"),
               ("attention", lib_softmax, "softmax_vjp"),
               ("attention.torch", lib_torch, "safe_softmax")]
-    return {f"{where}.{name}": getattr(module, name) for where, module, name in places
-            if callable(getattr(module, name, None))
-            and hasattr(getattr(module, name), "__code__")}
+    return _python_functions(places)
 
 
 def _torch_softmax(message: str) -> tuple[dict, dict, dict]:
