@@ -567,6 +567,26 @@ def vjp_builds_j_on_odd_lengths(a, g):  # st9a: passed (SIZES are all even)
     return a * (g - a @ g)
 
 
+def vjp_builds_j_on_lengths_divisible_by_7(a, g):
+    # st13a: passed (no measured length was divisible by 7)
+    if len(a) % 7 == 0:
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
+def vjp_builds_j_when_g_is_all_positive(a, g):
+    # st13a: passed (every measured g had both signs)
+    if np.all(g > 0):
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
+def vjp_builds_j_when_g_is_all_negative(a, g):
+    if np.all(g < 0):
+        return (np.diag(a) - np.outer(a, a)) @ g
+    return a * (g - a @ g)
+
+
 _CACHE: dict = {}
 
 
@@ -600,6 +620,11 @@ WRONG_VJPS = [
     (vjp_builds_j_on_the_first_call_at_each_length, "on a row of 64 keys"),
     (vjp_zero_past_1_minus_1e_12, "the result is 0 where J g is not"),
     (vjp_builds_j_on_odd_lengths, "on a row of 65 keys"),
+    (vjp_builds_j_on_lengths_divisible_by_7, "on a row of 1001 keys"),
+    (vjp_builds_j_when_g_is_all_positive, "its gradient g all positive, your vjp's "
+                                          "memory passed"),
+    (vjp_builds_j_when_g_is_all_negative, "its gradient g all negative, your vjp's "
+                                          "memory passed"),
     (vjp_caches_j_per_row_below_4096, "it builds J"),
     (vjp_zero_past_1_minus_1e_9, "the result is 0 where J g is not"),
     (vjp_zero_past_1_minus_1e_7, "the result is 0 where J g is not"),
@@ -808,3 +833,41 @@ def test_every_costed_call_after_one_warm_up_is_on_a_row_not_seen_before_some_od
     assert len(set(measured)) == len(measured) and not set(warm_ups) & set(measured)
     lengths = {len(row) // 8 for row in measured}
     assert set(sizes) <= lengths and any(n % 2 for n in lengths)
+
+
+def test_the_measured_rows_meet_small_moduli_and_gradients_of_one_sign():
+    """st13a: no measured length was divisible by 7 (a J built only there passed) and
+    every measured g had both signs (a J built only for g > 0 passed)."""
+    calls = []
+
+    def recording(a, g):
+        calls.append((len(a), int(np.sign(g).min()), int(np.sign(g).max())))
+        return a * (g - a @ g)
+
+    assert jacobian_checker._vjp_cost(recording)[0]
+    sizes, odd = jacobian_checker.SIZES, jacobian_checker.ODD_SIZES
+    kinds = len(jacobian_checker.ROW_KINDS)
+    measured = calls[kinds:kinds + (kinds + 1) * len(sizes)]
+    lengths = [n for n, _, _ in measured]
+    assert set(lengths) == set(sizes) | set(odd) and all(n % 2 for n in odd)
+    for k in (3, 5, 7, 9, 11, 13):  # each divides two lengths, one of 99 keys or more
+        assert len([n for n in odd if n % k == 0]) >= 2, k
+        assert any(n % k == 0 and n >= 99 for n in odd), k
+    positive, negative = (1, 1), (-1, -1)
+    for i in range(len(sizes)):  # at every length, a g all positive and one all negative
+        signs = [(lo, hi) for _, lo, hi in measured[i * (kinds + 1):(i + 1) * (kinds + 1)]]
+        assert positive in signs and negative in signs and (-1, 1) in signs, signs
+    for k in range(kinds + 1):  # every kind of row meets each kind of gradient
+        signs = [(lo, hi) for _, lo, hi in measured[k::kinds + 1]]
+        assert positive in signs and negative in signs and (-1, 1) in signs, (k, signs)
+
+
+@pytest.mark.parametrize("modulus", [3, 5, 7, 9, 11, 13])
+def test_a_vjp_that_builds_j_only_on_lengths_divisible_by_a_small_number_fails(modulus):
+    def wrong(a, g):
+        if len(a) % modulus == 0:
+            return (np.diag(a) - np.outer(a, a)) @ g
+        return a * (g - a @ g)
+
+    ok, detail = jacobian_checker._vjp_cost(wrong)
+    assert not ok and "it builds J" in detail, detail

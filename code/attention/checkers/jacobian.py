@@ -18,14 +18,22 @@ budget that grows like T_k, far above what a * (g - a.g) needs and far below wha
 so that an attempt that builds J only on short rows, or only on long ones, shows. At each
 length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one weight
 above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
-so that an attempt that builds J only on one kind of row shows; and a dense row of one
-key more (65, 101, 513, 1501, 4097: odd lengths, so that an attempt that builds J only
-on odd rows shows). Unmeasured calls on rows of 7 keys, one of each kind, come first
+so that an attempt that builds J only on one kind of row shows; and a dense row of an
+odd length near it (65, 99, 495, 1001, 4095, ``ODD_SIZES``: 5 * 13, 3^2 * 11,
+3^2 * 5 * 11, 7 * 11 * 13 and 3^2 * 5 * 7 * 13), so that an attempt that builds J only
+on odd rows, or only on lengths divisible by 3, 5, 7, 9, 11 or 13, shows. The gradients
+g are standard normal (of both signs), their absolute values (all positive) or minus
+those (all negative) (``GRADIENT_KINDS``), in turn, so that every length and every kind
+of row meets each, and an attempt that builds J only for a gradient of one sign (a
+common one) shows. Unmeasured calls on rows of 7 keys, one of each kind, come first
 (what a library sets up on its first call is not counted); every call after them is
 measured, each on a row the vjp has not seen, so a J cached from an earlier call (keyed
-on the row's bytes) or built only on a length's first call is built in a measured call. J on a row shorter than
-64 keys is too small to tell from a library's own overhead: an attempt that builds J
-only below 64 keys (or only above 4096) passes this checker, undetected. What the checker sees: the
+on the row's bytes) or built only on a length's first call is built in a measured call.
+What remains: an attempt that builds J only on lengths or gradients the checker does not
+measure passes it, undetected: only below 64 keys (J there is too small to tell from a
+library's own overhead), only above 4096, only on lengths other than these ten (a prime
+length, a multiple of 17), or only for gradients of another pattern (all zero, constant,
+integer-valued, of a given norm). What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
 of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
 not); the traced memory allocated line by line, summed (a loop that builds one row of J per
@@ -394,6 +402,11 @@ def _resident_growth(func: Callable):
 #: grows 64-fold from the first to the last, one that grows like T_k^2 4096-fold. A VJP
 #: that builds J only on short rows shows at the short ones.
 SIZES = (64, 100, 512, 1500, LONG)  # not all powers of two
+#: Odd row lengths measured beside SIZES, one near each: 65 = 5 * 13, 99 = 3^2 * 11,
+#: 495 = 3^2 * 5 * 11, 1001 = 7 * 11 * 13 and 4095 = 3^2 * 5 * 7 * 13, so that an attempt
+#: that builds J only on odd lengths, or only on lengths divisible by 3, 5, 7, 9, 11 or 13,
+#: shows (each of those divides at least two of them).
+ODD_SIZES = (65, 99, 495, 1001, 4095)
 #: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors, a
 #: dozen lines) and far below what J, or J g computed row by row, needs at n = 512: the
 #: traced memory's peak (J alone is 8 n^2 bytes), the lines of Python run (a loop over the
@@ -500,6 +513,18 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
 #: kind (a saturated row, whose largest weight is above 0.99, or a masked one, with
 #: weights exactly 0) shows on that kind.
 ROW_KINDS = ("dense", "saturated", "masked", "saturated and masked")
+#: The gradients g the rows are measured with: standard normal (of both signs), its
+#: absolute value (every entry positive) and minus that (every entry negative): a
+#: gradient of one sign is common (the loss lowers, or raises, every weight), and an
+#: attempt that builds J only for such a g shows.
+GRADIENT_KINDS = ("of both signs", "all positive", "all negative")
+
+
+def _gradient(rng, n: int, kind: str) -> np.ndarray:
+    """A gradient of n entries of ``kind`` (one of GRADIENT_KINDS)."""
+    g = rng.standard_normal(n)
+    sign = {"of both signs": 0, "all positive": 1, "all negative": -1}[kind]
+    return g if sign == 0 else sign * np.abs(g)
 
 
 def _cost_rows(rng, n: int) -> dict:
@@ -515,12 +540,16 @@ def _cost_rows(rng, n: int) -> dict:
             for kind, x in zip(ROW_KINDS, (s, top, s, top))}
 
 
-def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = False) -> str:
+def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = False,
+                  g_kind: str = GRADIENT_KINDS[0]) -> str:
     """What a cost over its budget at a row of n keys says about the attempt
-    (``recomputed``: it recomputes a.g for every key, ``_recomputes_ag``)."""
+    (``recomputed``: it recomputes a.g for every key, ``_recomputes_ag``; ``g_kind``:
+    the gradient's, named when it is of one sign)."""
     J_KiB = n * n * 8 / 2**10
     name = cost["over"]
     row = f"{n} keys" + ("" if kind == "dense" else f" ({kind})")
+    if g_kind != GRADIENT_KINDS[0]:
+        row += f", its gradient g {g_kind},"
     if name == "volume" and recomputed and cost["lines"] <= 8 * n:
         return (f"on a row of {row} your vjp allocated more than "
                 f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
@@ -563,29 +592,35 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
     for a in _cost_rows(rng, 7).values():
         _measured(vjp, a, rng.standard_normal(7), limits=False)
     seen = []
-    for n in SIZES:
-        # each kind of row at n keys, then a dense row of n + 1 (an odd length: SIZES
-        # are even, and an attempt that builds J only on odd lengths shows)
+    for i, (n, odd) in enumerate(zip(SIZES, ODD_SIZES)):
+        # each kind of row at n keys, then a dense row of an odd length near n (SIZES
+        # are even); the k-th row at the i-th length has the gradient kind (i + k) % 3,
+        # so that every length, and every kind of row, meets every kind of gradient
         rows = [(n, kind, a) for kind, a in _cost_rows(rng, n).items()]
-        rows.append((n + 1, "dense", softmax(rng.standard_normal(n + 1))))
-        for m, kind, a in rows:
-            g = rng.standard_normal(m)
+        rows.append((odd, "dense", softmax(rng.standard_normal(odd))))
+        for k, (m, kind, a) in enumerate(rows):
+            g_kind = GRADIENT_KINDS[(i + k) % len(GRADIENT_KINDS)]
+            g = _gradient(rng, m, g_kind)
             want = softmax_vjp(a, g)
             cost = _measured(vjp, a, g)
             if "over" in cost:
                 recomputed = cost["over"] == "volume" and _recomputes_ag(vjp, a, g)
-                return False, _over_message(cost, m, kind, recomputed)
-            ok, detail = _close(cost["result"], want, f"VJP on a {kind} row of {m} keys")
+                return False, _over_message(cost, m, kind, recomputed, g_kind)
+            ok, detail = _close(cost["result"], want,
+                                f"VJP on a {kind} row of {m} keys, g {g_kind}")
             if not ok:
                 return ok, detail
             if m == n:
                 last = cost
         seen.append(f"{n}: {last['peak'] / 2**10:.0f} KiB, {last['lines']} lines")
-    g = rng.standard_normal(LONG)
     rows = _cost_rows(rng, LONG)
-    work, pairs, einsum = max((*_vjp_work(vjp, row, g, pairs=True), _Counting.einsum)
-                              for row in rows.values())
-    a = rows["dense"]
+    # the work on each kind of row, with a gradient of each kind in turn (the dense row's
+    # of both signs, the saturated one's all positive, the masked one's all negative)
+    gs = {kind: _gradient(rng, LONG, GRADIENT_KINDS[k % len(GRADIENT_KINDS)])
+          for k, kind in enumerate(ROW_KINDS)}
+    work, pairs, einsum = max((*_vjp_work(vjp, row, gs[kind], pairs=True),
+                               _Counting.einsum) for kind, row in rows.items())
+    a, g = rows["dense"], gs["dense"]
     resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
     if resident is not None and resident > VJP_RESIDENT_LIMIT:
@@ -748,7 +783,8 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
              lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
                             "J of a = (0.8, 0.2)")),
         _run("the VJP never builds J (its cost at T_k = "
-             + ", ".join(map(str, SIZES)) + ", and one key more)",
+             + ", ".join(map(str, SIZES)) + ", and "
+             + ", ".join(map(str, ODD_SIZES)) + ")",
              lambda: _vjp_cost(vjp)),
     ]
     return _report(results, verbose)
