@@ -934,7 +934,36 @@ def float16_unless_the_products_overflow(Q, K, V, mask=None):
     return (A @ V.astype(A.dtype)).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def reads_a_3d_mask_per_batch_item(Q, K, V, mask=None):
+    """st13a: a 3-D mask on 4-D inputs read as (B, T_q, T_k), PyTorch's habit;
+    it broadcasts when B = H, to the wrong heads (passed every case)."""
+    if mask is not None and np.ndim(mask) == 3 and Q.ndim == 4:
+        mask = np.asarray(mask)[:, None]
+    return correct_in_float32(Q, K, V, mask)
+
+
+def clamps_the_row_maximum_at_minus_1e300(Q, K, V, mask=None):
+    """st13a: np.maximum(S.max(-1), -1e300), below the far case's rows near -1e300
+    (told seven possible causes)."""
+    work = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
+    S = (Qw @ np.swapaxes(Kw, -1, -2)) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = np.maximum(S.max(-1, keepdims=True), -1e300)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
+            "broadcasts as (H, T_q, T_k), one per head")
+
 WRONG = [
+    (reads_a_3d_mask_per_batch_item, PER_HEAD),
+    (gives_a_3d_mask_a_head_axis, PER_HEAD),
+    (clamps_the_row_maximum_at_minus_1e300, "the row maximum is clamped from below"),
     (scales_by_the_integer_root_of_d_k,
      "the scale must be 1/sqrt(d_k), not of its integer part"),
     (fills_the_inputs_finfo_min_in_float32,
@@ -1066,6 +1095,10 @@ EXCLUSIVE = {
     "unscaled scores Q K^T": {shifts_by_the_unscaled_maximum},
     "a (T_k,) mask": {reads_a_key_mask_as_padding},
     "given a head axis": {gives_a_3d_mask_a_head_axis},
+    PER_HEAD: {gives_a_3d_mask_a_head_axis, reads_a_3d_mask_per_batch_item,
+               puts_the_new_mask_axis_in_the_middle},  # (mask[:, None] on any mask)
+    "clamped from below": {clamps_the_row_maximum_at_minus_1e300,
+                           clamps_the_row_maximum_at_minus_1e13},
     "after the softmax and the weights renormalised": {
         masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask},
     "mask is ignored": {ignores_the_mask},
@@ -1221,6 +1254,7 @@ EVERY_LINE = [
     (torch_float_for_float64_inputs, "float32"),
     (shifts_by_the_unscaled_maximum, "unscaled"),  # st7a: never told np.nan_to_num
     (adds_float64_min_and_zeroes_empty_rows, "near 1e308"),
+    (clamps_the_row_maximum_at_minus_1e300, "the row maximum is clamped from below"),
 ]
 
 
@@ -1296,3 +1330,73 @@ def test_a_boolean_index_with_a_mask_is_told_it_needs_the_full_shape_on_every_ca
     assert len(raised) >= 3
     assert all("S[~mask] = -np.inf needs a mask of the scores' full shape" in f
                for f in raised), raised
+
+
+def test_a_clamp_below_the_far_rows_is_named_alone(capsys):
+    # st13a: on the rows near -1e308, where every mistake that zeroes a row looks
+    # alike, it was told seven possible causes; those the far rows near -1e300
+    # (which it passed, just before) reject are not named there
+    failures = _failures(clamps_the_row_maximum_at_minus_1e300, capsys)
+    assert len(failures) == 1, failures
+    line = failures[0]
+    assert line.startswith("✗ masked keys whose scores are far above the others: "
+                           "the row maximum is clamped from below"), line
+    for other in ("cannot tell", "after the softmax", "np.nan_to_num",
+                  "taken before the mask", "clamped at 0"):
+        assert other not in line, other
+
+
+def test_the_fixed_mistakes_ruled_out_by_the_far_case_fail_it():
+    """What the edge case leaves unnamed is exactly what the far inputs reject: each
+    ruled-out mistake's answer there is wrong, and a right answer rules none out."""
+    from attention.checkers import attention as module
+
+    seen = []
+
+    def spy(Q, K, V, mask=None):
+        seen.append((Q.copy(), K.copy(), V.copy(), mask))
+        return correct_in_float32(Q, K, V, mask)
+
+    assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
+    far = next(c for c in seen if c[3] is not None and np.abs(c[1]).max() == 1e300)
+    out = module._ruled_out(*far)
+    assert {"no-shift", "clamped-shift", "after-renormalise", "after-zero",
+            "max-unmasked", "nan-to-num"} <= out <= module.FIXED
+    assert "clamped-below" not in out and "fill-below" not in out
+    O_ref, A_ref = attention.scaled_dot_product_attention(*far[:3], mask=far[3])
+    for key, _, wrong in module._mistakes(*far):
+        if key.rstrip("!") in out:
+            try:
+                with np.errstate(all="ignore"):
+                    O, A = wrong()
+            except ValueError:  # a broadcast these shapes cannot make: it raises
+                continue
+            assert not (np.allclose(O, O_ref, rtol=0, atol=1e-8)
+                        and np.allclose(A, A_ref, rtol=0, atol=1e-8)), key
+
+
+def test_an_h_t_q_t_k_mask_on_4d_inputs_has_b_equal_h_and_heads_that_differ():
+    """The (H, T_q, T_k) mask case: B = H, so mask[:, None] broadcasts silently; the
+    heads' masks differ, so reading it per batch item changes the answer; and no
+    case has a visible score equal to np.finfo(np.float64).min (the docstring:
+    that fill is accepted because it ties only with such a score)."""
+    seen = []
+
+    def spy(Q, K, V, mask=None):
+        seen.append((Q.copy(), K.copy(), mask))
+        return correct_in_float32(Q, K, V, mask)
+
+    assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
+    per_head = [(Q, m) for Q, _, m in seen
+                if Q.ndim == 4 and m is not None and np.ndim(m) == 3]
+    assert per_head
+    for Q, m in per_head:
+        assert Q.shape[0] == Q.shape[1] == m.shape[0]
+        assert any(not np.array_equal(m[0], m[h]) for h in range(1, m.shape[0]))
+    lowest = np.finfo(np.float64).min
+    for Q, K, m in seen:
+        with np.errstate(all="ignore"):
+            S = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)
+            S = S / SQRT(Q.shape[-1])
+        visible = np.broadcast_to(True if m is None else m, S.shape)
+        assert not np.any(S[visible] == lowest)

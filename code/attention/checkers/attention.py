@@ -13,15 +13,23 @@ The contract the exercise states, and this checker tests:
   the row maximum of the unscaled scores Q K^T is named); and a
   query whose visible keys all score near -1e300 (finite) gets its weights from them,
   which a finite fill of the masked scores above them (-1e9, -1e15, float32's
-  -3.4e38), or a row maximum clamped from below (at -1e13, say), does not give;
+  -3.4e38), or a row maximum clamped from below (at -1e13, say), does not give (a
+  clamp below -1e300 fails on the rows near -1e308, where it is named first: the
+  one-computation mistakes the -1e300 rows reject are not named there);
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k) as it is
   (the cases give it as (T_k,), (T_q, T_k), (B, T_q, T_k) for 3-D inputs,
-  (B, 1, 1, T_k) and (B, H, T_q, T_k): a mask given new axes, as ``mask[:, None]``
-  for a 3-D one or ``mask[:, None, None]`` for a (T_k,) one, is named); a masked
+  (B, 1, 1, T_k), (B, H, T_q, T_k), and (H, T_q, T_k) for 4-D inputs, one per head,
+  with B = H = 3: a mask given new axes, as ``mask[:, None]`` for a 3-D one (on 3-D
+  inputs it adds an axis; on 4-D ones it reads the mask as (B, T_q, T_k), one per
+  batch item) or ``mask[:, None, None]`` for a (T_k,) one, is named); a masked
   key gets weight exactly 0, whatever its score (one case has a masked key scoring near
   1e300, which the usual finite biases added to it, -1e9 or float32's -3.4e38, leave
   on top, and, at d_k = 1, one near 1.4e308 above visible keys near -1e308, which even
-  ``np.finfo(np.float64).min`` added to it leaves on top); a query whose every key is
+  ``np.finfo(np.float64).min`` added to it leaves on top); a finite fill in place of
+  the masked scores must lie below every visible one (-1.5e308 and -1.75e308 are not
+  below a visible score near -1.79e308; a row's lowest score minus 1000 rounds to that
+  score): ``np.finfo(np.float64).min`` as the fill is accepted: it ties only with a
+  visible score of exactly that value, which no case has; a query whose every key is
   masked gets all-zero weights and a zero output, never NaN;
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``);
@@ -98,6 +106,12 @@ TORCH_SOFTMAX = ("your function calls {name}, PyTorch's softmax: the exercise is
                  "write attention yourself, in NumPy, without the library's own "
                  "functions or torch (the scores Q K^T / sqrt(d_k), the mask, their "
                  "softmax along the keys, exp(S - max) / sum, and O = A V)")
+
+
+#: Said when a 3-D mask on 4-D inputs was given a head axis, as if one per batch item.
+PER_BATCH = ("the mask was read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D "
+             "scores broadcasts as (H, T_q, T_k), one per head (NumPy aligns shapes "
+             "from the right); use it as it is, np.where(mask, S, -np.inf)")
 
 
 def _torch_builtins() -> dict:
@@ -273,6 +287,10 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
             "the mask is inverted: True means 'may attend', but your weights are zero where "
             "the mask is True", out(lambda: _soft(_fill(S, ~np.asarray(mask))))),
            ("ignored", "the mask is ignored: masked keys get weight", out(lambda: _soft(S))),
+           *[("mask-per-batch", PER_BATCH,
+              out(lambda: _soft(_fill(S, np.asarray(mask)[:, None]))))]
+           [:1 if np.ndim(mask) == 3 and S.ndim == 4 and np.shape(mask)[0] == S.shape[0]
+            else 0],
            ("zero-fill",
             "masked scores are set to 0 instead of -inf; a score of 0 is an ordinary score "
             "and still gets weight", filled(0.0)),
@@ -292,7 +310,7 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
               "(or a clamp of the row maximum) above the scores beats them: an allowed "
               "score below it (here a query's visible keys score "
               f"{low_text}) then loses to the masked keys, which take the weight; use "
-              "-inf, np.where(mask, S, -np.inf), which is below every score",
+              "-inf, np.where(mask, S, -np.inf), which is below every finite score",
               fill(value)) for value in (-1e9, -65504.0, -1e4) if lowest < value
              if value != -65504.0 or lowest < -1e9
              for fill in (filled, filled_zeroed)],
@@ -305,10 +323,13 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
               "float32, fill with -inf (or float32's own minimum)", fill(-65504.0))
              for fill in (filled, filled_zeroed) if -1e9 <= lowest < -65504.0]]
           if M else []),
-        *[("clamped-below", f"{own_max}: a finite fill (or a clamp of the row maximum) "
-           "above the scores, as np.maximum(S.max(-1), -1e13), shifts such a row by "
-           "less; subtract S.max(axis=-1, keepdims=True) itself (and shift a fully "
-           "masked row, whose maximum is -inf, by 0)", soft(m=np.maximum(row_max, bound)))
+        *[("clamped-below", "the row maximum is clamped from below, as "
+           "np.maximum(S.max(-1), -1e13) does: a row whose maximum lies far below "
+           f"the clamp (here {low_text}) is shifted by less than its maximum, and "
+           "exp() of each of its scores underflows to 0; the shift must be each "
+           "row's own maximum, even when it is negative: subtract S.max(axis=-1, "
+           "keepdims=True) itself (and shift a fully masked row, whose maximum is "
+           "-inf, by 0)", soft(m=np.maximum(row_max, bound)))
           for bound in (-1e13, -1e15) if lowest < bound],
         *[("raw-max",
            "the shift is the row maximum of the unscaled scores Q K^T, not of the "
@@ -439,11 +460,40 @@ def _call(fn, Q, K, V, mask, on_error=""):
 SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max"}
 
 
+#: The mistakes that are one computation each, with no constant to tune (a fill, a
+#: bias or a clamp has one): an attempt that passed inputs on which such a mistake's
+#: answer is wrong has not made it (``_ruled_out``).
+FIXED = {"no-shift", "clamped-shift", "after-renormalise", "after-zero", "max-unmasked",
+         "inverted", "ignored", "zero-fill", "nan-to-num", "raw-max", "axis",
+         "global-max", "max-axis", "sum-axis", "sum-all", "no-keepdims"}
+
+
+def _ruled_out(Q, K, V, mask) -> set:
+    """The mistakes of FIXED whose every wrong answer on these inputs differs from the
+    reference (or raises): an attempt that passed these inputs made none of them."""
+    O_ref, A_ref = scaled_dot_product_attention(Q, K, V, mask=mask)
+    wrong_everywhere: dict = {}
+    for key, _, wrong in _mistakes(Q, K, V, mask):
+        key = key.rstrip("!")
+        if key not in FIXED:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                O, A = wrong()
+            right = _same(O, O_ref, 1e-8) and _same(A, A_ref, 1e-8)
+        except (ValueError, IndexError):
+            right = False
+        wrong_everywhere[key] = wrong_everywhere.get(key, True) and not right
+    return {key for key, wrong in wrong_everywhere.items() if wrong}
+
+
 def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
-              keys=None) -> tuple[str, str]:
+              keys=None, ruled_out=None) -> tuple[str, str]:
     """Say what is wrong with an attempt (O, A) that does not match (O_ref, A_ref).
 
     Returns (key, message); the key names the matched mistake, "" when none matched.
+    With ``keys`` only those mistakes are named; ``ruled_out()`` gives mistakes not
+    named (those of inputs the attempt passed before these, ``_ruled_out``).
     """
     if O.shape == A_ref.shape and A.shape == O_ref.shape and O.shape != A.shape:
         return "swapped", "O and A are swapped: return (O, A), the output first"
@@ -478,8 +528,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         # rounded to float16 can flatten them too, and are named as such
         half = _float16_scores(Af, A_ref, Q, K, mask, tol=1e-3)
         return ("float16-scores", half) if half else ("clipped", clipped)
+    excluded = ruled_out() if ruled_out else set()
     table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)
-             if keys is None or key in keys]
+             if (keys is None or key in keys) and key.rstrip("!") not in excluded]
     pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     matches = []
     for key, message in _matching((Of, Af), table, pair, want=(O_ref, A_ref)):
@@ -624,7 +675,7 @@ ROW_SUM_TOL = 1e-12
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None,
-          exact_reference=False, only_what=False, keys=None):
+          exact_reference=False, only_what=False, keys=None, ruled_out=None):
     """One comparison with the library's reference, as a case for ``_run``.
 
     ``what`` (what the case tests) is added when no known mistake matched, ``on_error``
@@ -634,7 +685,8 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
     weights must also sum to 1 within ROW_SUM_TOL, row by row. With ``only_what`` a
     wrong result of the right shape is told how far its weights lie and ``what`` alone
     (inputs built for one mistake, where the others' signs would mislead); with
-    ``keys`` only the mistakes of those keys are named (inputs built for them).
+    ``keys`` only the mistakes of those keys are named (inputs built for them), and
+    the mistakes of ``ruled_out()`` (a callable, evaluated only on a failure) never.
     """
     def case():
         wide = [x.astype(np.float64) for x in (Q, K, V)] if exact_reference else (Q, K, V)
@@ -657,7 +709,8 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
             return False, (f"the weights differ from the reference by up to "
                            f"{float(err.max()):.3g}{what}")
         with np.errstate(all="ignore"):
-            key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol, keys)
+            key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol, keys,
+                                    ruled_out)
         extra = (notes or {}).get(key, "") if key else what
         return False, f"{_other_dtype(Q, O=O, A=A)}{detail}{extra}"
     return case
@@ -792,7 +845,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     V_edge = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
     mask_edge = np.array([[True, False, True]] * 2)
     edge_note = ("; here, at d_k = 1, the visible keys score near -1e308 and the "
-                 "masked one near 1.4e308 (all finite): only -inf is below every score")
+                 "masked one near 1.4e308 (all finite): a finite bias added to it, "
+                 "even np.finfo(np.float64).min, leaves it above them; replace the "
+                 "masked scores by -inf instead")
 
     # And a query whose one visible key scores near -1.79e308 (finite), another whose one
     # visible key scores near -1e20 (d_k = 1): a finite fill above the first (-1.5e308)
@@ -811,6 +866,15 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     mask_bh[..., 0] = True  # every row sees key 0 but one: query 1 of head
     mask_bh[1, 2, 1] = False  # (1, 2) sees no key, so a guard along a fixed axis shows
     pad = padding_mask([4, 0, 5, 2, 1, 3], T_k)[:, None]  # (B, 1, 1, T_k); one empty
+    # And an (H, T_q, T_k) mask, one per head, on inputs with B = H = 3 (T_q = 2): NumPy
+    # aligns a 3-D mask with the scores' last three axes, so it broadcasts over the
+    # batch; read as one per batch item (mask[:, None], PyTorch's habit) it still
+    # broadcasts when B = H, to the wrong heads, and shows. (Its own generator: the
+    # other cases' draws stay as they were.)
+    rng_h = np.random.default_rng(_RNG_SEED + 5)
+    Q_hh, K_hh, V_hh = _inputs(rng_h, T_q=2, batch=(3, 3))
+    mask_h = rng_h.random((3, 2, T_k)) < 0.5
+    mask_h[..., 0] = True  # every query sees key 0; the heads' masks differ
 
     # Other sizes, d_k = 9 among them: a scale right only at d_k = 4 shows; 3-D
     # inputs (B, T, d) with a (T_q, T_k) mask: an attempt written for 2-D and 4-D
@@ -897,8 +961,13 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("masked keys whose scores are far above the others", _all(
             _case(fn, Q_far, K_far, V, not_key_0, what=far_note,
                   on_error=far_note if ran else ""),
+            # (reached only when the attempt passed the far inputs above: the
+            # one-computation mistakes those reject are not named here, where
+            # every mistake that zeroes a row looks alike)
             _case(fn, Q_edge, K_edge, V_edge, mask_edge, what=edge_note,
-                  on_error=edge_note if ran else ""),
+                  on_error=edge_note if ran else "",
+                  ruled_out=functools.partial(_ruled_out, Q_far, K_far, V,
+                                              not_key_0)),
             _case(fn, Q_fill, K_fill, V_fill, mask_fill, what=fill_note,
                   on_error=fill_note if ran else "", only_what=True))),
         _run("a fully masked row gets zero weights and a zero output",
@@ -926,7 +995,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     results += [
         _run("one (T_q, T_k) mask for every batch item and head",
              _case(fn, Qb, Kb, Vb, causal_mask(T_q, T_k), on_error=batched_error())),
-        _run("a (B, H, T_q, T_k) mask", _case(fn, Qb, Kb, Vb, mask_bh)),
+        _run("a (B, H, T_q, T_k) mask; an (H, T_q, T_k) one, B = H = 3",
+             _all(_case(fn, Qb, Kb, Vb, mask_bh), _case(fn, Q_hh, K_hh, V_hh, mask_h))),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, pad, on_error=batched_error())),
         _run("float32 inputs give float32 results, scores near 180, with and "
