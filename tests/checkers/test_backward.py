@@ -999,7 +999,38 @@ for _name in ("adds_minus_1e4", "adds_minus_1e4_and_zeroes_empty_rows",
     globals()[_name] = _float16_in_float32(globals()[_name])
 
 
+def reads_a_3d_mask_per_batch_item(Q, K, V, dO, mask=None):
+    """st13a: a 3-D mask on 4-D inputs read as (B, T_q, T_k), PyTorch's habit; it
+    broadcasts when B = H, to the wrong heads (passed every case)."""
+    if mask is not None and np.ndim(mask) == 3 and Q.ndim == 4:
+        mask = np.asarray(mask)[:, None]
+    return correct(Q, K, V, dO, mask)
+
+
+def rounds_A_to_float16(Q, K, V, dO, mask=None):
+    """st13a: float16 computed in float32, but A rounded to float16 on the way: dV
+    passes the float16 tolerance, dQ does not (told "dV is right, so A is")."""
+    dtype = Q.dtype
+    Q, K, V, dO = (x.astype(np.promote_types(dtype, np.float32)) for x in (Q, K, V, dO))
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Q @ swap(K)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = guarded_softmax(S)
+    if dtype == np.float16:
+        A = A.astype(np.float16).astype(np.float32)
+    O = A @ V
+    dS = A * (dO @ swap(V) - np.sum(dO * O, axis=-1, keepdims=True))
+    return tuple(x.astype(dtype) for x in (c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO))
+
+
+PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
+            "broadcasts as (H, T_q, T_k), one per head")
+
 WRONG = [
+    (reads_a_3d_mask_per_batch_item, PER_HEAD),
+    (gives_a_3d_mask_a_head_axis, PER_HEAD),
+    (rounds_A_to_float16, "which does not show A right to float32's precision"),
     (scales_by_the_integer_root_of_d_k,
      "the scale must be 1/sqrt(d_k), not of its integer part"),
     (fills_the_inputs_finfo_min_in_float32,
@@ -1166,6 +1197,8 @@ EXCLUSIVE = {
     "has the wrong sign, but": {negates_dQ_only},
     "a (T_k,) mask": {reads_a_key_mask_as_padding},
     "given a head axis": {gives_a_3d_mask_a_head_axis},
+    PER_HEAD: {gives_a_3d_mask_a_head_axis, reads_a_3d_mask_per_batch_item},
+    "does not show A right": {rounds_A_to_float16},
     "done in float32": {scores_in_float32_the_rest_in_float64},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye,
                            adds_a_float64_bias, float64_bias_without_a_mask},
@@ -1397,3 +1430,41 @@ def test_the_saturated_rows_lie_between_0_999_and_one_and_right_answers_meet_the
     assert 1 - attention.softmax(Q29 @ K.T).max() < 1e-12
     assert _saturated_case(shifts_only_above_80, Q29, K, V29, dO[:2])()[0]
     assert not _saturated_case(skips_rows_above_1_minus_1e_12, Q29, K, V29, dO[:2])()[0]
+
+
+def test_no_float16_failure_infers_a_right_A_from_dV(capsys):
+    """st13a: within float16's tolerance a right dV does not show A right to float32
+    precision; no float16 failure says "dV is right, so A is"."""
+    for fn, _ in WRONG:
+        checkers.check_attention_backward(fn)
+    out = re.sub(r"\n    ", " ", capsys.readouterr().out)
+    half = [line for line in out.splitlines() if "for float16 inputs:" in line]
+    assert half and not any("so A is" in line for line in half)
+    assert any("does not show A right to float32's precision" in line for line in half)
+
+
+def test_an_h_t_q_t_k_mask_on_4d_inputs_has_b_equal_h_and_heads_that_differ():
+    """The (H, T_q, T_k) mask case: B = H, so mask[:, None] broadcasts silently, and
+    the heads' masks differ, so reading it per batch item changes the gradients; no
+    case has a visible score equal to np.finfo(np.float64).min (the docstring: that
+    fill is accepted because it ties only with such a score)."""
+    seen = []
+
+    def spy(Q, K, V, dO, mask=None):
+        seen.append((Q.copy(), K.copy(), mask))
+        return correct(Q, K, V, dO, mask)
+
+    assert checkers.check_attention_backward(spy, verbose=False)
+    per_head = [(Q, m) for Q, _, m in seen
+                if Q.ndim == 4 and m is not None and np.ndim(m) == 3]
+    assert per_head
+    for Q, m in per_head:
+        assert Q.shape[0] == Q.shape[1] == m.shape[0]
+        assert any(not np.array_equal(m[0], m[h]) for h in range(1, m.shape[0]))
+    lowest = np.finfo(np.float64).min
+    for Q, K, m in seen:
+        with np.errstate(all="ignore"):
+            S = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)
+            S = S / math.sqrt(Q.shape[-1])
+        visible = np.broadcast_to(True if m is None else m, S.shape)
+        assert not np.any(S[visible] == lowest)

@@ -9,10 +9,14 @@ The contract the exercise states, and this checker tests:
 * the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
   c = 1/sqrt(d_k), A = softmax(S) along the keys, O = A V; ``mask`` is boolean, True =
   "may attend", broadcasts to (..., T_q, T_k) as it is (the cases give it as (T_k,),
-  (T_q, T_k), (B, T_q, T_k) for 3-D inputs, (B, 1, 1, T_k) and (B, H, T_q, T_k): a mask
-  given new axes, ``mask[:, None]`` on a 3-D one or ``mask[:, None, None]`` on a
-  (T_k,) one, is named), and a masked score is -inf before the
-  softmax; a query whose every key is masked has zero weights and a zero output, so its
+  (T_q, T_k), (B, T_q, T_k) for 3-D inputs, (B, 1, 1, T_k), (B, H, T_q, T_k), and
+  (H, T_q, T_k) for 4-D inputs, one per head, with B = H = 3: a mask given new axes,
+  ``mask[:, None]`` on a 3-D one (on 3-D inputs it adds an axis; on 4-D ones it reads
+  the mask as (B, T_q, T_k), one per batch item) or ``mask[:, None, None]`` on a
+  (T_k,) one, is named), and a masked score is -inf before the softmax, or a finite
+  fill below every visible score (``np.finfo(np.float64).min`` as the fill is
+  accepted: it ties only with a visible score of exactly that value, which no case
+  has); a query whose every key is masked has zero weights and a zero output, so its
   gradients are zero, never NaN;
 * the gradients have the inputs' dtype (float64 in, float64 out, not long double;
   float32 in, float32 out; float16 in, float16 out, within 1e-2 of the exact gradients,
@@ -44,14 +48,16 @@ far above the others (masking after the softmax underflows; one scores near 1e30
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
 below at -1e13), and, at d_k = 1, a masked key near 1.4e308 above visible keys near
--1e308 (finite), which even ``np.finfo(np.float64).min`` added to it leaves on top;
-three with batch and head dimensions (B, H): no mask, one causal mask for every head, a
+-1e308 (finite), which even ``np.finfo(np.float64).min`` added to it leaves on top,
+and a visible key near -1.79e308, above which a finite fill of -1.5e308 or -1.75e308
+lies; three with batch and head dimensions (B, H): no mask, one causal mask for every head, a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
 B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows), and with a (B, T_q, T_k)
 mask; a full (B, H, T_q, T_k) mask in
-which some queries see no key; and float32 inputs with scores above 100 (float32's exp()
+which some queries see no key, and an (H, T_q, T_k) mask on inputs with B = H = 3, whose
+heads' masks differ; and float32 inputs with scores above 100 (float32's exp()
 overflows above 88.7), with a causal mask and without one, compared with the inputs'
 exact gradients, and float16 inputs, whose gradients must be float16: at small scores
 within 1e-2, and with scores from 15 to 36 (d_k = 8; float16's exp() overflows above
@@ -60,8 +66,9 @@ computation in float32 cast back meets; and, masked, with visible scores near -6
 (below float16's -65504: float16's minimum as the fill of float32 scores is named).
 At d_k = 5 a scale of 1/int(np.sqrt(d_k)) equals 1/sqrt(T_q): both are named. Every
 size differs
-from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7), so that a size read
-from the wrong axis shows. When an attempt fails a case,
+from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7; but for the
+(H, T_q, T_k) mask's B = H = 3, on purpose), so that a size read from the wrong axis
+shows. When an attempt fails a case,
 the checker compares it with the usual mistakes on the same inputs and names the one it
 matches. Messages are wrapped to 76 columns.
 
@@ -144,7 +151,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
            floor=0.0):
     """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
     forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
-    ``mask_mode`` "ignored", "inverted", "zero" (masked scores 0), "large" (-1e9 for
+    ``mask_mode`` "per-batch" (a 3-D mask given a head axis, ``mask[:, None]``),
+    "ignored", "inverted", "zero" (masked scores 0), "large" (-1e9 for
     -inf: a query with no visible key gets uniform weights) or "after" (the unmasked
     softmax times the mask, not renormalised), "bias" (``bias`` added to the masked
     scores) or "bias-zeroed" (and a query with no visible key zeroed afterwards);
@@ -157,6 +165,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     "fill-zeroed" puts ``fill`` for a masked score (and zeroes a query with no visible
     key afterwards)."""
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
+    if mask is not None and mask_mode == "per-batch":  # a 3-D mask read as (B, T_q, T_k)
+        mask, mask_mode = np.asarray(mask)[:, None], "-inf"
     c = 1.0 / math.sqrt(Q.shape[-1] if d is None else d)
     S_free = S = c * (Q @ _swap(K)) if scores is None else np.asarray(scores, np.float64)
     if mask is not None and mask_mode.startswith("bias"):
@@ -223,6 +233,12 @@ def _pinv_dS(p, D=None):
     """dS from dA = dO pinv(V), D from that dA (sum_j A_ij dA_ij) unless given."""
     dA = p.dO @ np.linalg.pinv(p.V)
     return p.A * (dA - (np.sum(p.A * dA, axis=-1, keepdims=True) if D is None else D))
+
+
+#: Said when a 3-D mask on 4-D inputs was given a head axis, as if one per batch item.
+PER_BATCH = ("the mask was read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D "
+             "scores broadcasts as (H, T_q, T_k), one per head (NumPy aligns shapes "
+             "from the right); use it as it is, np.where(mask, S, -np.inf)")
 
 
 PINV = ("dA is dO V^T (the product rule for O = A V), not dO times an inverse of V: "
@@ -336,6 +352,9 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                            "sum_j A_ij dA_ij with the masked A)", {},
              lambda p: _with_D(p, np.sum(p.dO * (softmax(p.S_free) @ p.V), axis=-1,
                                          keepdims=True))),
+            *[("mask-per-batch", PER_BATCH, dict(mask_mode="per-batch"), RIGHT)]
+            [:1 if np.ndim(mask) == 3 and Q.ndim == 4 and np.shape(mask)[0] == Q.shape[0]
+             else 0],
             ("mask-inverted", "the mask is inverted: True means 'may attend', so masked "
                               "scores are where the mask is False",
              dict(mask_mode="inverted"), RIGHT),
@@ -368,7 +387,8 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                "them: an allowed score below it "
                f"(here a query's visible keys score {_near(lowest)}) then loses to the "
                "masked keys, which take the weight; use -inf, np.where(mask, S, "
-               "-np.inf), which is below every score", dict(mask_mode=mode, fill=value),
+               "-np.inf), which is below every finite score",
+               dict(mask_mode=mode, fill=value),
                RIGHT) for value in (-1e9, -65504.0, -1e4) if lowest < value
               if value != -65504.0 or lowest < -1e9
               for mode in ("fill-zeroed", "fill")],
@@ -724,6 +744,21 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             messages.append(next(m for k, m, *_ in _mistakes(Q, K, mask, V) if k == "eps")
                             + f" (here eps is about {eps:.0e}: it moves dV by too "
                             "little to show, but not dQ and dK)")
+        elif Q.dtype == np.float16:
+            # dV within float16's tolerance does not show A right to float32's
+            # precision: A, O or D rounded to float16 passes dV and moves dS
+            messages.append(
+                f"dV is within this case's tolerance (a relative {rtol:.0e}) but "
+                f"{' and '.join(unexplained)} "
+                f"{'is' if len(unexplained) == 1 else 'are'} not, "
+                "which does not show A right to float32's precision: "
+                "A, O or D rounded to float16 (about 3 digits) can leave dV within "
+                "it and move dS = A * (dA - D), where dA - D cancels; keep every "
+                "step in float32, and look at D and the factor c")
+        elif rtol > RTOL_NUMERIC:
+            messages.append(f"dV is right to this case's tolerance (a relative "
+                            f"{rtol:.0e}): look at D, dS = A * (dA - D) and the "
+                            "factor c")
         else:
             messages.append("dV is right, so A is: look at D, dS = A * (dA - D) and the "
                             "factor c")
@@ -986,6 +1021,15 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     pad = padding_mask([4, 0], T_k)[:, None]
     empty = rng.random((2, 3, T_q, T_k)) < 0.6  # (B, H, T_q, T_k)
     empty[0, 1, 2] = empty[1, 2, 0] = empty[1, 0, 3] = False  # these queries see no key
+    # And an (H, T_q, T_k) mask, one per head, on inputs with B = H = 3 (T_q = 2): NumPy
+    # aligns a 3-D mask with the scores' last three axes, so it broadcasts over the
+    # batch; read as one per batch item (mask[:, None], PyTorch's habit) it still
+    # broadcasts when B = H, to the wrong heads, and shows. (Its own generator: the
+    # other cases' draws stay as they were.)
+    rng_m = np.random.default_rng(_RNG_SEED + 5)
+    Qhh, Khh, Vhh, dOhh = _inputs(rng_m, batch=(3, 3), T_q=2)
+    mask_h = rng_m.random((3, 2, T_k)) < 0.5
+    mask_h[..., 0] = True  # every query sees key 0; the heads' masks differ
     # Large scores, near 7000 (each key 1000 more in every entry, each query 3 more):
     # the part that differs between keys is unchanged, so the weights stay far from
     # one-hot, but exp() of a score overflows unless the row's maximum is subtracted.
@@ -1144,8 +1188,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   _case(fn, Qo[:1, 1:], Ko[:1], Vo[:1], dOo[:1, 1:], causal_mask(2, 8)[1:],
                         on_error=leading_hint),
                   _case(fn, Qo, Ko, Vo, dOo, mask_o, on_error=leading_hint))),
-        _run("a (B, H, T_q, T_k) mask where some queries see no key",
-             _case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint)),
+        _run("a (B, H, T_q, T_k) mask where some queries see no key; an "
+             "(H, T_q, T_k) one, B = H = 3",
+             _all(_case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint),
+                  _case(fn, Qhh, Khh, Vhh, dOhh, mask_h, on_error=batch_hint))),
         _run("float32 inputs, causal mask and none, scores above 100 (float32 "
              "gradients); float16 inputs give float16 gradients (to a relative 1e-2)",
              _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
