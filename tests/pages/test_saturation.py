@@ -573,6 +573,21 @@ def test_the_one_hot_exercise_names_the_lengths_its_checker_measures():
     assert re.sub(r"\s+", " ", exercise).count(listed) == 1, listed
 
 
+def test_the_one_hot_exercise_names_the_odd_lengths_and_the_gradients_measured():
+    from attention.checkers import jacobian as checker
+
+    exercise = re.sub(r"\s+", " ", SOURCE.split(":label: ex-one-hot-jacobian")[1]
+                      .split("````")[0])
+    assert "and on rows of odd lengths, with gradients of both signs, all positive " \
+           "and all negative," in exercise
+    assert checker.ODD_SIZES and all(n % 2 for n in checker.ODD_SIZES)
+    assert checker.GRADIENT_KINDS == ("of both signs", "all positive", "all negative")
+    rng = np.random.default_rng(0)
+    signs = [np.sign(checker._gradient(rng, 64, kind)) for kind in checker.GRADIENT_KINDS]
+    assert signs[0].min() < 0 < signs[0].max()
+    assert np.all(signs[1] > 0) and np.all(signs[2] < 0)
+
+
 def test_the_raw_vs_scaled_exercise_is_not_answered_above_it():
     exercise = SOURCE.index(":label: ex-raw-vs-scaled")
     before = SOURCE[:exercise]
