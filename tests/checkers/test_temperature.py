@@ -925,6 +925,52 @@ def shift_by_S_max_axis_1(Q, K, V, tau):
         return _finish(np.exp(S - S.max(axis=1, keepdims=True)), Q, V, w)
 
 
+# Found by the student round st13b: float16 inputs whose raw products Q K^T leave
+# float16 behind passed (every float16 case's products were small), and a clip of the
+# scores at +-1e4 was told only a difference on the row near -1e5.
+def textbook_line_in_float16(Q, K, V, tau):
+    # the textbook line on float16 inputs: Q @ K^T in float16 (the division by the
+    # NumPy float64 tau sqrt(d_k) then in float64), the results cast back
+    S = Q @ np.swapaxes(K, -1, -2) / (tau * np.sqrt(K.shape[-1]))
+    A = _softmax(S)
+    return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def raw_products_in_float16_then_float32(Q, K, V, tau):
+    w = np.promote_types(Q.dtype, np.float32)
+    R = (Q @ np.swapaxes(K, -1, -2)).astype(w)  # the product in the inputs' dtype
+    A = _softmax(R / w.type(tau * K.shape[-1] ** 0.5))
+    return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16(Q, K, V, tau):
+    # "scale Q and K by d_k^(-1/4) before the product, so float16 cannot overflow":
+    # the product then fits, but is rounded in float16
+    r = Q.dtype.type(Q.shape[-1] ** -0.25)
+    w = np.promote_types(Q.dtype, np.float32)
+    S = ((Q * r) @ np.swapaxes(K * r, -1, -2)).astype(w) / w.type(tau)
+    A = _softmax(S)
+    return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+#: What float16 products that overflow, and that are rounded, are told.
+RAW16_INF = ("A for float16 inputs at tau = 1 contains NaN where the reference has "
+             "none: compute float16 in float32: the raw products Q K^T reach about "
+             "1.2e+05 here, past float16's largest number, 65504, though the scaled "
+             "scores (about 1.1e+04) fit")
+RAW16_ROUND = ("A for float16 inputs at tau = 1 differs from the reference by up to "
+               "0.0775: compute float16 in float32: the raw products Q K^T reach about "
+               "2.56e+04 here, where float16's numbers lie 16 apart, so Q @ K^T "
+               "computed in float16 is rounded by up to 8, and the scaled scores by up "
+               "to 1")
+#: What scores clipped at +-1e4 are told on the row near -1e5.
+CLIPPED_NEAR_MINUS_1E5 = ("weights with every score near -1e5 differs from the reference "
+                          "by up to 0.436: your weights are all equal, where the softmax "
+                          "tells the keys apart: every scaled score here lies near -1e5, "
+                          "1 to 5 apart, and clipping the scores (np.clip(S, -L, L), or "
+                          "np.maximum(S, -L), with L below 1e5")
+
+
 #: Said when float32 work overflows exp() past float32's limit, below float64's.
 EXP_LIMIT = ("A for float32 inputs contains NaN where the reference has none: usually "
              "exp() of a score that overflowed (inf / inf), or a row whose every score is "
@@ -935,6 +981,11 @@ EXP_LIMIT = ("A for float32 inputs contains NaN where the reference has none: us
 
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st13b
+    (textbook_line_in_float16, RAW16_INF),
+    (raw_products_in_float16_then_float32, RAW16_INF),
+    (q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16, RAW16_ROUND),
+    (clip_1e4, CLIPPED_NEAR_MINUS_1E5),
     # found by the student round st11b
     (shift_where_exp_would_overflow_or_underflow, "weights with scaled scores near -740 "
      "differs from the reference by up to 0.00405: the shift is needed on every row, not "
@@ -1143,6 +1194,9 @@ EXCLUSIVE = {
                         lead_18, weight_1e_6, weight_1e_7},
     "were the scores clipped": {clips_the_scores, clip_1e4, clip_1e8, clip_1e10, clip_1e13,
                                 clip_1e15},
+    "compute float16 in float32": {textbook_line_in_float16,
+                                   raw_products_in_float16_then_float32,
+                                   q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16},
     "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6, uniform_above_1e8,
                       uniform_above_1e10, spread_1e_6, spread_1e_7},
     "made uniform when its scaled scores lie close together": {spread_1e_6, spread_1e_7},
@@ -1641,3 +1695,35 @@ def test_the_subnormal_row_moves_the_unshifted_weights_by_more_than_1e_3():
     assert 0 < E.max() < np.finfo(np.float64).tiny
     want = _softmax(S)
     assert np.abs(E / E.sum() - want).max() > 1e-3
+
+
+def test_the_wide_float16_inputs_raw_products_overflow_or_round_in_float16_only():
+    """(st13b) The textbook line Q @ K.T / (tau * np.sqrt(d_k)) on float16 inputs
+    passed: no float16 case's raw products passed 65504 or lost a scaled score's
+    worth to float16's rounding. At tau = 1, entries of size 30 at d_k = 128 (K = Q)
+    overflow float16 in Q K^T, though the scaled scores fit; entries of size 20 at
+    d_k = 64 give products near 25,600, 16 apart in float16, where two keys 2.5
+    apart tie; in float32 both are exact or finite and the weights right."""
+    from attention.checkers import temperature as t
+
+    Qw, Kw, Vw, Qr, Kr, Vr = t._wide_float16_inputs()
+    half = float(np.finfo(np.float16).max)
+    assert t.WIDE16 == (30.0, 128) and t.ROUND16 == (20.0, 64)
+    assert Qw.shape[-1] == 128 and Qr.shape[-1] == 64
+    R = Qw.astype(float) @ Kw.T.astype(float)
+    assert R.max() > half > R.max() / np.sqrt(128)  # the raw overflow, not the scaled
+    with np.errstate(all="ignore"):
+        assert np.isinf(Qw @ Kw.T).any() and np.isnan(textbook_line_in_float16(
+            Qw, Kw, Vw, 1.0)[1]).any()
+    R = Qr.astype(float) @ Kr.T.astype(float)
+    assert np.abs(R).max() < half and 16384 < np.abs(R).min()
+    assert R[0, 0] - R[0, 1] == R[1, 0] - R[1, 1] == 2.5  # 0.3125 once scaled
+    R16 = (Qr @ Kr.T).astype(float)
+    assert R16[0, 0] == R16[0, 1] and R16[1, 0] == R16[1, 1]  # tied in float16
+    want = _softmax(R / 8.0)
+    assert np.abs(_softmax(R16 / 8.0) - want).max() > 10 * 5e-3  # the tolerance
+    for Q, K, V in ((Qw, Kw, Vw), (Qr, Kr, Vr)):
+        O, A = right(Q, K, V, 1.0)  # in float32, cast back
+        assert A.dtype == np.float16 and np.isfinite(A).all()
+        assert np.abs(A - _softmax(Q.astype(float) @ K.T.astype(float)
+                                   / np.sqrt(Q.shape[-1]))).max() < 1e-3

@@ -34,7 +34,8 @@ where exp() would overflow or underflow on every key is off by about 4e-3 there)
 on a query whose every scaled score lies below -1000 (a shift by max(row maximum, 0),
 or one made only when the scores are large, gives 0/0 there), and on one whose every
 scaled score lies near -1e5 (a floor on the shift, np.maximum(row maximum, -700) or
--300, gives 0/0 there); the query at -1000 and one whose
+-300, gives 0/0 there, and scores clipped at any bound below 1e5 give uniform weights,
+named as a clip); the query at -1000 and one whose
 scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift made only
 when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
@@ -50,7 +51,12 @@ number (65504): computed in float16 they overflow before the shift, in float32 t
 and at 1e-9, where the factor 1/(tau sqrt(d_k)), about 4e8, is past it too, and tau and
 tau sqrt(d_k) lie below float16's smallest positive number: a factor, a tau or a divisor
 made a float16 (the rest computed in float32, or the raw scores shifted in float16 before
-they are divided) is inf or 0 there, and the weights NaN.
+they are divided) is inf or 0 there, and the weights NaN; and at tau = 1 on float16
+entries of size 30 at d_k = 128 with K = Q, whose raw products Q K^T, near 1.2e5, pass
+65504 though the scaled scores fit, and of size 20 at d_k = 64, whose raw products near
+25,600 float16 rounds to multiples of 16 (two keys 2.5 apart there tie): Q @ K^T
+computed in float16 is inf or rounded whatever is done after it (the textbook line
+Q @ K.T / (tau * np.sqrt(d_k)), whose division is float64, included), and is named so.
 Not covered: float32 inputs at a tau so small that the factor 1/(tau sqrt(d_k)) itself
 passes float32's largest number (tau below about 3e-39 / sqrt(d_k)), where a computation
 in float32 that scales before it shifts gives NaN (float32 inputs are run at 1.5 and 0.01 only; the
@@ -187,6 +193,16 @@ FLOOR_HINT = (": the shift must be each row's own maximum, however far below 0 i
               "every score underflowed to 0 (and 0/0 is NaN) or subnormal (with few "
               "digits left); always subtract "
               "S.max(axis=-1, keepdims=True), with no bound")
+#: Said when the weights of the row near -1e5 are exactly uniform: its scaled scores
+#: were clipped from below.
+CLIPPED_BELOW = ("your weights are all equal, where the softmax tells the keys "
+                 "apart: every scaled score here lies near -1e5, 1 to 5 apart, and "
+                 "clipping the scores (np.clip(S, -L, L), or np.maximum(S, -L), with L "
+                 "below 1e5, so that nothing overflows or underflows) makes them all -L, "
+                 "and exp() gives every key the same weight: were the scores clipped "
+                 "before exp()? Clipping changes the differences between the scores, "
+                 "and so the weights; subtract each row's maximum instead, which changes "
+                 "no weight")
 #: The scaled scores of a query whose best scores lie near 800: exp() of them overflows
 #: (above about 709.8 in float64) without the shift. With NEGATIVE, run at SHIFT_TAUS
 #: too (an ordinary temperature and a hot one, the query built for each), so that a shift
@@ -897,6 +913,13 @@ COLD16 = 1e-5
 #: float, which NumPy 2 does in float16) shows; at COLD16 all three fit float16 (the
 #: factor there is about 4e4).
 COLDEST16 = 1e-9
+#: float16 inputs whose raw products Q K^T leave float16 behind, run at tau = 1
+#: (their scaled scores fit float16): entries of size WIDE16[0] at d_k = WIDE16[1]
+#: with K = Q, whose products |q|^2, near 1.15e5, pass float16's largest number
+#: (65504: inf in float16), and entries of size ROUND16[0] at d_k = ROUND16[1], whose
+#: products near 25,600 float16 rounds to a multiple of 16 (by up to 8, a scaled
+#: score by up to 1: two keys 2.5 apart there, a scaled gap of 0.3125, tie).
+WIDE16, ROUND16 = (30.0, 128), (20.0, 64)
 #: How to compute in a precision of at least float32, said in the dtype hints.
 _WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and float32 "
          "inputs, float64 for float64), the factor w.type(1 / (tau * d_k ** 0.5))")
@@ -957,6 +980,67 @@ def _one_maximum_in_float32(got, Q, K, tau) -> bool:
     return bool(np.isnan(A).any()) and np.array_equal(nan, np.isnan(A))
 
 
+#: Said when float16 inputs' weights are NaN where the raw products Q K^T (not the
+#: scaled scores) pass float16's largest number.
+RAW16_OVERFLOW = ("compute float16 in float32: the raw products Q K^T reach about "
+                  "{raw:.2g} here, past float16's largest number, 65504, though the "
+                  "scaled scores (about {top:.2g}) fit: computed in float16, Q @ K^T "
+                  "is inf before it is divided by tau sqrt(d_k) (dividing afterwards, "
+                  "even in float64, comes too late), and inf - inf is NaN; cast Q, K "
+                  "and V to float32 before the product, {work}, and cast O and A back "
+                  "with .astype(Q.dtype)")
+#: Said when float16 inputs' weights are those of raw products rounded to float16.
+RAW16_ROUNDED = ("compute float16 in float32: the raw products Q K^T reach about "
+                 "{raw:.3g} here, where float16's numbers lie {gap:g} apart, so "
+                 "Q @ K^T computed in float16 is rounded by up to {half:g}, and the "
+                 "scaled scores by up to {moved:.3g} (your weights are those of the "
+                 "rounded products); cast Q, K and V to float32 before the product, "
+                 "{work}, and cast O and A back with .astype(Q.dtype)")
+
+
+def _raw_top(Q, K) -> float:
+    """The largest raw product |Q K^T| of float16 inputs, computed in float64."""
+    return float(np.abs(_raw_scores(*(x.astype(np.float64) for x in (Q, K)))).max())
+
+
+def _rounded_in_float16(got, want, Q, K, tau) -> bool:
+    """Whether float16 inputs' weights ``got``, finite and wrong, are those of the raw
+    products Q K^T computed in float16 (the rest in float64), where those products
+    pass 2048 (from there float16 rounds integers)."""
+    if got is None or np.shape(got) != want.shape or _raw_top(Q, K) <= 2048:
+        return False
+    A = np.asarray(got, dtype=np.float64)
+    if not np.isfinite(A).all():
+        return False
+    with np.errstate(all="ignore"):
+        R16 = _raw_scores(Q.astype(np.float16), K.astype(np.float16))
+        if not np.isfinite(R16).all():
+            return False
+        A16 = _softmax(R16.astype(np.float64) / (tau * np.sqrt(Q.shape[-1])))
+    atol = _LOW_ATOL["float16"]
+    return bool(np.abs(A16 - want).max() > atol and np.abs(A - A16).max() <= atol)
+
+
+def _wide_float16_inputs():
+    """The float16 inputs of WIDE16 and ROUND16: (Q, K, V) of each, six arrays."""
+    rng = np.random.default_rng(_RNG_SEED + 7)
+    size, d_k = WIDE16
+    Qw = (size * rng.standard_normal((4, d_k))).astype(np.float16)
+    Vw = rng.standard_normal((4, 3)).astype(np.float16)
+    size, d_k = ROUND16
+    # q . k1 = 25,600 and q . k2 = 25,597.5 (one entry 1/8 smaller), both
+    # 25,600 in float16; the second query's 25,602.5 and 25,600 too; k3 = -k1
+    q = np.full(d_k, size)
+    k2 = q.copy()
+    k2[0] -= 0.125
+    q2 = q.copy()
+    q2[1] += 0.125
+    Qr = np.stack([q, q2]).astype(np.float16)
+    Kr = np.stack([q, k2, -q]).astype(np.float16)
+    Vr = rng.standard_normal((3, 2)).astype(np.float16)
+    return Qw, Qw.copy(), Vw, Qr, Kr, Vr
+
+
 def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
     """float16 in, float16 out, to float16's precision (computing in float32 and casting
     the results back is right too)."""
@@ -997,8 +1081,18 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                                "c Q K^T (or Q K^T / (tau sqrt(d_k))) is inf before the "
                                "shift, and inf - inf is NaN; compute in float32, "
                                f"{_WORK}, and cast O and A back with .astype(Q.dtype)")
+                elif _raw_top(Q, K) > float(np.finfo(np.float16).max):
+                    detail = detail.replace(": " + _NAN_FROM_SCORES, "")
+                    detail += ": " + RAW16_OVERFLOW.format(
+                        raw=_raw_top(Q, K), top=top, work=_WORK)
                 else:
                     detail += _exp_limit_hint(pair[1], Q, K, tau, limit)
+            elif name == "A" and _rounded_in_float16(got, want, Q, K, tau):
+                raw = _raw_top(Q, K)
+                gap = float(np.spacing(np.float16(raw)))
+                detail += ": " + RAW16_ROUNDED.format(
+                    raw=raw, gap=gap, half=gap / 2,
+                    moved=gap / 2 / (tau * np.sqrt(Q.shape[-1])), work=_WORK)
             return ok, detail
     wrong = {n: d for n, d in dtypes.items() if d != np.float16}
     if wrong and all(d == np.float32 for d in wrong.values()):
@@ -1149,6 +1243,22 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 np.asarray(pair[1], dtype=np.float64), unshifted, rtol=0, atol=1e-12):
             return False, detail.split(": ", 1)[0] + sub_hint
         return ok, detail
+    def far_negative_case():
+        ok, detail = _case(fn, Q_far_neg, K, V, COLD, want_A=A_far_neg, want_O=O_far_neg,
+                           what="with every score near -1e5",
+                           hint=FLOOR_HINT.format(low="-1e5", floor="-700"))
+        if ok or "NaN" in detail:
+            return ok, detail
+        # every score clipped from below (np.clip(S, -L, L) with L below 1e5) is -L:
+        # exactly uniform weights, where the softmax's are not
+        pair, _ = _attempt(fn, Q_far_neg, K, V, COLD)
+        if pair is not None and np.shape(pair[1]) == A_far_neg.shape:
+            with np.errstate(all="ignore"):
+                A = np.asarray(pair[1], dtype=np.float64)
+            if np.all(A == 1 / A.shape[-1]):
+                return False, detail.split(": ", 1)[0] + ": " + CLIPPED_BELOW
+        return ok, detail
+
     neg_hint = (": the shift must be each row's own maximum, also when every score is "
                 "negative: here every scaled score lies below -1000, so exp() of a score "
                 "not shifted (a shift by max(S.max(axis=-1, keepdims=True), 0), or one made "
@@ -1189,10 +1299,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _case(fn, Q_neg, K, V, COLD, want_A=A_neg, want_O=O_neg,
                                            what="with every score below -1000",
                                            hint=neg_hint, shortcuts=ordinary_ok),
-                             lambda: _case(fn, Q_far_neg, K, V, COLD, want_A=A_far_neg,
-                                           want_O=O_far_neg,
-                                           what="with every score near -1e5",
-                                           hint=FLOOR_HINT.format(low="-1e5", floor="-700")),
+                             far_negative_case,
                              subnormal_case,
                              *(c for t in SHIFT_TAUS for c in at_every_tau(t)))))
     # (float32's exp() limit is named for float32 and float16 inputs only to an attempt
@@ -1402,6 +1509,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Kn32 = Kn32.astype(np.float32)
     Vn32 = n_rng.standard_normal((len(NEGATIVE32), 5)).astype(np.float32)
 
+    # and float16 inputs whose raw products Q K^T float16 cannot hold, at tau = 1
+    Qw16, Kw16, Vw16, Qr16, Kr16, Vr16 = _wide_float16_inputs()
+
     def float32_negative():
         # (run after the other float32 cases, which it differs from by its row only)
         ok, detail = _float32_case(fn, Qn32, Kn32, Vn32, 1.5, limit=False)
@@ -1414,14 +1524,17 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
                         f"(tau = 1.5 and {TAU32:g}; 0.7, {TAU32:g}, {COLD16:g} and "
-                        f"{COLDEST16:g})",
+                        f"{COLDEST16:g}, and 1 on entries of size {WIDE16[0]:g} at "
+                        f"d_k = {WIDE16[1]} and {ROUND16[0]:g} at d_k = {ROUND16[1]})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
                              lambda: _float32_case(fn, Q32, K32, V32, TAU32, shift_ok),
                              float32_negative,
                              lambda: _float16_case(fn, Q16, K16, V16, 0.7),
                              lambda: _float16_case(fn, Q16, K16, V16, TAU32, shift_ok),
                              lambda: _float16_case(fn, Q16, K16, V16, COLD16),
-                             lambda: _float16_case(fn, Q16, K16, V16, COLDEST16))))
+                             lambda: _float16_case(fn, Q16, K16, V16, COLDEST16),
+                             lambda: _float16_case(fn, Qw16, Kw16, Vw16, 1.0),
+                             lambda: _float16_case(fn, Qr16, Kr16, Vr16, 1.0))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
