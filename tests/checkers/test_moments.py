@@ -266,20 +266,21 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.12
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
-     "1e-05, 0.0001, 0.001, 0.05): the formula holds for every rho"),
+     "3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05): the formula holds for every rho"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.1
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
-     "1e-05, 0.0001, 0.001, 0.05)"),
+     "3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05)"),
     # the same below 0.2 was told it clipped the variance at 1 (it is right at rho = 0.5,
     # where the formula is 2); test_a_variance_of_1_for_small_rho_is_not_told_it_clipped
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.2
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.3, but wrong for small |rho| (|rho| = "
-     "1e-05, 0.0001, 0.001, 0.05, 0.123456, 0.1234567891)"),
+     "3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05, 0.123456, 0.1234567891)"),
     # rho rounded to six or seven decimals (0.123456 has six)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 6), kurtosis),
-     "(rho 3e-08 as 0, 0.1234567891 as 0.123457): rho was rounded (to six decimals)"),
+     "(rho 3e-08 as 0, 3e-07 as 0, 0.1234567891 as 0.123457): rho was rounded (to six "
+     "decimals)"),
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 7), kurtosis),
      "(rho 3e-08 as 0, 0.1234567891 as 0.1234568): rho was rounded (to seven decimals)"),
     # the normal entries' formula for wide heads, "the central limit" (passed beyond 300,
@@ -287,8 +288,9 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
                                  else var(d_k, rho, kurtosis)),
      "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096, "
-     "8192: the "
-     "formula 1 + rho^2 (kurtosis - 2) holds exactly at every width"),
+     "8192, 1000003, 1048576: the variance 1 + rho^2 (kurtosis - 2) does not depend "
+     "on d_k: a wide head makes the score's distribution nearly normal (the central "
+     "limit theorem), but not its variance"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k >= 64
                                  else var(d_k, rho, kurtosis)),
      "right only at the probed widths up to d_k = 32, wrong at d_k = 64, 128, 256, "
@@ -303,7 +305,9 @@ WRONG = [
     # a mean right at the widths probed before (and at the sampling checks' 4) only
     (lambda d_k, rho, kurtosis: (mean(d_k, rho) if d_k in (1, 2, 3, 4, 5, 16, 64, 256)
                                  else rho * d_k / math.sqrt(d_k + 1), var(d_k, rho, kurtosis)),
-     "right at some widths (d_k = 1, 2, 3, 5, 16, 64, 256) and wrong at others "
+     # (at 10^6 + 3 and 2^20, rho d_k / sqrt(d_k + 1) is rho sqrt(d_k) to 5e-7)
+     "right at some widths (d_k = 1, 2, 3, 5, 16, 64, 256, 1000003, 1048576) and "
+     "wrong at others "
      "(d_k = 7, 8, 32, 128, 1024, 4096, 8192) with the same rho and kurtosis"),
     # the library's own answer in a thread of the attempt's
     (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
@@ -317,7 +321,7 @@ WRONG = [
      "has mean 0"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
                                  + 2 * rho * math.sqrt(1 - rho**2)),
-     "your variance is negative at 28 of these settings (-0.6 at d_k = 1, rho = -0.8, "
+     "your variance is negative at 30 of these settings (-0.6 at d_k = 1, rho = -0.8, "
      "kurtosis = 1), and a variance never is"),
     # the precedence slip 1 + rho^2 kurtosis - 2: negative wherever rho^2 kurtosis < 1
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * kurtosis - 2),
@@ -343,11 +347,11 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 5e-4
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.001, but wrong for small |rho| (|rho| = "
-     "1e-05, 0.0001)"),
+     "3e-07, 1e-06, 1e-05, 0.0001)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 1e-4
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.0001, but wrong for small |rho| (|rho| = "
-     "1e-05)"),
+     "3e-07, 1e-06, 1e-05)"),
     # the normal formula at widths off the probed grid (passed: never probed)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2)
      if d_k in (6, 7, 8, 32, 128, 512, 2048) else right(d_k, rho, kurtosis),
@@ -364,6 +368,40 @@ WRONG = [
     # abs(kurtosis - 2) (was told "a value looked up per kurtosis")
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * abs(kurtosis - 2)),
      "every kurtosis below 2 reads as 4 - kurtosis: abs(kurtosis - 2)?"),
+    # found by the student round st13b
+    # "a tiny correlation: independent", a variance of 1 for |rho| < 1e-5 (passed: the
+    # small rhos probed at kurtosis 1e8 were 1e-5 and 1e-4, and 3e-8 is below the
+    # tolerance there)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 1e-5
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 1e-05, but wrong for small |rho| (|rho| = "
+     "3e-07, 1e-06): the formula holds for every rho, however small"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 9.9e-6
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 1e-05, but wrong for small |rho| (|rho| = "
+     "3e-07, 1e-06)"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 5e-7
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 1e-06, but wrong for small |rho| (|rho| = "
+     "3e-07)"),
+    # "wide heads are normal (the central limit theorem)": the normal entries' formula
+    # past d_k = 10,000 (passed: the widest width probed was 8192)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 10_000
+                                 else var(d_k, rho, kurtosis)),
+     "right only at the probed widths up to d_k = 8192, wrong at d_k = 1000003, "
+     "1048576: the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k: a wide "
+     "head makes the score's distribution nearly normal (the central limit theorem), "
+     "but not its variance, which keeps the entries' kurtosis at every width"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 10**6
+                                 else var(d_k, rho, kurtosis)),
+     "wrong at d_k = 1000003, 1048576: the variance 1 + rho^2 (kurtosis - 2) does not "
+     "depend on d_k"),
+    # the same past 2^20 only at powers of 2 ("head widths are powers of 2")
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2
+                                 if d_k > 10_000 and not d_k & (d_k - 1)
+                                 else var(d_k, rho, kurtosis)),
+     "wrong at d_k = 1048576: the variance 1 + rho^2 (kurtosis - 2) does not depend "
+     "on d_k"),
 ]
 
 
@@ -486,7 +524,8 @@ def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus
     from attention.checkers.moments import PROBES, RHOS
 
     assert any(round(r, 1) != r for r in RHOS)
-    assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS) | {1e-5, 1e-4}
+    assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS) | {
+        3e-7, 1e-6, 1e-5, 1e-4}
     # st8b: a variance of 1 for |rho| < 0.12, or rho rounded to six decimals, passed
     assert min(abs(r) for r in RHOS if r) < 1e-7 and any(round(r, 6) != r for r in RHOS)
     assert sum(0 < abs(r) < 0.1 for r in RHOS) >= 3
@@ -551,3 +590,24 @@ def test_a_mean_wrong_off_kurtosis_3_is_not_told_of_var_q_squared(capsys):
     out = capsys.readouterr().out
     assert "the mean does not depend on the kurtosis" in out
     assert "Var(q_m^2)" not in out
+
+
+def test_tiny_correlations_at_the_largest_kurtosis_and_widths_past_a_million_are_probed():
+    # st13b: a variance of 1 for |rho| < 1e-5, and the normal entries' formula past
+    # d_k = 10,000, passed: the smallest rho probed at kurtosis 1e8 was 1e-5, the widest
+    # width 8192
+    from attention.checkers import moments
+
+    small = [(d, r, k) for d, r, k in moments.PROBES if 0 < abs(r) < 1e-5]
+    # the rho^2 (kurtosis - 2) term is above the tolerance (about 1e-6 here) at each
+    tells = [r**2 * (k - 2) for d, r, k in small if r**2 * (k - 2) > 5e-6]
+    assert {abs(r) for d, r, k in small if r**2 * (k - 2) > 5e-6} == {3e-7, 1e-6}
+    assert len(tells) >= 4 and not moments._same(1.0, 1.0 + min(tells))
+    assert max(moments.KURTOSES) == 1e8  # within the range the pages quote
+    wide = {d for d, _, _ in moments.PROBES if d > 10_000}
+    assert wide == {2**20, 10**6 + 3}
+    # at kurtoses other than 3 and rho != 0, where the normal formula is wrong
+    for d in wide:
+        settings = [(r, k) for dd, r, k in moments.PROBES if dd == d]
+        assert settings and all(r != 0 and k != 3.0 for r, k in settings)
+        assert not any(moments._same(1 + r**2, var(d, r, k)) for r, k in settings)

@@ -5,13 +5,16 @@ variance of a correlated score when the entries are not normal,
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
 q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho (from -1 to 1, small ones down to 3e-8, and 1e-5 and 1e-4 at kurtosis 1e8,
-0.123456 and 0.1234567891 among them, so that a rho rounded or clipped short of +-1, or a
-variance taken as 1 for small |rho|, shows),
-at widths from 1 to 8192 (1, 2, 3, 5, 16, 64 and 256 at every setting; 1024 and 4096,
-past 300, and 7, 8, 32, 128 and 8192, off those grids, at a few settings only, so that
-the normal entries' formula taken for wide heads, or a formula right only at the
-widths probed, shows: the formula must hold at every width), for normal entries (kurtosis 3) and others
+negative rho (from -1 to 1, small ones down to 3e-8, and 3e-7, 1e-6, 1e-5 and 1e-4 at
+kurtosis 1e8, 0.123456 and 0.1234567891 among them, so that a rho rounded or clipped
+short of +-1, or a variance taken as 1 for |rho| below any bound from about 3e-7 up,
+shows),
+at widths from 1 to 2^20 (1, 2, 3, 5, 16, 64 and 256 at every setting; 1024 and 4096,
+past 300, 7, 8, 32, 128 and 8192, off those grids, and 2^20 and 10^6 + 3, far past
+them, at a few settings only, so that the normal entries' formula taken for wide heads
+past any width up to about a million, or a formula right only at the widths probed,
+shows: the formula must hold at every width; an attempt whose every call costs in
+proportion to d_k, sampling d_k entries per score, is slow at the widest), for normal entries (kurtosis 3) and others
 (from 1 to 10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the
 others, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to
 float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
@@ -85,14 +88,22 @@ WIDE_KURTOSES = (1.0, 3.0, 7.7)
 OFF_D_KS = (7, 8, 32, 128, 8192)
 OFF_RHOS = (-0.8, 0.5)
 OFF_KURTOSES = (1.37, 7.7)
-#: Small correlations at the largest kurtosis, where rho^2 kurtosis is 10 and 1000:
-#: a variance taken as 1 for |rho| below 1e-4 or 5e-4 shows (at rho = 3e-8 the term
-#: is below the tolerance even at kurtosis 1e8, and 1e-3 lies above such a cut-off).
-SMALL_RHO_PROBES = tuple((d, r, 1e8) for d in (2, 64) for r in (1e-5, 1e-4))
+#: Small correlations at the largest kurtosis, where rho^2 kurtosis is 9e-6, 1e-4, 10
+#: and 1000, all above the tolerance (about 1e-6 at a variance near 1): a variance
+#: taken as 1 for |rho| below any bound from about 3e-7 up (1e-5, 1e-4 or 5e-4, say:
+#: "a tiny correlation is independence") shows; one below 3e-7 is right to the
+#: tolerance on every probe (at rho = 3e-8 the term is below it even at kurtosis 1e8).
+SMALL_RHOS = (3e-7, 1e-6, 1e-5, 1e-4)
+SMALL_RHO_PROBES = tuple((d, r, 1e8) for d in (2, 64) for r in SMALL_RHOS)
+#: Far wider heads, 2^20 and 10^6 + 3 (not a power of 2), at kurtoses other than 3:
+#: the variance does not depend on d_k, so the normal entries' formula taken for wide
+#: heads past any width up to about a million ("the central limit theorem") shows.
+HUGE_D_KS = (2**20, 10**6 + 3)
+HUGE_PROBES = tuple((d, r, k) for d in HUGE_D_KS for r in OFF_RHOS for k in OFF_KURTOSES)
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
     tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
     tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
-    SMALL_RHO_PROBES
+    SMALL_RHO_PROBES + HUGE_PROBES
 
 
 def _k_text(k: float) -> str:
@@ -314,13 +325,14 @@ def _wide_only(which: int, wrong: list) -> str:
     some width past 5 on, right at every setting of every narrower width probed, or ""."""
     wide = sorted({d for d, _, _ in wrong})
     widths = sorted({d for d, _, _ in PROBES})
-    why = ("rho sqrt(d_k) holds exactly at every width" if which == 0 else
-           "1 + rho^2 (kurtosis - 2) holds exactly at every width: a wide head makes the "
-           "score nearly normal, but the entries' kurtosis stays in its variance")
+    why = ("the formula rho sqrt(d_k) holds exactly at every width" if which == 0 else
+           "the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k: a wide head "
+           "makes the score's distribution nearly normal (the central limit theorem), "
+           "but not its variance, which keeps the entries' kurtosis at every width")
     if wide and wide[0] > 5 and wide == [d for d in widths if d >= wide[0]]:
         return (f"right only at the probed widths up to d_k = "
                 f"{max(d for d in widths if d < wide[0])}, wrong at d_k = "
-                f"{', '.join(map(str, wide))}: the formula {why}")
+                f"{', '.join(map(str, wide))}: {why}")
     return ""
 
 
