@@ -18,22 +18,23 @@ budget that grows like T_k, far above what a * (g - a.g) needs and far below wha
 so that an attempt that builds J only on short rows, or only on long ones, shows. At each
 length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one weight
 above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
-so that an attempt that builds J only on one kind of row shows; and a dense row of an
-odd length near it (65, 99, 495, 1001, 4095, ``ODD_SIZES``: 5 * 13, 3^2 * 11,
-3^2 * 5 * 11, 7 * 11 * 13 and 3^2 * 5 * 7 * 13), so that an attempt that builds J only
-on odd rows, or only on lengths divisible by 3, 5, 7, 9, 11 or 13, shows. The gradients
-g are standard normal (of both signs), their absolute values (all positive) or minus
-those (all negative) (``GRADIENT_KINDS``), in turn, so that every length and every kind
-of row meets each, and an attempt that builds J only for a gradient of one sign (a
-common one) shows. Unmeasured calls on rows of 7 keys, one of each kind, come first
+so that an attempt that builds J only on one kind of row shows; and with them a dense
+row of an odd length (``ODD_SIZES``, one per length in turn: 65, 99, 495, 1001 and 4095,
+that is 5 * 13, 3^2 * 11, 3^2 * 5 * 11, 7 * 11 * 13 and 3^2 * 5 * 7 * 13), so that an
+attempt that builds J only on odd rows, or only on lengths divisible by 3, 5, 7, 9, 11
+or 13, shows. The gradients g are standard normal (of both signs), their absolute
+values (all positive) or minus those (all negative) (``GRADIENT_KINDS``), in turn, so
+that every length and every kind of row meets each, and an attempt that builds J only
+for a gradient of one sign (a common one) shows. Unmeasured calls on rows of 7 keys, one of each kind, come first
 (what a library sets up on its first call is not counted); every call after them is
 measured, each on a row the vjp has not seen, so a J cached from an earlier call (keyed
 on the row's bytes) or built only on a length's first call is built in a measured call.
 What remains: an attempt that builds J only on lengths or gradients the checker does not
 measure passes it, undetected: only below 64 keys (J there is too small to tell from a
 library's own overhead), only above 4096, only on lengths other than these ten (a prime
-length, a multiple of 17), or only for gradients of another pattern (all zero, constant,
-integer-valued, of a given norm). What the checker sees: the
+length, a multiple of 17), only for gradients of another pattern (all zero, constant,
+integer-valued, of a given norm), or only on a combination of length, kind of row and
+kind of gradient that no measured row has. What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
 of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
 not); the traced memory allocated line by line, summed (a loop that builds one row of J per
