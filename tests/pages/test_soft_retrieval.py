@@ -466,6 +466,47 @@ def test_with_plain_sgd_the_weight_moves_the_square_less():
     assert "(NumPy 2's promotion rules)" in " ".join(SOURCE.split())
 
 
+def test_float16_products_of_large_entries_overflow_or_round_at_tau_1_and_are_tried():
+    # st13b: the solution said only that a small tau's scaled scores overflow float16;
+    # the raw products of large entries overflow (or are rounded) even at tau = 1,
+    # whatever the division after them, and the checker runs such inputs at tau = 1
+    from attention.checkers import temperature as t
+
+    text = " ".join(SOURCE.split())
+    assert ("the raw products $QK^\\top$ of large entries overflow or are rounded even "
+            "at $\\tau = 1$ (dividing them by $\\tau\\sqrt{d_k}$ afterwards comes too "
+            "late), and the scaled scores of a small $\\tau$ overflow before the shift "
+            "can help (the checker tries both)") in text
+    Qw, Kw, _, Qr, Kr, _ = t._wide_float16_inputs()
+    with np.errstate(over="ignore"):
+        assert np.isinf(Qw @ Kw.T).any()  # overflowed: inf, whatever comes after
+    exact = Qr.astype(np.float64) @ Kr.T.astype(np.float64)
+    assert np.isfinite(exact).all() and np.abs(exact).max() < 65504
+    assert np.abs((Qr @ Kr.T).astype(np.float64) - exact).max() >= 2.5  # rounded
+    # in float32 neither happens: finite, and exact here
+    assert np.isfinite(Qw.astype(np.float32) @ Kw.T.astype(np.float32)).all()
+    assert np.array_equal((Qr.astype(np.float32) @ Kr.T.astype(np.float32)), exact)
+    assert t.COLD16 < 1e-3  # and a small tau on float16 inputs of ordinary size
+    # the title of the checker's float16 case names tau = 1 on those entries
+    from attention import checkers
+    import contextlib
+    import io
+
+    def solution_like(Q, K, V, tau):
+        w = np.promote_types(Q.dtype, np.float32)
+        S = Q.astype(w) @ np.swapaxes(K.astype(w), -1, -2) * w.type(
+            1 / (tau * Q.shape[-1] ** 0.5))
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+        return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert checkers.check_attention_with_temperature(solution_like)
+    report = " ".join(out.getvalue().split())
+    assert "and 1 on entries of size 30 at d_k = 128 and 20 at d_k = 64" in report
+
+
 def test_with_q_k_v_all_x_wide_tokens_mostly_get_back_their_own_vectors():
     # "wide tokens attend mostly to themselves and get back roughly their own
     # vectors": width 64, scaled scores, 16 to 512 tokens
