@@ -953,6 +953,23 @@ def q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16(Q, K, V, tau):
     return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def floor_on_the_shift_nan_made_uniform(Q, K, V, tau):
+    # a floor on the shift at -700, and the NaN of the rows it leaves all 0 replaced
+    # by uniform weights (was told the scores were clipped: both give 1/T_k there)
+    S = _scores(Q, K, tau)
+    m = np.maximum(S.max(axis=-1, keepdims=True), -700.0)
+    with np.errstate(invalid="ignore"):
+        E = np.exp(S - m)
+        A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True), nan=1 / S.shape[-1])
+    return A @ V, A
+
+
+def scores_floored_at_minus_1e4(Q, K, V, tau):
+    # the scaled scores clipped from below only, "so that exp() never underflows"
+    A = _softmax(np.maximum(_scores(Q, K, tau), -1e4))
+    return A @ V, A
+
+
 #: What float16 products that overflow, and that are rounded, are told.
 RAW16_INF = ("A for float16 inputs at tau = 1 contains NaN where the reference has "
              "none: compute float16 in float32: the raw products Q K^T reach about "
@@ -967,8 +984,9 @@ RAW16_ROUND = ("A for float16 inputs at tau = 1 differs from the reference by up
 CLIPPED_NEAR_MINUS_1E5 = ("weights with every score near -1e5 differs from the reference "
                           "by up to 0.436: your weights are all equal, where the softmax "
                           "tells the keys apart: every scaled score here lies near -1e5, "
-                          "1 to 5 apart, and clipping the scores (np.clip(S, -L, L), or "
-                          "np.maximum(S, -L), with L below 1e5")
+                          "1 to 5 apart, and clipping the scores (np.clip(S, -L, L), "
+                          "with L below 1e5, so that nothing overflows or underflows; "
+                          "your weights near +1e5 are all equal too) makes them all -L")
 
 
 #: Said when float32 work overflows exp() past float32's limit, below float64's.
@@ -986,6 +1004,14 @@ WRONG = [
     (raw_products_in_float16_then_float32, RAW16_INF),
     (q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16, RAW16_ROUND),
     (clip_1e4, CLIPPED_NEAR_MINUS_1E5),
+    (floor_on_the_shift_nan_made_uniform, "weights with every score near -1e5 differs "
+     "from the reference by up to 0.436: your weights are all equal, where the softmax "
+     "tells the keys apart: every scaled score here lies near -1e5, 1 to 5 apart (on "
+     "the same row near +1e5 your weights are not all equal). Were the scores clipped "
+     "from below (np.maximum(S, -L) with L below 1e5, which makes them all -L), or "
+     "were NaN weights replaced by 1/T_k"),
+    (scores_floored_at_minus_1e4, "Were the scores clipped from below (np.maximum(S, "
+     "-L) with L below 1e5"),
     # found by the student round st11b
     (shift_where_exp_would_overflow_or_underflow, "weights with scaled scores near -740 "
      "differs from the reference by up to 0.00405: the shift is needed on every row, not "
@@ -1727,3 +1753,25 @@ def test_the_wide_float16_inputs_raw_products_overflow_or_round_in_float16_only(
         assert A.dtype == np.float16 and np.isfinite(A).all()
         assert np.abs(A - _softmax(Q.astype(float) @ K.T.astype(float)
                                    / np.sqrt(Q.shape[-1]))).max() < 1e-3
+
+
+def test_the_row_near_minus_1e5_and_its_mirror_tell_a_clip_from_a_one_sided_bound():
+    """(st13b) Scores clipped at +-1e4 make every weight of the row near -1e5 1/T_k
+    and were told only a difference; np.clip makes the mirrored row (near +1e5)
+    uniform too, np.maximum(S, -L) and NaN replaced by 1/T_k after a floor on the
+    shift do not, and are told apart by it."""
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    low = t._scaled_scores_row(K, t.NEGATIVE_FAR, t.COLD)
+    high = t._scaled_scores_row(K, [-s for s in t.NEGATIVE_FAR], t.COLD)
+    assert np.allclose(_scores(low, K, t.COLD), [t.NEGATIVE_FAR], rtol=0, atol=1e-6)
+    assert np.allclose(_scores(high, K, t.COLD), [[-s for s in t.NEGATIVE_FAR]],
+                       rtol=0, atol=1e-6)
+    for q in (low, high):
+        assert not np.allclose(right(q, K, V, t.COLD)[1], 1 / t.T_K, atol=0.1)
+        assert np.all(clip_1e4(q, K, V, t.COLD)[1] == 1 / t.T_K)
+    for attempt in (scores_floored_at_minus_1e4, floor_on_the_shift_nan_made_uniform):
+        assert np.all(attempt(low, K, V, t.COLD)[1] == 1 / t.T_K)
+        assert np.allclose(attempt(high, K, V, t.COLD)[1], right(high, K, V, t.COLD)[1])

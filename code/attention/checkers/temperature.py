@@ -35,7 +35,8 @@ on a query whose every scaled score lies below -1000 (a shift by max(row maximum
 or one made only when the scores are large, gives 0/0 there), and on one whose every
 scaled score lies near -1e5 (a floor on the shift, np.maximum(row maximum, -700) or
 -300, gives 0/0 there, and scores clipped at any bound below 1e5 give uniform weights,
-named as a clip); the query at -1000 and one whose
+named as a clip, or, when the same row near +1e5 is not uniform too, as a clip from
+below or NaN replaced by 1/T_k); the query at -1000 and one whose
 scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift made only
 when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
@@ -197,12 +198,23 @@ FLOOR_HINT = (": the shift must be each row's own maximum, however far below 0 i
 #: were clipped from below.
 CLIPPED_BELOW = ("your weights are all equal, where the softmax tells the keys "
                  "apart: every scaled score here lies near -1e5, 1 to 5 apart, and "
-                 "clipping the scores (np.clip(S, -L, L), or np.maximum(S, -L), with L "
-                 "below 1e5, so that nothing overflows or underflows) makes them all -L, "
-                 "and exp() gives every key the same weight: were the scores clipped "
-                 "before exp()? Clipping changes the differences between the scores, "
-                 "and so the weights; subtract each row's maximum instead, which changes "
-                 "no weight")
+                 "clipping the scores (np.clip(S, -L, L), with L below 1e5, so that "
+                 "nothing overflows or underflows; your weights near +1e5 are all equal "
+                 "too) makes them all -L, and exp() gives every key the same weight: "
+                 "were the scores clipped before exp()? Clipping changes the "
+                 "differences between the scores, and so the weights; subtract each "
+                 "row's maximum instead, which changes no weight")
+#: Said when the weights of the row near -1e5 are exactly uniform, and those of the
+#: same row mirrored (near +1e5) are not.
+UNIFORM_FAR_BELOW = ("your weights are all equal, where the softmax tells the keys apart: "
+                     "every scaled score here lies near -1e5, 1 to 5 apart (on the same "
+                     "row near +1e5 your weights are not all equal). Were the scores "
+                     "clipped from below (np.maximum(S, -L) with L below 1e5, which makes "
+                     "them all -L), or were NaN weights replaced by 1/T_k (np.nan_to_num, "
+                     "or np.where(np.isnan(A), ...)) after a floor on the shift "
+                     "(np.maximum(S.max(axis=-1, keepdims=True), -700), say) left exp() "
+                     "of every score 0? Subtract each row's own maximum, with no bound, "
+                     "and neither clip the scores nor replace NaN")
 #: The scaled scores of a query whose best scores lie near 800: exp() of them overflows
 #: (above about 709.8 in float64) without the shift. With NEGATIVE, run at SHIFT_TAUS
 #: too (an ordinary temperature and a hot one, the query built for each), so that a shift
@@ -1219,6 +1231,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Q_neg = _scaled_scores_row(K, NEGATIVE, COLD)
     O_neg, A_neg = scaled_dot_product_attention(Q_neg, K, V, temperature=COLD)
     Q_far_neg = _scaled_scores_row(K, NEGATIVE_FAR, COLD)
+    Q_far_pos = _scaled_scores_row(K, [-s for s in NEGATIVE_FAR], COLD)  # near +1e5
     O_far_neg, A_far_neg = scaled_dot_product_attention(Q_far_neg, K, V, temperature=COLD)
     Q_sub = _scaled_scores_row(K, SUBNORMAL, COLD)
     O_sub, A_sub = scaled_dot_product_attention(Q_sub, K, V, temperature=COLD)
@@ -1250,13 +1263,22 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         if ok or "NaN" in detail:
             return ok, detail
         # every score clipped from below (np.clip(S, -L, L) with L below 1e5) is -L:
-        # exactly uniform weights, where the softmax's are not
-        pair, _ = _attempt(fn, Q_far_neg, K, V, COLD)
-        if pair is not None and np.shape(pair[1]) == A_far_neg.shape:
+        # exactly uniform weights, where the softmax's are not; so are NaN weights
+        # replaced by 1/T_k, told apart on the same row mirrored (near +1e5), which a
+        # clip makes uniform too and a floor on the shift leaves right
+        def uniform(q):
+            pair, _ = _attempt(fn, q, K, V, COLD)
+            if pair is None or np.shape(pair[1]) != A_far_neg.shape:
+                return False
             with np.errstate(all="ignore"):
                 A = np.asarray(pair[1], dtype=np.float64)
-            if np.all(A == 1 / A.shape[-1]):
-                return False, detail.split(": ", 1)[0] + ": " + CLIPPED_BELOW
+            return bool(np.all(A == 1 / A.shape[-1]))
+
+        if uniform(Q_far_neg):
+            head = detail.split(": ", 1)[0]
+            if uniform(Q_far_pos):
+                return False, f"{head}: {CLIPPED_BELOW}"
+            return False, f"{head}: {UNIFORM_FAR_BELOW}"
         return ok, detail
 
     neg_hint = (": the shift must be each row's own maximum, also when every score is "
