@@ -470,6 +470,7 @@ def _fill_edge():
     note = ("; here, at d_k = 1, query 0's one visible key scores near -1.79e308 "
             "and query 1's near -1e20 (both finite): a finite fill for the masked "
             "scores (-1.5e308, -1.75e308, or a row's lowest score minus 1000, which "
-            "rounds to that score) is not below them; only -inf (or float64's most "
-            "negative number) is below every score")
+            "rounds to that score) is not below them; use -inf, which is below "
+            "every finite score (np.finfo(np.float64).min is below these, and ties "
+            "only with a visible score of exactly that value)")
     return Q, K, V, mask, note
