@@ -14,10 +14,10 @@ past 300, 7, 8, 32, 128 and 8192, off those grids, and 2^20 and 10^6 + 3, far pa
 them, at a few settings only, so that the normal entries' formula taken for wide heads
 past any width up to about a million, or a formula right only at the widths probed,
 shows: the formula must hold at every width; an attempt whose every call costs in
-proportion to d_k, sampling d_k entries per score, is slow at the widest), for normal entries (kurtosis 3) and others
-(from 1 to 10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the
-others, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to
-float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
+proportion to d_k, sampling d_k entries per score, is slow at the widest), for normal
+entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
+decimals, 1.37, 7.7 and 123.4 between the others, compared to 1e-6 relative, so that
+a kurtosis rounded to a few decimals or to float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
 shows; a rho clipped short of +-1, even by 1e-9, is named as such; where the formula is
 exactly 0, the variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored
 at 1e-12 shows); the
