@@ -3,35 +3,33 @@ variance of a correlated score when the entries are not normal,
 ``scaled_score_moments(d_k, rho, kurtosis) -> (mean, variance)``.
 
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
-independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled score
-q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for positive and
-negative rho (from -1 to 1, small ones down to 3e-8, and 3e-7, 1e-6, 1e-5 and 1e-4 at
-kurtosis 1e8, 0.123456 and 0.1234567891 among them, so that a rho rounded or clipped
-short of +-1, or a variance taken as 1 for |rho| below any bound from about 3e-7 up,
-shows),
-at widths from 1 to 2^20 (1, 2, 3, 5, 16, 64 and 256 at every setting; 1024 and 4096,
-past 300, 7, 8, 32, 128 and 8192, off those grids, and 2^20 and 10^6 + 3, far past
-them, at a few settings only, so that the normal entries' formula taken for wide heads
-past any width up to about a million, or a formula right only at the widths probed,
-shows: the formula must hold at every width; an attempt whose every call costs in
-proportion to d_k, sampling d_k entries per score, is slow at the widest), for normal
-entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
-decimals, 1.37, 7.7 and 123.4 between the others, compared to 1e-6 relative, so that
-a kurtosis rounded to a few decimals or to float16, clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses,
-shows; a rho clipped short of +-1, even by 1e-9, is named as such; where the formula is
-exactly 0, the variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored
-at 1e-12 shows); the
-answer is a formula (two plain numbers, the same on every call, not an estimate); and it agrees
-with sampled scores for random-sign and Laplace entries. When an attempt fails, the checker
-compares it with the usual mistakes and names the one it matches, or says on which settings it
-is right and where it goes wrong ("right only at ..."), and says so when a variance is
-negative, or when its errors are float32's rounding of E[s^2] = Var + rho^2 d_k (the
-difference E[s^2] - (E s)^2 taken in float32); it calls an answer clipped only when
-it is right wherever the formula lies within the bounds and is the bound wherever the
-formula lies beyond them. Called without ``kurtosis``, the function must mean normal
-entries (the default kurtosis=3.0 of the exercise's signature). When the first check
-fails (no pair of finite numbers at some setting), the other six are not run, and the
-report says so and counts all seven.
+independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled
+score q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for
+positive and negative rho (from -1 to 1, small ones down to 3e-8, and 3e-7, 1e-6, 1e-5 and
+1e-4 at kurtosis 1e8, 0.123456 and 0.1234567891 among them, so that a rho rounded or clipped
+short of +-1, or a variance taken as 1 for |rho| below any bound from about 3e-7 up, shows),
+at widths from 1 to 2^20 (1, 2, 3, 5, 16, 64 and 256 at every setting; 1024 and 4096, past
+300, 7, 8, 32, 128 and 8192, off those grids, and 2^20 and 10^6 + 3, far past them, at a few
+settings only, so that the normal entries' formula taken for wide heads past any width up to
+about a million, or a formula right only at the widths probed, shows: the formula must hold
+at every width; an attempt whose every call costs in proportion to d_k, sampling d_k entries
+per score, is slow at the widest), for normal entries (kurtosis 3) and others (from 1 to
+10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the others,
+compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
+clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses, shows; a rho
+clipped short of +-1, even by 1e-9, is named as such; where the formula is exactly 0, the
+variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored at 1e-12 shows);
+the answer is a formula (two plain numbers, the same on every call, not an estimate); and it
+agrees with sampled scores for random-sign and Laplace entries. When an attempt fails, the
+checker compares it with the usual mistakes and names the one it matches, or says on which
+settings it is right and where it goes wrong ("right only at ..."), and says so when a
+variance is negative, or when its errors are float32's rounding of E[s^2] = Var + rho^2 d_k
+(the difference E[s^2] - (E s)^2 taken in float32); it calls an answer clipped only when it
+is right wherever the formula lies within the bounds and is the bound wherever the formula
+lies beyond them. Called without ``kurtosis``, the function must mean normal entries (the
+default kurtosis=3.0 of the exercise's signature). When the first check fails (no pair of
+finite numbers at some setting), the other six are not run, and the report says so and
+counts all seven.
 
 An attempt that calls the library's score_moments or scaled_score_moments, in its own
 thread or one it starts, fails. Blind spots: the calls are seen with sys.setprofile and
