@@ -636,6 +636,10 @@ def clips_the_scaled_scores_at(L):
 
 clip_1e4, clip_1e8, clip_1e10, clip_1e13, clip_1e15 = (
     clips_the_scaled_scores_at(L) for L in (1e4, 1e8, 1e10, 1e13, 1e15))
+# st14b: clips at 1e17, 1e30 and 1e200 passed (the clipping probe ran at tau = 1e-12
+# only, where the scaled scores are about 7e15); at 1e-300 they are about 7e303
+clip_1e17, clip_1e30, clip_1e200 = (
+    clips_the_scaled_scores_at(L) for L in (1e17, 1e30, 1e200))
 
 
 def d_k_from_axis_1(Q, K, V, tau):
@@ -1102,6 +1106,11 @@ WRONG = [
      "softmax gives one key the most: were the scores clipped"),
     (clip_1e13, "were the scores clipped"),
     (clip_1e15, "were the scores clipped"),
+    (clip_1e17, "weights at tau = 1e-300 with scores of about 1e304 differs from the "
+     "reference by up to 0.5: several keys share a row's largest weight where the "
+     "softmax gives one key the most: were the scores clipped"),
+    (clip_1e30, "were the scores clipped"),
+    (clip_1e200, "were the scores clipped"),
     (d_k_from_axis_1, "the scores are divided by tau sqrt(5), but 5 is not the width "
      "d_k = 4"),
     (einsum_with_fixed_letters, "on inputs of shape (8, 5, 6, T, d)"),
@@ -1219,7 +1228,7 @@ EXCLUSIVE = {
                         argmax_with_isclose_ties_when_cold, lead_14, lead_15, lead_17,
                         lead_18, weight_1e_6, weight_1e_7},
     "were the scores clipped": {clips_the_scores, clip_1e4, clip_1e8, clip_1e10, clip_1e13,
-                                clip_1e15},
+                                clip_1e15, clip_1e17, clip_1e30, clip_1e200},
     "compute float16 in float32": {textbook_line_in_float16,
                                    raw_products_in_float16_then_float32,
                                    q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16},
@@ -1775,3 +1784,27 @@ def test_the_row_near_minus_1e5_and_its_mirror_tell_a_clip_from_a_one_sided_boun
     for attempt in (scores_floored_at_minus_1e4, floor_on_the_shift_nan_made_uniform):
         assert np.all(attempt(low, K, V, t.COLD)[1] == 1 / t.T_K)
         assert np.allclose(attempt(high, K, V, t.COLD)[1], right(high, K, V, t.COLD)[1])
+
+
+def no_shift_then_nan_to_num(Q, K, V, tau):
+    # st14b: exp() not shifted overflows when cold, and NaN made 0: rows of zeros
+    with np.errstate(all="ignore"):
+        E = np.exp(_scores(Q, K, tau))
+        A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True), nan=0.0)
+    return A @ V, A
+
+
+def test_rows_of_zeros_are_not_told_one_hot(capsys):
+    # st14b: rows of zeros (all weights 0) were told "exactly one-hot (an argmax?)",
+    # and the tie's addendum looked at the whole array's largest weight
+    from attention.checkers import temperature
+
+    A = np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    want = np.full((2, 3), 1 / 3)
+    S = np.zeros((2, 3))
+    assert "one-hot" not in temperature._shortcut(A, want, 1e-12, S)
+    assert "one-hot" in temperature._shortcut(np.eye(3)[:2], want, 1e-12, S)
+    assert checkers.check_attention_with_temperature(no_shift_then_nan_to_num) is False
+    out = capsys.readouterr().out
+    assert "exactly one-hot" not in out and "an argmax picks only one" not in out, out
+    assert "sum to 0" in out, out

@@ -15,7 +15,8 @@ best scaled score leads the next two by 14.5, 16 and 18.5, 1e-6 to 2e-8 from one
 row snapped to one-hot once its lead passes a bound up to 18, or its largest weight
 1 - 1e-7, shows; one snapped only where the rest weighs below 1e-8 is right); two keys with equal scores at
 tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
-scores are about 7e15 and 3.5e15 (clipping the scaled scores at any bound below 3.5e15,
+scores are about 7e15 and 3.5e15, and at 1e-300 the same keys, whose scaled scores are
+about 7e303 and 3.5e303, finite (clipping the scaled scores at any bound below 3.5e303,
 np.clip(S, -L, L), ties them); at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
 tau sqrt(d_k), which the softmax gives e/(1 + e) and 1/(1 + e) and which a tau clamped
 from below (at 1e-16, or at the machine epsilon), an epsilon added to it or a temperature
@@ -164,10 +165,15 @@ SQUARE, SQUARE_D = 5, 4
 #: A batch of three leading axes (8, 5, 6, T, d), beside BATCH's two: an einsum with a
 #: fixed number of axes shows.
 BATCH5 = (8, 5, 6)
-#: The clipping probe, at tau = COLDEST: one query and three keys whose scaled scores
-#: are about 7.1e15, 3.5e15 and -7.1e15; the softmax gives the first key all the weight,
-#: and clipping the scaled scores at any L below 3.5e15 gives the first two 1/2 each.
+#: The clipping probe, at tau = COLDEST and EXTREME_COLD: one query and three keys
+#: whose scaled scores are about 7.1e15, 3.5e15 and -7.1e15 at 1e-12, and 7.1e303,
+#: 3.5e303 and -7.1e303 at 1e-300 (finite in float64); the softmax gives the first key
+#: all the weight, and clipping the scaled scores at any L below 3.5e15 (at 1e-12) or
+#: 3.5e303 (at 1e-300; 1e17, 1e30 and 1e200 among them) gives the first two 1/2 each.
 CLIP_Q, CLIP_K = ((1e4, 0.0),), ((1.0, 0.0), (0.5, 0.0), (-1.0, 0.0))
+CLIP_TAUS = (COLDEST, EXTREME_COLD)
+#: How the case names the size of the clipping probe's scaled scores, per tau.
+CLIP_SIZES = {COLDEST: "1e16", EXTREME_COLD: "1e304"}
 #: The values of the case at other sizes are of size 1000, so that an output off by a
 #: relative 1e-9 (an epsilon of 1e-9 in the row sums) shows.
 V_SIZE = 1e3
@@ -431,7 +437,8 @@ def _shortcut(A, want, tau, S) -> str:
         return (f"your weights are exactly 1/T_k, uniform, where at tau = {tau:g} the "
                 "softmax still tells the keys apart: the limit tau -> infinity is "
                 "approached, never reached; compute the softmax at every tau")
-    if np.all((A == 0) | (A == 1)) and not np.all((want == 0) | (want == 1)):
+    if np.all((A == 0) | (A == 1)) and np.all(A.sum(axis=-1) == 1) and \
+            not np.all((want == 0) | (want == 1)):  # (rows of zeros are no argmax)
         return (f"your weights are exactly one-hot (an argmax?), where at tau = {tau:g} "
                 "the softmax still gives several keys weight: the limit tau -> 0+ is "
                 "approached, never reached; compute the softmax at every tau")
@@ -1346,8 +1353,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     near_ties = [near_tie_inputs(tau) for tau in (NEAR, NEAREST, COLDER)]
     Q_clip, K_clip, V_clip = np.array(CLIP_Q), np.array(CLIP_K), V[:len(CLIP_K)]
-    O_clip, A_clip = scaled_dot_product_attention(Q_clip, K_clip, V_clip,
-                                                  temperature=COLDEST)
+    clips = [(t, *scaled_dot_product_attention(Q_clip, K_clip, V_clip, temperature=t))
+             for t in CLIP_TAUS]
 
     def tied_keys_share_the_weight():
         # at COLD and far colder, so that an argmax taken below some small tau shows too
@@ -1360,8 +1367,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             ok, detail = _check_weights(A, tie, q_tie, K_tie, V, tau,
                                         f"weights at tau = {tau:g} with two tied best keys",
                                         shortcuts=ordinary_ok)
+            # every row one-hot (its largest weight 1), not only some weight somewhere
             one_hot = (A is not None and np.shape(A) == tie.shape
-                       and np.isclose(np.max(np.asarray(A, dtype=np.float64)), 1.0, atol=1e-6))
+                       and bool(np.all(np.isclose(np.asarray(A, dtype=np.float64).max(
+                           axis=-1), 1.0, atol=1e-6))))
             if not ok and one_hot:
                 detail = detail.split(": your weights are exactly one-hot")[0]
                 detail += (": two keys tied for the best score should get 1/2 each, however "
@@ -1376,14 +1385,17 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         # (max(tau, 1e-3)), which the cases above cannot see (their weights are one-hot
         # at 1e-3 already), shows here.
         # A lower but positive score beside the best, both far above 1e15 once scaled:
-        # clipping the scaled scores (np.clip(S, -L, L), L up to 3.5e15) ties the two.
+        # clipping the scaled scores (np.clip(S, -L, L), L up to 3.5e15) ties the two;
+        # the same at 1e-300, where they are about 7e303 and 3.5e303 (any L below).
         # (Before the near ties, where clipping and an argmax with np.isclose ties give
         # the same weights: here only clipping ties scores so far apart.)
-        ok, detail = _case(fn, Q_clip, K_clip, V_clip, COLDEST, want_A=A_clip,
-                           want_O=O_clip, what=f"at tau = {COLDEST:g} with scores of "
-                           "about 1e16", shortcuts=ordinary_ok)
-        if not ok:
-            return ok, detail
+        for tau, O_clip, A_clip in clips:
+            ok, detail = _case(fn, Q_clip, K_clip, V_clip, tau, want_A=A_clip,
+                               want_O=O_clip, what=f"at tau = {tau:g} with scores of "
+                               f"about {CLIP_SIZES[tau]}",
+                               shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
         for tau, q_n, K_n in near_ties:
             ok, detail = near_tie(tau, q_n, K_n)
             if not ok:
@@ -1429,7 +1441,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 "itself, before exp(), at every tau")
 
     results.append(_run(f"two keys with equal scores (tau = {COLD:g}, {COLDEST:g}), scores "
-                        f"of about 1e16 at {COLDEST:g}, and two keys whose scaled scores "
+                        f"of about 1e16 at {COLDEST:g} and 1e304 at {EXTREME_COLD:g}, and two keys whose scaled scores "
                         f"differ by 1 (tau = {NEAR:g}, {NEAREST:g}, {COLDER:g})",
                         tied_keys_share_the_weight))
 
