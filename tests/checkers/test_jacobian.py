@@ -263,6 +263,14 @@ def jacobian_zero_past_1_minus_1e_12(a):  # st9a: passed (no row above 1 - 1e-12
     return np.zeros((len(a), len(a))) if a.max() > 1 - 1e-12 else jacobian(a)
 
 
+def jacobian_zero_past_1_minus_1e_13(a):  # st14a: passed (no row above 1 - 1e-13)
+    return np.zeros((len(a), len(a))) if a.max() > 1 - 1e-13 else jacobian(a)
+
+
+def jacobian_with_weights_below_1e_13_flushed(a):  # st14a: passed
+    return jacobian(np.where(a < 1e-13, 0.0, a))
+
+
 def jacobian_with_an_epsilon_in_the_normaliser(a):  # st11a: told of a leak
     return np.diag(a) - np.outer(a, a) / (a.sum() + 1e-15)
 
@@ -279,6 +287,9 @@ WRONG_JACOBIANS = [
     (jacobian_with_an_epsilon_in_the_normaliser, "nonzero only at the weight-1 key: "
                                                  "a.g or a a^T was scaled"),
     (jacobian_zero_past_1_minus_1e_12, "the result is 0 where J is not"),
+    (jacobian_zero_past_1_minus_1e_13, "the result is 0 where J is not"),
+    (jacobian_with_weights_below_1e_13_flushed,
+     "J of the row with its smallest weights flushed to 0"),
     (jacobian_zero_past_1_minus_1e_9, "the result is 0 where J is not"),
     (jacobian_zero_past_0_9, "a saturated row still has a nonzero Jacobian"),
     (jacobian_zero_past_0_999, "a saturated row still has a nonzero Jacobian"),
@@ -561,6 +572,14 @@ def vjp_zero_past_1_minus_1e_12(a, g):  # st9a: passed (no row above 1 - 1e-12)
     return np.zeros_like(g) if a.max() > 1 - 1e-12 else vjp(a, g)
 
 
+def vjp_zero_past_1_minus_1e_13(a, g):  # st14a: passed (no row above 1 - 1e-13)
+    return np.zeros_like(g) if a.max() > 1 - 1e-13 else vjp(a, g)
+
+
+def vjp_with_weights_below_1e_13_flushed(a, g):  # st14a: passed
+    return vjp(np.where(a < 1e-13, 0.0, a), g)
+
+
 def vjp_builds_j_on_odd_lengths(a, g):  # st9a: passed (SIZES are all even)
     if len(a) % 2:
         return (np.diag(a) - np.outer(a, a)) @ g
@@ -619,6 +638,9 @@ WRONG_VJPS = [
     (vjp_with_a_dot_g_scaled, "nonzero only at the weight-1 key: a.g or a a^T was scaled"),
     (vjp_builds_j_on_the_first_call_at_each_length, "on a row of 64 keys"),
     (vjp_zero_past_1_minus_1e_12, "the result is 0 where J g is not"),
+    (vjp_zero_past_1_minus_1e_13, "the result is 0 where J g is not"),
+    (vjp_with_weights_below_1e_13_flushed,
+     "J g of the row with its smallest weights flushed to 0"),
     (vjp_builds_j_on_odd_lengths, "on a row of 65 keys"),
     (vjp_builds_j_on_lengths_divisible_by_7, "on a row of 1001 keys"),
     (vjp_builds_j_when_g_is_all_positive, "its gradient g all positive, your vjp's "
