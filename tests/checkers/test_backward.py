@@ -908,6 +908,49 @@ skips_rows_above_0_999 = _skips_saturated_rows(0.999)
 skips_rows_above_1_minus_1e_6 = _skips_saturated_rows(1 - 1e-6)
 skips_rows_above_1_minus_1e_9 = _skips_saturated_rows(1 - 1e-9)
 skips_rows_above_1_minus_1e_12 = _skips_saturated_rows(1 - 1e-12)  # st11a
+skips_rows_above_1_minus_1e_13 = _skips_saturated_rows(1 - 1e-13)  # st14a: passed
+
+
+def zeroes_dQ_rows_above_1_minus_1e_13(Q, K, V, dO, mask=None):
+    """st14a: dQ alone zeroed on rows whose largest weight is above 1 - 1e-13 (passed:
+    the deepest saturated row was [29, 0, 0, 0], 1 - 7.6e-13)."""
+    dQ, dK, dV = correct(Q, K, V, dO, mask)
+    _, A, _ = _guarded_forward(*(x.astype(np.float64) for x in (Q, K, V)), mask)
+    return np.where(A.max(axis=-1, keepdims=True) > 1 - 1e-13, 0, dQ).astype(Q.dtype), \
+        dK, dV
+
+
+def _changes_the_weights(change, name):
+    def changed(Q, K, V, dO, mask=None):
+        """The page's steps in float64, the weights changed after the softmax."""
+        if Q.dtype != np.float64:
+            return correct(Q, K, V, dO, mask)
+        c, A, _ = _guarded_forward(Q, K, V, mask)
+        A = change(A)
+        dS = A * (dO @ swap(V) - np.sum(dO * (A @ V), axis=-1, keepdims=True))
+        return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+    changed.__name__ = name
+    return changed
+
+
+# st14a: passed (no weight of a saturated row was below 1e-13)
+flushes_weights_below_1e_13 = _changes_the_weights(
+    lambda A: np.where(A < 1e-13, 0.0, A), "flushes_weights_below_1e_13")
+# st14a: told "no threshold on A.max()" (a floor, not a threshold)
+clips_weights_to_1e_12 = _changes_the_weights(
+    lambda A: np.clip(A, 1e-12, 1), "clips_weights_to_1e_12")
+
+
+def flushes_dS_below_1e_14(Q, K, V, dO, mask=None):
+    """st14a: |dS| < 1e-14 set to 0 (passed: no saturated row's dS was all below)."""
+    c, A, O = _guarded_forward(*(x.astype(np.promote_types(Q.dtype, np.float32))
+                                 for x in (Q, K, V)), mask)
+    dO_w = dO.astype(A.dtype)
+    dS = A * (dO_w @ swap(V.astype(A.dtype)) - np.sum(dO_w * O, axis=-1, keepdims=True))
+    dS = np.where(np.abs(dS) < 1e-14, 0.0, dS)
+    Qw, Kw = Q.astype(A.dtype), K.astype(A.dtype)
+    return tuple(x.astype(Q.dtype) for x in (c * dS @ Kw, c * swap(dS) @ Qw,
+                                             swap(A) @ dO_w))
 
 
 def dS_from_the_library_softmax_vjp(Q, K, V, dO, mask=None):  # st9a: passed
@@ -1040,6 +1083,12 @@ WRONG = [
     (skips_rows_above_1_minus_1e_6, "a saturated row still passes a small gradient"),
     (skips_rows_above_1_minus_1e_9, "a saturated row still passes a small gradient"),
     (skips_rows_above_1_minus_1e_12, "a saturated row still passes a small gradient"),
+    (skips_rows_above_1_minus_1e_13, "a saturated row still passes a small gradient"),
+    (zeroes_dQ_rows_above_1_minus_1e_13, "with no threshold on A.max()"),
+    (flushes_dS_below_1e_14, "no small entry of dS (or of dQ) flushed to 0"),
+    (flushes_weights_below_1e_13, "weights below a threshold were flushed to 0, as "
+                                  "np.where(A < 1e-13, 0, A) does"),
+    (clips_weights_to_1e_12, "the weights have a floor, as np.clip(A, 1e-12, 1)"),
     (dS_from_the_library_softmax_vjp, "calls the library's own attention.softmax_vjp"),
     (A_from_the_library_forward,
      "calls the library's own attention.scaled_dot_product_attention"),
@@ -1155,7 +1204,10 @@ EXCLUSIVE = {
     # eps 1e-14 moves the [29, 0, 0, 0] row's dQ by 1.6e-2 of its size: told so
     "a saturated row": {skips_rows_above_0_999, skips_rows_above_1_minus_1e_6,
                         skips_rows_above_1_minus_1e_9, skips_rows_above_1_minus_1e_12,
-                        normalises_with_eps_1e_14},
+                        skips_rows_above_1_minus_1e_13, zeroes_dQ_rows_above_1_minus_1e_13,
+                        flushes_dS_below_1e_14, normalises_with_eps_1e_14},
+    "weights below a threshold were flushed": {flushes_weights_below_1e_13},
+    "the weights have a floor": {clips_weights_to_1e_12},
     "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
                             adds_minus_1e9_and_zeroes_empty_rows,
                             adds_float32_min_and_zeroes_empty_rows,
@@ -1430,6 +1482,41 @@ def test_the_saturated_rows_lie_between_0_999_and_one_and_right_answers_meet_the
     assert 1 - attention.softmax(Q29 @ K.T).max() < 1e-12
     assert _saturated_case(shifts_only_above_80, Q29, K, V29, dO[:2])()[0]
     assert not _saturated_case(skips_rows_above_1_minus_1e_12, Q29, K, V29, dO[:2])()[0]
+
+
+def _D_summed(how):
+    def right(Q, K, V, dO, mask=None):
+        """The page's steps in float64, D = sum_j A_ij dA_ij summed some right way."""
+        c, A, _ = _guarded_forward(Q, K, V, mask)
+        dA = dO @ swap(V)
+        AdA = (A * dA).reshape(-1, A.shape[-1])
+        D = np.array([how(r) for r in AdA]).reshape(A.shape[:-1] + (1,))
+        dS = A * (dA - D)
+        return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
+    return right
+
+
+def test_the_row_of_scores_32_takes_right_sums_and_rejects_a_zeroed_or_flushed_row():
+    """st14a: at [32, 0, 0, 0] (1 - 3.8e-14) the allowance of 32 roundings (0.19 of
+    the row's size) takes D summed in order, in reverse, exactly (math.fsum) or in
+    long double (6.7e-3 off), and rejects the row zeroed or flushed (off by 1; a
+    flush of the weights by sum_j>0 dA_j against 3 dA_0 - sum_j>0 dA_j, which V
+    decides: 1.5 here, 1.2 in the checker's case, 0.1 with some V)."""
+    from attention.checkers.backward import _saturated_case
+    Q, K = np.array([[9.0], [32.0]]), np.array([[1.0], [0.0], [0.0], [0.0]])
+    gap = 1 - attention.softmax(Q @ K.T).max(axis=-1)
+    assert 3e-14 < gap[1] < 4e-14
+    rng = np.random.default_rng(2)
+    V = rng.standard_normal((4, 3))
+    dO = np.vstack([rng.standard_normal((1, 3)),
+                    np.random.default_rng(32).standard_normal((1, 3)) / 4])
+    sums = (np.sum, math.fsum, lambda r: np.sum(r[::-1]),
+            lambda r: float(np.sum(r.astype(np.longdouble))))
+    for how in sums:
+        assert _saturated_case(_D_summed(how), Q, K, V, dO)()[0]
+    for wrong in (skips_rows_above_1_minus_1e_13, zeroes_dQ_rows_above_1_minus_1e_13,
+                  flushes_dS_below_1e_14, flushes_weights_below_1e_13):
+        assert not _saturated_case(wrong, Q, K, V, dO)()[0], wrong.__name__
 
 
 def test_no_float16_failure_infers_a_right_A_from_dV(capsys):

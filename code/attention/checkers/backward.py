@@ -40,10 +40,11 @@ one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
 -1000 (a shift that is not the row's own maximum, clamped at 0 or the whole array's,
 underflows), and at d_k = 1 saturated rows that are not one-hot (scores [9, 0, 0, 0]
-to [29, 0, 0, 0], largest weights 1 - 3.7e-4 to 1 - 7.6e-13), whose dQ is compared
-row by row, each to a relative 1e-4 of its own size (9.3e-3 at [29, 0, 0, 0], where
-one rounding of A is more; a backward pass that skips rows above a threshold on
-A.max(), even 1 - 1e-12, shows); one with masked keys
+to [32, 0, 0, 0], largest weights 1 - 3.7e-4 to 1 - 3.8e-14), whose dQ is compared
+row by row, each to a relative 1e-4 of its own size (9.3e-3 at [29, 0, 0, 0] and 0.19
+at [32, 0, 0, 0], where one rounding of A is more; a backward pass that skips rows
+above a threshold on A.max(), even 1 - 1e-13, or flushes weights below 1e-13 or dS
+below 1e-14 to 0, shows); one with masked keys
 far above the others (masking after the softmax underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
@@ -929,13 +930,68 @@ SATURATED = ("a saturated row still passes a small gradient: its largest weight 
              "near 1 ({largest}), not exactly 1, so its dS = A * (dA - D) is small but "
              "not 0, and dQ's row ({error:.2g} off, relative to its own size) and dK "
              "carry it; only a one-hot row passes none. Compute dS the same way on "
-             "every row, with no threshold on A.max()")
+             "every row, with no threshold on A.max(), and no small entry of dS (or "
+             "of dQ) flushed to 0: this row's are at most {dS:.1e}")
+
+#: Said when a saturated row's gradient matches weights raised to a floor, or flushed.
+WEIGHTS_CHANGED = {
+    "floor": ("the weights have a floor, as np.clip(A, {t:.0e}, 1) or np.maximum(A, "
+              "{t:.0e}) gives: a weight below it (here {low:.1e}, in a row whose "
+              "largest weight is {largest}) is raised to it, and that row's small "
+              "gradient, proportional to its small weights, is off by {error:.2g} of "
+              "its size; use A as the softmax gives it, with no floor (the softmax "
+              "needs none: its row sums are at least 1 once the maximum is "
+              "subtracted)"),
+    "flush": ("weights below a threshold were flushed to 0, as np.where(A < {t:.0e}, "
+              "0, A) does: the small weights of a row near one-hot (here {low:.1e}, "
+              "largest weight {largest}) are small but not 0, and that row's gradient, "
+              "proportional to them, is off by {error:.2g} of its size; use A as the "
+              "softmax gives it, with no threshold on its entries"),
+}
+#: The floors and thresholds tried on the weights (a flush below 1e-13 and one below
+#: 1e-14 change the same weights here).
+WEIGHT_THRESHOLDS = (1e-16, 1e-15, 1e-14, 1e-13, 1e-12, 1e-10, 1e-8)
+
+
+def _from_weights(p, A):
+    """(dQ, dK, dV) by the page's formulas from the weights A in place of p.A."""
+    dA = p.dO @ _swap(p.V)
+    D = np.sum(p.dO * (A @ p.V), axis=-1, keepdims=True)
+    dS = A * (dA - D)
+    return p.c * (dS @ p.K), p.c * (_swap(dS) @ p.Q), _swap(A) @ p.dO
+
+
+def _weights_changed(got, p, allowed) -> str:
+    """The message of WEIGHTS_CHANGED whose weights give got's dQ, row by row within
+    ``allowed`` (relative to each row's own size) and no closer to the reference, or ""."""
+    ref = _grads(p)[0]
+    size = np.abs(ref).max(axis=-1)
+    far = np.abs(got[0] - ref).max(axis=-1) / size > allowed
+    for kind in ("floor", "flush"):
+        for t in WEIGHT_THRESHOLDS:
+            A = np.clip(p.A, t, 1) if kind == "floor" else np.where(p.A < t, 0.0, p.A)
+            if np.array_equal(A, p.A):
+                continue
+            want = _from_weights(p, A)[0]
+            error = np.abs(got[0] - want).max(axis=-1) / size
+            if np.all(error <= allowed):
+                moved = (A != p.A).any(axis=-1) & far
+                if not moved.any():
+                    continue
+                i = int(np.argmax(np.where(moved, p.A.max(axis=-1), -np.inf)))
+                row = p.A[i]
+                low = float(row[(A[i] != row)].max())
+                return WEIGHTS_CHANGED[kind].format(
+                    t=t, low=low, largest=f"1 - {1 - row.max():.1e}",
+                    error=float(np.abs(got[0][i] - ref[i]).max() / size[i]))
+    return ""
 
 
 def _saturated_case(fn, Q, K, V, dO):
     """One head whose rows are saturated but not one-hot (scores such as [9, 0, 0, 0] and
     [25, 0, 0, 0]): dQ compared row by row, each row to a relative RTOL_SATURATED of its
-    own largest entry (more where one rounding of A is more: 9.3e-3 at [29, 0, 0, 0]) (a row's gradient is far below the whole dQ's largest entry, which a
+    own largest entry (more where one rounding of A is more: 9.3e-3 at [29, 0, 0, 0],
+    0.19 at [32, 0, 0, 0]) (a row's gradient is far below the whole dQ's largest entry, which a
     tolerance relative to that would let go), then the whole case as ``_case``."""
     whole = _case(fn, Q, K, V, dO)
 
@@ -950,15 +1006,24 @@ def _saturated_case(fn, Q, K, V, dO):
         size = np.abs(ref[0]).max(axis=-1)
         error = np.abs(got[0] - ref[0]).max(axis=-1) / size
         # a row's dS is about (1 - A.max()) dA: one rounding of A (2.2e-16) is a
-        # relative 2.2e-16 / (1 - A.max()) of it, 3e-4 at [29, 0, 0, 0], which
+        # relative 2.2e-16 / (1 - A.max()) of it, 3e-4 at [29, 0, 0, 0] (6e-3 at
+        # [32, 0, 0, 0], where right sums of D, in another order, exactly or in long
+        # double, are off by up to 6.7e-3 and a row zeroed or flushed by 1), which
         # float64 steps without the shift reach (7.5e-4): 32 roundings allowed
-        gap = 1 - _parts(Q, K, V, dO).A.max(axis=-1)
-        bad = error > np.maximum(RTOL_SATURATED, 32 * np.finfo(float).eps / gap)
+        p = _parts(Q, K, V, dO)
+        gap = 1 - p.A.max(axis=-1)
+        allowed = np.maximum(RTOL_SATURATED, 32 * np.finfo(float).eps / gap)
+        bad = error > allowed
+        # weights raised to a floor or flushed to 0 are named before a lost row
+        changed = _weights_changed(got, p, allowed) if bad.any() else ""
+        if changed:
+            return False, changed
         if bad.any() and _same(got[2], ref[2], RTOL) and np.all(
                 np.abs(got[0][bad]).max(axis=-1) < 0.5 * size[bad]):
-            A = _parts(Q, K, V, dO).A.max(axis=-1)
+            A = p.A.max(axis=-1)
             i = int(np.argmax(np.where(bad, A, -np.inf)))
-            return False, SATURATED.format(largest=f"1 - {1 - A[i]:.1e}",
+            dS = float(np.abs(p.dS[i]).max())
+            return False, SATURATED.format(largest=f"1 - {1 - A[i]:.1e}", dS=dS,
                                            error=float(error[i]))
         ok, detail = whole()
         if ok and bad.any():
@@ -1109,14 +1174,23 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # (mask[:, None, None]) it adds an axis, and shows.
     key_mask = np.array([True, False, True, True, False, True])
     # Saturated rows that are not one-hot (d_k = 1: scores [9, 0, 0, 0], [16, 0, 0, 0],
-    # [25, 0, 0, 0] and [29, 0, 0, 0], largest weights 1 - 3.7e-4, 1 - 3.4e-7,
-    # 1 - 4.2e-11 and 1 - 7.6e-13): their gradients are small but not 0, so a backward
-    # pass that skips rows above a threshold on A.max() (even 1 - 1e-12) shows, row
-    # by row.
-    Q_sat = np.array([[9.0], [16.0], [25.0], [29.0]])
+    # [25, 0, 0, 0], [29, 0, 0, 0] and [32, 0, 0, 0], largest weights 1 - 3.7e-4,
+    # 1 - 3.4e-7, 1 - 4.2e-11, 1 - 7.6e-13 and 1 - 3.8e-14): their gradients are small
+    # but not 0, so a backward pass that skips rows above a threshold on A.max() (even
+    # 1 - 1e-13), or flushes weights below 1e-13 (those of [32, 0, 0, 0] are 1.3e-14)
+    # or |dS| below 1e-14 to 0, shows, row by row (a flush of the weights moves that
+    # row's dQ by sum_j>0 dA_j against 3 dA_0 - sum_j>0 dA_j: 1.2 with this V, as
+    # little as 0.1 with others). The last row's dO is drawn apart (a quarter of a
+    # standard normal, so that all of that row's dS is below 1e-14), so that every
+    # other case's draws stay as they were.
+    # A sixth row, [20, 0, 0, 0] (1 - 6.2e-9), keeps T_q from 5, the d_k of most cases
+    # (a scale of 1/sqrt(T_q) is named, and would be told a constant 1/sqrt(5)).
+    Q_sat = np.array([[9.0], [16.0], [20.0], [25.0], [29.0], [32.0]])
     K_sat = np.array([[1.0], [0.0], [0.0], [0.0]])
     V_sat = rng_o.standard_normal((4, 3))
-    dO_sat = rng_o.standard_normal((4, 3))
+    drawn, apart = rng_o.standard_normal((4, 3)), \
+        np.random.default_rng(32).standard_normal((2, 3))
+    dO_sat = np.vstack([drawn[:2], apart[1:], drawn[2:], apart[:1] / 4])
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
@@ -1125,7 +1199,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   _case(fn, Q, K, V, dO, key_mask))),
         _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
         _run("one head, large scores (near 7000; one query's near -1000); "
-             "saturated rows (scores [9, 0, 0, 0] to [29, 0, 0, 0])",
+             "saturated rows (scores [9, 0, 0, 0] to [32, 0, 0, 0])",
              _all(_case(fn, Q_big, K_big, V, dO),
                   _saturated_case(fn, Q_sat, K_sat, V_sat, dO_sat))),
         _run("masked keys whose scores are far above the others (near 1e300)",
