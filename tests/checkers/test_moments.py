@@ -172,7 +172,7 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
      "the kurtosis was clipped (above 6 it becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
-     "(kurtosis 7.7 as 6, 9 as 6, 25 as 6, 123.4 as 6, 400 as 6, 10000 as 6, 1e8 as 6): the kurtosis was clipped"),
+     "(kurtosis 7.7 as 6, 9 as 6, 25 as 6, 123.4 as 6, 400 as 6, 10000 as 6, 1e8 as 6, 1e12 as 6, 1e15 as 6): the kurtosis was clipped"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
      "the kurtosis was rounded (to a whole number)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
@@ -180,18 +180,18 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
         1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
      "(kurtosis 1.37 as 3, 2.3456789 as 3, 2.37 as 3, 7.7 as 3, 9 as 3, 25 as 3, 123.4 as 3, "
-     "400 as 3, 10000 as 3, 1e8 as 3): right only at kurtosis 1, 1.8, 2.5, 3, 4.5, 6: "
+     "400 as 3, 10000 as 3, 1e8 as 3, 1e12 as 3, 1e15 as 3): right only at kurtosis 1, 1.8, 2.5, 3, 4.5, 6: "
      "was a value looked up per kurtosis"),
     # found by the student round st5b: right at every kurtosis of two decimals, or up to 9
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 2))),
      "(kurtosis 2.3456789 as 2.35): the kurtosis was rounded (to two decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 9.0))),
-     "(kurtosis 25 as 9, 123.4 as 9, 400 as 9, 10000 as 9, 1e8 as 9): the kurtosis was clipped (above 9 it "
+     "(kurtosis 25 as 9, 123.4 as 9, 400 as 9, 10000 as 9, 1e8 as 9, 1e12 as 9, 1e15 as 9): the kurtosis was clipped (above 9 it "
      "becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 3))),
      "(kurtosis 2.3456789 as 2.346): the kurtosis was rounded (to three decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 20.0))),
-     "(kurtosis 25 as 20, 123.4 as 20, 400 as 20, 10000 as 20, 1e8 as 20): the kurtosis was clipped "
+     "(kurtosis 25 as 20, 123.4 as 20, 400 as 20, 10000 as 20, 1e8 as 20, 1e12 as 20, 1e15 as 20): the kurtosis was clipped "
      "(above 20"),
     # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
@@ -237,7 +237,7 @@ WRONG = [
      "or the per-term mean E[q_m k_m] = rho was not subtracted"),
     # the kurtosis clipped at 500 (past every kurtosis probed before 10,000)
     (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 500.0)),
-     "(kurtosis 10000 as 500, 1e8 as 500): the kurtosis was clipped (above 500"),
+     "(kurtosis 10000 as 500, 1e8 as 500, 1e12 as 500, 1e15 as 500): the kurtosis was clipped (above 500"),
     # rho rounded to one decimal (every rho probed before 0.123456 had one)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 1), kurtosis),
      "0.123456 as 0.1, 0.1234567891 as 0.1): rho was rounded (to one decimal)"),
@@ -247,7 +247,7 @@ WRONG = [
     # found by the student round st7b
     # the kurtosis clipped at 1e4 (the largest probed before 1e8)
     (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 1e4)),
-     "(kurtosis 1e8 as 10000): the kurtosis was clipped (above 10000 it becomes the bound"),
+     "(kurtosis 1e8 as 10000, 1e12 as 10000, 1e15 as 10000): the kurtosis was clipped (above 10000 it becomes the bound"),
     # rho clipped 1e-9 short of +-1: the variance moves by 2e-9 only, and was told clipped
     (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -1 + 1e-9, 1 - 1e-9)), kurtosis),
      "(rho -1 as -0.999999999, 1 as 0.999999999): rho was clipped (beyond +-0.999999999"),
@@ -266,29 +266,30 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.12
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05): the formula holds for every rho"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05): the formula holds for every rho"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.1
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.123456, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05)"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05)"),
     # the same below 0.2 was told it clipped the variance at 1 (it is right at rho = 0.5,
     # where the formula is 2); test_a_variance_of_1_for_small_rho_is_not_told_it_clipped
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 0.2
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.3, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05, 0.123456, 0.1234567891)"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06, 1e-05, 0.0001, 0.001, 0.05, 0.123456, 0.1234567891)"),
     # rho rounded to six or seven decimals (0.123456 has six)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 6), kurtosis),
-     "(rho 3e-08 as 0, 3e-07 as 0, 0.1234567891 as 0.123457): rho was rounded (to six "
+     "(rho -1e-08 as -0, 1e-09 as 0, 3e-08 as 0, 1e-07 as 0, 3e-07 as 0, 0.1234567891 as 0.123457): rho was rounded (to six "
      "decimals)"),
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 7), kurtosis),
-     "(rho 3e-08 as 0, 0.1234567891 as 0.1234568): rho was rounded (to seven decimals)"),
+     "(rho -1e-08 as -0, 1e-09 as 0, 3e-08 as 0, 0.1234567891 as 0.1234568): rho was rounded (to seven decimals)"),
     # the normal entries' formula for wide heads, "the central limit" (passed beyond 300,
     # past every width probed; from 64 up it was told of rho = +-1)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
                                  else var(d_k, rho, kurtosis)),
      "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096, "
-     "8192, 1000003, 1048576: the variance 1 + rho^2 (kurtosis - 2) does not depend "
+     "8192, 1000003, 1048576, 1e9 + 7, 1e12, 1e15: the variance 1 + rho^2 (kurtosis "
+     "- 2) does not depend "
      "on d_k: a wide head makes the score's distribution nearly normal (the central "
      "limit theorem), but not its variance"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k >= 64
@@ -299,7 +300,7 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis if kurtosis in (
         1.0, 1.8, 2.0, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
         else 3.0)),
-     "(kurtosis 1.37 as 3, 7.7 as 3, 123.4 as 3): right only at kurtosis 1, 1.8, "
+     "(kurtosis 1.37 as 3, 7.7 as 3, 123.4 as 3, 1e12 as 3, 1e15 as 3): right only at kurtosis 1, 1.8, "
      "2.3456789, 2.37, 2.5, 3, 4.5, 6, 9, 25, 400, 10000, 1e8: was a value looked up "
      "per kurtosis"),
     # a mean right at the widths probed before (and at the sampling checks' 4) only
@@ -347,11 +348,11 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 5e-4
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.001, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06, 1e-05, 0.0001)"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06, 1e-05, 0.0001)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 1e-4
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 0.0001, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06, 1e-05)"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06, 1e-05)"),
     # the normal formula at widths off the probed grid (passed: never probed)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2)
      if d_k in (6, 7, 8, 32, 128, 512, 2048) else right(d_k, rho, kurtosis),
@@ -375,38 +376,69 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 1e-5
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 1e-05, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06): the formula holds for every rho, however small"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06): the formula holds for every rho, however small"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 9.9e-6
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 1e-05, but wrong for small |rho| (|rho| = "
-     "3e-07, 1e-06)"),
+     "1e-09, 1e-08, 1e-07, 3e-07, 1e-06)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 5e-7
                                  else var(d_k, rho, kurtosis)),
      "right at rho = 0 and for |rho| >= 1e-06, but wrong for small |rho| (|rho| = "
-     "3e-07)"),
+     "1e-09, 1e-08, 1e-07, 3e-07)"),
     # "wide heads are normal (the central limit theorem)": the normal entries' formula
     # past d_k = 10,000 (passed: the widest width probed was 8192)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 10_000
                                  else var(d_k, rho, kurtosis)),
      "right only at the probed widths up to d_k = 8192, wrong at d_k = 1000003, "
-     "1048576: the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k: a wide "
+     "1048576, 1e9 + 7, 1e12, 1e15: the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k: a wide "
      "head makes the score's distribution nearly normal (the central limit theorem), "
      "but not its variance, which keeps the entries' kurtosis at every width"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 10**6
                                  else var(d_k, rho, kurtosis)),
-     "wrong at d_k = 1000003, 1048576: the variance 1 + rho^2 (kurtosis - 2) does not "
-     "depend on d_k"),
+     "wrong at d_k = 1000003, 1048576, 1e9 + 7, 1e12, 1e15: the variance 1 + rho^2 "
+     "(kurtosis - 2) does not depend on d_k"),
     # the same past 2^20 only at powers of 2 ("head widths are powers of 2")
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2
                                  if d_k > 10_000 and not d_k & (d_k - 1)
                                  else var(d_k, rho, kurtosis)),
-     "wrong at d_k = 1048576: the variance 1 + rho^2 (kurtosis - 2) does not depend "
-     "on d_k"),
+     "wrong at others (d_k = 1048576) with the same rho and kurtosis: is a width "
+     "treated apart?"),
+    # found by the student round st14b (each passed: the fixed settings stopped at
+    # d_k = 10^6 + 3, 2^20, kurtosis 1e8 and, there, |rho| = 3e-7)
+    # the normal entries' formula past d_k = 2e6
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 2_000_000
+                                 else var(d_k, rho, kurtosis)),
+     "right only at the probed widths up to d_k = 1048576, wrong at d_k = 1e9 + 7, "
+     "1e12, 1e15: the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k"),
+    # a variance of 1 for |rho| < 2e-7
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 2e-7
+                                 else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 3e-07, but wrong for small |rho| (|rho| = "
+     "1e-09, 1e-08, 1e-07): the formula holds for every rho, however small"),
+    # the kurtosis clipped at 1e9
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 1e9))),
+     "(kurtosis 1e12 as 1e+09, 1e15 as 1e+09): the kurtosis was clipped (above 1e+09 it "
+     "becomes the bound"),
+    # exact at the checker's own kurtoses, the normal entries' formula at any other
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis) if kurtosis in (
+        1.0, 1.37, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 7.7, 9.0, 25.0, 123.4, 400.0,
+        1e4, 1e8) else 1 + rho**2),
+     "(kurtosis 1e12 as 3, 1e15 as 3): right only at kurtosis 1, 1.37, 1.8, 2.3456789, "
+     "2.37, 2.5, 3, 4.5, 6, 7.7, 9, 25, 123.4, 400, 10000, 1e8: was a value looked up"),
+    # (1 - rho)^2 for the noise term's 1 - rho^2 (was told to fix the rho |q|^2 term)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1) + (1 - rho)**2),
+     "right at rho = +1 but wrong at rho = -1: your variance depends on the sign of "
+     "rho, and the variance cannot"),
 ]
 
 
 @pytest.mark.parametrize("attempt, word", WRONG)
-def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(attempt, word, capsys):
+def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(
+        attempt, word, capsys, monkeypatch):
+    # on the fixed settings alone: the ones drawn afresh on each call only add coverage
+    from attention.checkers import moments
+
+    monkeypatch.setattr(moments, "_draw", lambda seed: ())
     assert checkers.check_scaled_score_moments(attempt) is False
     out = capsys.readouterr().out
     assert word in out, out
@@ -510,13 +542,21 @@ def test_the_pages_say_the_range_of_kurtoses_the_checker_probes():
     from attention.checkers.moments import KURTOSES
 
     chapters = Path(__file__).resolve().parents[2] / "chapters"
+    from attention.checkers.moments import DRAWN, FAR_PROBES, PROBES
+
     assert (min(KURTOSES), max(KURTOSES)) == (1.0, 1e8)
-    variance = (chapters / "variance.md").read_text()
-    exercises = (chapters / "exercises.md").read_text()
-    assert "kurtoses from 1 to $10^8$ among them" in variance
+    # st14b: the far settings reach kurtosis 1e20 and width 1e15
+    every = PROBES + FAR_PROBES
+    assert min(k for _, _, k in every) == 1.0 and max(k for _, _, k in every) == 1e20
+    assert max(d for d, _, _ in every) == 10**15 and DRAWN > 0
+    variance = " ".join((chapters / "variance.md").read_text().split())
+    exercises = " ".join((chapters / "exercises.md").read_text().split())
+    assert "widths up to $10^{15}$ and kurtoses from 1 to $10^{20}$ among them (and a " \
+           "few drawn afresh on each call)" in variance
     assert "10,000" not in variance.split(":label: ex-score-moments")[1].split(
         "{solution-start}")[0]
-    assert "kurtoses from 1 to $10^8$ among\nthem" in exercises
+    assert "kurtoses from 1 to $10^{20}$ and widths up to $10^{15}$ among them, a few " \
+           "drawn afresh on each call" in exercises
 
 
 def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus_1():
@@ -611,3 +651,78 @@ def test_tiny_correlations_at_the_largest_kurtosis_and_widths_past_a_million_are
         settings = [(r, k) for dd, r, k in moments.PROBES if dd == d]
         assert settings and all(r != 0 and k != 3.0 for r, k in settings)
         assert not any(moments._same(1 + r**2, var(d, r, k)) for r, k in settings)
+
+
+def test_the_settings_drawn_afresh_lie_in_the_stated_ranges_and_the_right_forms_pass_there():
+    # st14b: a fixed public grid let threshold shortcuts step past each edge; the drawn
+    # settings must never fail a right answer (float64, float32, or E[s^2] - (E s)^2)
+    from attention.checkers import moments
+
+    for seed in range(300):
+        drawn = moments._draw(seed)
+        assert len(drawn) == 2 * moments.DRAWN
+        assert [k for _, _, k in drawn[:moments.DRAWN]] == [3.0] * moments.DRAWN
+        for d, r, k in drawn:
+            assert isinstance(d, int) and 1 <= d <= 10**15 and 1.0 <= k <= 1e15
+            assert 1e-9 <= abs(r) <= 1.0 and r**2 * d <= 1e6 * (1 + 1e-12)
+            want = np.array(moments.score_moments(d, r, k))
+            for form in (right(d, r, k), second_moment_form(d, r, k),
+                         tuple(np.float32(x) for x in right(d, r, k))):
+                assert moments._same(np.array(form, float), want), (seed, d, r, k)
+    assert moments._draw(1) == moments._draw(1) != moments._draw(2)
+
+
+def test_the_far_settings_reach_1e15_and_1e20_and_keep_the_second_moment_form_right():
+    from attention.checkers import moments
+
+    widths = {d for d, _, _ in moments.FAR_PROBES}
+    assert max(widths) == 10**15 and 10**9 + 7 in widths
+    assert max(k for _, _, k in moments.FAR_PROBES) == 1e20
+    tiny = [(d, r, k) for d, r, k in moments.FAR_PROBES if abs(r) < 3e-7]
+    assert min(abs(r) for _, r, _ in tiny) == 1e-9
+    assert all(r**2 * (k - 2) >= 100 for _, r, k in tiny)  # far above the tolerance
+    for p in moments.FAR_PROBES:
+        assert moments._same(second_moment_form(*p)[1], var(*p)), p
+
+
+def test_a_mistake_seen_only_on_a_drawn_setting_prints_it_and_the_seed(capsys, monkeypatch):
+    from attention.checkers import moments
+
+    fixed = ((5, 0.3, 3.0), (3, -0.2, 3.0), (12345, 2e-5, 77.7), (7, 0.4, 77.7))
+    monkeypatch.setattr(moments, "DRAWN", 2)
+    monkeypatch.setattr(moments, "_draw", lambda seed: fixed)
+    monkeypatch.setattr(moments, "_fresh_seed", lambda: 42)
+    assert checkers.check_scaled_score_moments(
+        lambda d, r, k=3.0: (mean(d, r), 1 + r**2 if k == 77.7 else var(d, r, k))) is False
+    out = " ".join(capsys.readouterr().out.split())
+    # (at rho = 2e-5 the two formulas agree to the tolerance: the first setting told is
+    # the one where they differ)
+    assert "variance at d_k = 7, rho = 0.4, kurtosis = 77.7, a setting drawn afresh " \
+           "for this call: got 1.16, expected 13.112" in out, out
+    assert "_draw(42) in attention.checkers.moments draws these settings again" in out
+    assert "6 of 7 checks passed." in out
+
+
+def test_the_right_answer_prints_the_same_report_on_every_call(capsys):
+    reports = []
+    for _ in range(3):
+        assert checkers.check_scaled_score_moments(right) is True
+        reports.append(capsys.readouterr().out)
+    assert reports[0] == reports[1] == reports[2] and "drawn" not in reports[0].split(
+        "variance for other entries")[0]
+    assert reports[0].endswith("7 of 7 checks passed.\n")
+
+
+def test_a_sampled_estimate_stops_before_the_far_widths(monkeypatch):
+    # a sampling attempt fails the "same answer on every call" check, and is never
+    # called at d_k = 1e15 (where it could not finish)
+    from attention.checkers import moments
+
+    widths = []
+
+    def estimate(d_k, rho, kurtosis=3.0):
+        widths.append(d_k)
+        return sampled(min(d_k, 10**7), rho, kurtosis, n=200)
+
+    assert checkers.check_scaled_score_moments(estimate, verbose=False) is False
+    assert max(widths) == 2**20 and max(d for d, _, _ in moments.FAR_PROBES) == 10**15

@@ -6,21 +6,28 @@ The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of 
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled
 score q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for
 positive and negative rho (from -1 to 1, small ones down to 3e-8, and 3e-7, 1e-6, 1e-5 and
-1e-4 at kurtosis 1e8, 0.123456 and 0.1234567891 among them, so that a rho rounded or clipped
-short of +-1, or a variance taken as 1 for |rho| below any bound from about 3e-7 up, shows),
-at widths from 1 to 2^20 (1, 2, 3, 5, 16, 64 and 256 at every setting; 1024 and 4096, past
-300, 7, 8, 32, 128 and 8192, off those grids, and 2^20 and 10^6 + 3, far past them, at a few
-settings only, so that the normal entries' formula taken for wide heads past any width up to
-about a million, or a formula right only at the widths probed, shows: the formula must hold
-at every width; an attempt whose every call costs in proportion to d_k, sampling d_k entries
-per score, is slow at the widest), for normal entries (kurtosis 3) and others (from 1 to
-10,000 and 1e8, one with more than three decimals, 1.37, 7.7 and 123.4 between the others,
+1e-4 at kurtosis 1e8, and 1e-9, -1e-8 and 1e-7 at kurtosis 1e20, 0.123456 and 0.1234567891
+among them, so that a rho rounded or clipped short of +-1, or a variance taken as 1 for
+|rho| below any bound from 1e-9 up, shows), at widths from 1 to 1e15 (1, 2, 3, 5, 16, 64 and
+256 at every setting; 1024 and 4096, past 300, 7, 8, 32, 128 and 8192, off those grids, 2^20
+and 10^6 + 3, far past them, and 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4, at a few settings
+only, so that the normal entries' formula taken for wide heads past any width up to 1e15, or
+a formula right only at the widths probed, shows: the formula must hold at every width), for
+normal entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
+decimals, 1.37, 7.7 and 123.4 between the others, and 1e12, 1e15 and 1e20 at a few settings,
 compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
-clipped at 9, 20, 500 or 1e4, or looked up in a table of the other kurtoses, shows; a rho
+clipped at any bound up to 1e15, or looked up in a table of the other kurtoses, shows; a rho
 clipped short of +-1, even by 1e-9, is named as such; where the formula is exactly 0, the
 variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored at 1e-12 shows);
 the answer is a formula (two plain numbers, the same on every call, not an estimate); and it
-agrees with sampled scores for random-sign and Laplace entries. When an attempt fails, the
+agrees with sampled scores for random-sign and Laplace entries. The far settings (d_k from
+1e9 + 7 up, kurtoses from 1e12 up, rho = 1e-9 to 1e-7) are called only once the answer has
+been the same on every call, so that an estimate sampling d_k entries per score stops
+before them. After them, a few settings drawn afresh on every call (DRAWN per comparison,
+log-uniform: d_k from 1 to 1e15, |rho| from 1e-9 to 1 with rho^2 d_k at most 1e6, the
+kurtosis from 1 to 1e15) add coverage: every mistake the tests name shows on the fixed
+settings, and a failure on a drawn one prints it and the seed that draws it again; a right
+answer's report is the same on every call. When an attempt fails, the
 checker compares it with the usual mistakes and names the one it matches, or says on which
 settings it is right and where it goes wrong ("right only at ..."), and says so when a
 variance is negative, or when its errors are float32's rounding of E[s^2] = Var + rho^2 d_k
@@ -42,6 +49,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import textwrap
 from collections.abc import Callable
 
@@ -98,10 +106,59 @@ SMALL_RHO_PROBES = tuple((d, r, 1e8) for d in (2, 64) for r in SMALL_RHOS)
 #: heads past any width up to about a million ("the central limit theorem") shows.
 HUGE_D_KS = (2**20, 10**6 + 3)
 HUGE_PROBES = tuple((d, r, k) for d in HUGE_D_KS for r in OFF_RHOS for k in OFF_KURTOSES)
+#: Far settings, run after the check that the answer is the same on every call (a
+#: sampled estimate stops there, before a call at d_k = 1e15 that it could not finish),
+#: where a formula costs nothing: widths 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4 and
+#: kurtoses 1e4 and 1e8 (rho^2 (kurtosis - 3) is 1e-4 and 1, so that the normal
+#: entries' formula taken past any width up to 1e15 shows; rho^2 d_k stays at most 1e7,
+#: so that float64's rounding of E[s^2] - (E s)^2 stays below the tolerance);
+#: kurtoses 1e12 and 1e15 (a kurtosis clipped at any bound up to 1e15 shows); and
+#: rho = 1e-9, -1e-8 and 1e-7 at kurtosis 1e20, where rho^2 (kurtosis - 2) is 100, 1e4
+#: and 1e6 (a variance of 1 taken for |rho| below any bound from 1e-9 up shows).
+FAR_D_KS = (10**9 + 7, 10**12, 10**15)
+FAR_KURTOSES = (1e12, 1e15)
+TINY_RHOS, TINY_KURTOSIS = (1e-9, -1e-8, 1e-7), 1e20
+FAR_PROBES = tuple((d, r, k) for d in FAR_D_KS for r in (1e-4, -1e-4) for k in (1e4, 1e8)) \
+    + tuple((d, r, k) for d in (2, 64) for r in OFF_RHOS for k in FAR_KURTOSES) \
+    + tuple((d, r, TINY_KURTOSIS) for d in (2, 64) for r in TINY_RHOS)
+#: Settings drawn afresh on every call, after the far ones, DRAWN of them for each of the
+#: three comparisons (the mean; the variance for normal entries; for others): d_k
+#: log-uniform from 1 to 1e15, |rho| log-uniform from 1e-9 to 1 with either sign (but at
+#: most 1e3 / sqrt(d_k), so that rho^2 d_k stays at most 1e6: see FAR_PROBES), the
+#: kurtosis log-uniform from 1 to 1e15 (3 for normal entries). They only add coverage:
+#: every mistake the tests name is seen on the fixed settings; a failure on a drawn one
+#: prints the setting and the seed that draws it again.
+DRAWN = 4
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
     tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
     tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
     SMALL_RHO_PROBES + HUGE_PROBES
+
+
+def _d_text(d: int) -> str:
+    """A width as the report prints it: 4096, 1048576, 1e9 + 7, 1e15."""
+    if d < 10**9:
+        return str(d)
+    e = len(str(d)) - 1
+    return f"1e{e}" + (f" + {d - 10**e}" if d > 10**e else "")
+
+
+def _fresh_seed() -> int:
+    """A seed from the operating system, new on every call."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def _draw(seed: int) -> tuple:
+    """The settings drawn afresh (see DRAWN): DRAWN at kurtosis 3, then DRAWN at a
+    kurtosis drawn too, as (d_k, rho, kurtosis) with d_k an int."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(2 * DRAWN):
+        d = max(1, int(10 ** rng.uniform(0, 15)))
+        size = min(10 ** rng.uniform(-9, 0), 1e3 / math.sqrt(d))
+        k = 3.0 if i < DRAWN else float(10 ** rng.uniform(0, 15))
+        out.append((d, float(rng.choice((-1.0, 1.0)) * size), k))
+    return tuple(out)
 
 
 def _k_text(k: float) -> str:
@@ -318,23 +375,23 @@ def _small_rho(values: dict, which: int, wrong: list) -> str:
             f"{'mean' if which == 0 else 'variance'}")
 
 
-def _wide_only(which: int, wrong: list) -> str:
+def _wide_only(which: int, wrong: list, probes=PROBES) -> str:
     """A message when the attempt's mean (which = 0) or variance (1) is wrong only from
     some width past 5 on, right at every setting of every narrower width probed, or ""."""
     wide = sorted({d for d, _, _ in wrong})
-    widths = sorted({d for d, _, _ in PROBES})
+    widths = sorted({d for d, _, _ in probes})
     why = ("the formula rho sqrt(d_k) holds exactly at every width" if which == 0 else
            "the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k: a wide head "
            "makes the score's distribution nearly normal (the central limit theorem), "
            "but not its variance, which keeps the entries' kurtosis at every width")
     if wide and wide[0] > 5 and wide == [d for d in widths if d >= wide[0]]:
         return (f"right only at the probed widths up to d_k = "
-                f"{max(d for d in widths if d < wide[0])}, wrong at d_k = "
-                f"{', '.join(map(str, wide))}: {why}")
+                f"{_d_text(max(d for d in widths if d < wide[0]))}, wrong at d_k = "
+                f"{', '.join(map(_d_text, wide))}: {why}")
     return ""
 
 
-def _some_widths(which: int, wrong: list) -> str:
+def _some_widths(which: int, wrong: list, probes=PROBES) -> str:
     """A message when the attempt is right at some widths past 1 (right at d_k = 1
     only is another hint) at every setting, and wrong at others at a setting (rho,
     kurtosis) probed at both, or ""."""
@@ -342,11 +399,11 @@ def _some_widths(which: int, wrong: list) -> str:
     why = ("rho sqrt(d_k) holds exactly at every width" if which == 0 else
            "1 + rho^2 (kurtosis - 2) holds exactly at every width")
     bad = {(r, k) for _, r, k in wrong}
-    right = {d for d, r, k in PROBES if (r, k) in bad} - set(wide)
+    right = {d for d, r, k in probes if (r, k) in bad} - set(wide)
     if not wide or not right - {1}:
         return ""
-    return (f"right at some widths (d_k = {', '.join(map(str, sorted(right)))}) and "
-            f"wrong at others (d_k = {', '.join(map(str, wide))}) with the same rho "
+    return (f"right at some widths (d_k = {', '.join(map(_d_text, sorted(right)))}) and "
+            f"wrong at others (d_k = {', '.join(map(_d_text, wide))}) with the same rho "
             f"and kurtosis: is a width treated apart? The formula {why}")
 
 
@@ -363,7 +420,7 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
     small = _small_rho(values, which, wrong)
     if small:
         return small
-    wide = _wide_only(which, wrong) or _some_widths(which, wrong)
+    wide = _wide_only(which, wrong, list(values)) or _some_widths(which, wrong, list(values))
     if wide:
         return wide
     if all(abs(r) not in (0.0, 1.0) for _, r, _ in wrong):
@@ -383,6 +440,13 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
                 "rho = 0, where only the noise term sqrt(1 - rho^2) q.z is: its variance "
                 "is (1 - rho^2) d_k for any such entries, whatever the kurtosis, since "
                 "Var(q_m z_m) = E[q_m^2] E[z_m^2] = 1")
+    if which == 1 and any(r == -1.0 for _, r, _ in wrong) and \
+            all(r != 1.0 for _, r, _ in wrong):
+        return ("right at rho = +1 but wrong at rho = -1: your variance depends on the "
+                "sign of rho, and the variance cannot, since rho enters squared (rho^2 "
+                "for the term rho |q|^2, 1 - rho^2 for the noise term sqrt(1 - rho^2) "
+                "q.z, whose coefficient squared is 1 - rho^2): (1 - rho)^2 where "
+                "1 - rho^2 belongs?")
     if which == 1 and any(abs(r) == 1.0 for _, r, _ in wrong) and \
             all(r != 0.0 for _, r, _ in wrong):
         return ("right at rho = 0, where only the noise term is left, but wrong at "
@@ -610,27 +674,28 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     wrong = [p for p, ok in zip(probes, _eq(got, want)) if not ok]
     if not wrong:
         return True, ""
-    if all(_same(_col(values, w, PROBES), _col(values, w, PROBES, _ref(1 - w))) for w in (0, 1)):
+    every = list(values)  # each setting evaluated: the fixed ones and the far ones
+    if all(_same(_col(values, w, every), _col(values, w, every, _ref(1 - w))) for w in (0, 1)):
         return False, "mean and variance are swapped: return (mean, variance), the mean first"
     formulas = [(m, f) for w, f, m in MISTAKES if w == which]
-    named = _named(_col(values, which, PROBES),
-                   [(m, lambda f=f: _col(values, which, PROBES, f)) for m, f in formulas], _same)
+    named = _named(_col(values, which, every),
+                   [(m, lambda f=f: _col(values, which, every, f)) for m, f in formulas], _same)
     if named:
         return False, named
     (d, r, k), i = wrong[0], probes.index(wrong[0])
     n = _digits(got[i], want[i])
-    detail = (f"{what} at d_k = {d}, rho = {r}, kurtosis = {k}: got {got[i]:.{n}g}, "
+    detail = (f"{what} at d_k = {_d_text(d)}, rho = {r}, kurtosis = {k}: got {got[i]:.{n}g}, "
               f"expected {want[i]:.{n}g} (wrong at {len(wrong)} of {len(probes)} settings)")
     named = _named(got, [(m, lambda f=f: _col(values, which, probes, f)) for m, f in formulas],
                    _same)  # a mistake that shows on these settings only
     if named:
         return False, f"on these settings, {named}; {detail}"
-    all_wrong = [p for p in PROBES if not _same(values[p][which], _ref(which)(*p))]
+    all_wrong = [p for p in every if not _same(values[p][which], _ref(which)(*p))]
     # a variance clipped is named as such before a kurtosis clipped (max(kurtosis - 2, 0)
     # is both)
     replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "") or \
-        _small_rho(values, which, all_wrong) or _wide_only(which, all_wrong)
+        _small_rho(values, which, all_wrong) or _wide_only(which, all_wrong, every)
     if replaced:
         return False, f"{replaced}; {detail}"
     cancelled = _float32_cancellation(values, probes, what) if which == 1 else ""
@@ -769,17 +834,73 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
             raise
         return True, ""
 
-    normal = [p for p in PROBES if p[2] == 3.0]
-    other = [p for p in PROBES if p[2] != 3.0]
+    # The far settings and the drawn ones, called once the answer is known to be the
+    # same on every call (not a sampled estimate, which could not finish at d_k = 1e15);
+    # a call that fails there fails the first comparison that needs it.
+    seed = _fresh_seed()
+    drawn = _draw(seed)
+    extra: dict = {}  # the drawn settings' answers (kept out of the diagnosis)
+    failed: list = []  # (setting, what went wrong) of a call that failed there
+
+    def further(stable: bool) -> None:
+        if stable and not failed and not extra:
+            for p in FAR_PROBES + drawn:
+                try:
+                    (values if p in FAR_PROBES else extra)[p] = _call(fn, *p)
+                except Exception as exc:  # noqa: BLE001 - reported by the comparisons
+                    failed.append((p, exc))
+                    break
+
+    def compared(which: int, kind, what: str, outcome=None) -> tuple[bool, str]:
+        """``_diagnose`` on the fixed and far settings of ``kind`` (a test of the
+        kurtosis), then the drawn ones."""
+        fixed = [p for p in values if kind(p[2])]
+        ok, detail = outcome if outcome else _diagnose(values, which, fixed, what)
+        if not ok:
+            return ok, detail
+        if failed:
+            (d, r, k), exc = failed[0]
+            text = str(exc) if isinstance(exc, Rejected) else \
+                f"raised {type(exc).__name__}: {exc}"
+            return False, (f"at d_k = {d}, rho = {r!r}, kurtosis = {k!r} (far past the "
+                           f"settings before), the call failed: {text}")
+        for p in (p for p in extra if kind(p[2])):
+            got, want = extra[p][which], score_moments(*p)[which]
+            if not _same(got, want):
+                d, r, k = p
+                n = _digits(got, want)
+                return False, (f"{what} at d_k = {d}, rho = {r!r}, kurtosis = {k!r}, a "
+                               f"setting drawn afresh for this call: got {got:.{n}g}, "
+                               f"expected {want:.{n}g} (right at every fixed setting; "
+                               f"_draw({seed}) in attention.checkers.moments draws these "
+                               "settings again): the formula must hold at every d_k, rho "
+                               "and kurtosis the exercise allows")
+        return True, ""
+
+    def same_answer():
+        ok, detail = _same_on_every_call(fn, values)
+        further(ok)
+        return ok, detail
+
+    def is_normal(k):
+        return k == 3.0
+
+    def is_other(k):
+        return k != 3.0
+
     others = ", ".join(_k_text(k) for k in KURTOSES if k != 3.0)
     later = [
-        ("the same answer on every call (a formula, not an estimate)",
-         lambda: _same_on_every_call(fn, values)),
-        ("mean, for positive and negative rho", lambda: _diagnose(values, 0, PROBES, "mean")),
+        ("the same answer on every call (a formula, not an estimate)", same_answer),
+        ("mean, for positive and negative rho",
+         lambda: compared(0, lambda k: True, "mean")),
         ("variance for normal entries (kurtosis 3)",
-         lambda: _and_default_is_normal(fn, _diagnose(values, 1, normal, "variance"), values)),
-        (f"variance for other entries (kurtosis {others})",
-         lambda: _diagnose(values, 1, other, "variance")),
+         lambda: compared(1, is_normal, "variance", _and_default_is_normal(
+             fn, _diagnose(values, 1, [p for p in values if p[2] == 3.0], "variance"),
+             values))),
+        (f"variance for other entries (kurtosis {others}; far past them, "
+         f"{_k_text(FAR_KURTOSES[0])}, {_k_text(FAR_KURTOSES[1])} and "
+         f"{_k_text(TINY_KURTOSIS)}, and {DRAWN} drawn afresh)",
+         lambda: compared(1, is_other, "variance")),
         ("agrees with 40,000 sampled scores, random-sign entries",
          lambda: _agrees_with_sampling(fn, "signs", 16, -0.6, 40_000, _RNG_SEED)),
         ("agrees with 40,000 sampled scores, Laplace entries",
