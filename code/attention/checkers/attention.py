@@ -35,8 +35,10 @@ The contract the exercise states, and this checker tests:
   T_q = 1: no ``np.squeeze``);
 * float16 inputs computed in float32 and cast back (scores near 3200, whose raw
   products float16 holds but rounds by up to 8: float16 work unless Q K^T overflows
-  is named; and, masked, visible scores near -65600, below which float16's minimum
-  used as the fill of float32 scores lies: that fill is named);
+  is named; scores near 65600 and near 514000, above float16's 65504: scores clipped
+  below them, at +-65504, +-7e4 or +-1e5, are named; and, masked, visible scores
+  near -65600, below which float16's minimum used as the fill of float32 scores
+  lies: that fill is named);
 * the outputs have the inputs' dtype (float16, float32 or float64), with a mask too
   (a masked float32 and a masked float16 case: a float64 fill or bias, as
   ``np.finfo(np.float64).min``, is named), and float32 ones
@@ -434,6 +436,17 @@ def _float16_scores(A, A_ref, Q, K, mask, tol=None, atol=0.0) -> str:
                         "0.25): form Q K^T and the softmax in float32, "
                         "Q.astype(np.float32) and so on, and cast O and A back at "
                         "the end")
+        if Q.dtype != np.float16:
+            # the inputs rounded to float16, the rest in float32 or wider (st14a)
+            wide = [x.astype(np.float64) for x in h]
+            A16 = _soft(_fill(c * (wide[0] @ np.swapaxes(wide[1], -1, -2)), mask))
+            if np.abs(A - A16).max() <= (0.5 * err if tol is None else tol):
+                return (f"the weights differ from the reference by up to {err:.3g}, "
+                        "as the inputs rounded to float16 give (float16 keeps about "
+                        "3 digits; Q.astype(np.float16) and so on, even with the "
+                        f"rest in float32): {Q.dtype} inputs need {Q.dtype} work "
+                        "or wider from the start; only float16 inputs are cast, "
+                        "up to float32")
     return ""
 
 
@@ -915,6 +928,15 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     K_c = np.full((3, 64), 82.0, dtype=np.float16)
     K_c[1, 0], K_c[2, 0] = 81.9375, 81.875
     V_c = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]], dtype=np.float16)
+    # And float16 scores far above 1e5 (finite, and exact, in float32): a query of 255s
+    # (its first entry 64) against keys of 255s, the first entry 1/8 less (float16's
+    # step there) in key 1 and 1/4 less in key 2, scores 514111.875, 514110.875 and
+    # 514109.875, weights 0.67, 0.24 and 0.09: clipping the scores anywhere up to
+    # about 5e5 (at +-7e4, just above the 65600 of the keys of 82s) makes them equal.
+    Q_x = np.full((1, 64), 255.0, dtype=np.float16)
+    Q_x[0, 0] = 64.0
+    K_x = np.full((3, 64), 255.0, dtype=np.float16)
+    K_x[1, 0], K_x[2, 0] = 254.875, 254.75
 
     # The same query against keys of -82s (visible scores near -65600, below
     # float16's -65504) and two masked keys scoring 0 and 8: a fill of float16's
@@ -1013,8 +1035,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
             notes={"unguarded": " (in float16, -1e9 also rounds to -inf)"})),
-        _run("float16 at d_k = 64, scores near 3200, 9600 and 65600, and "
-             "masked near -65600", _all(_case(
+        _run("float16 at d_k = 64, scores near 3200, 9600, 65600 and 514000, "
+             "and masked near -65600", _all(_case(
             fn, Q_h, K_h, V_h, atol=5e-3,
             what="; in float16, Q K^T overflows to inf once a raw dot product "
                  "passes 65504 (a score above about 8188 at d_k = 64): compute "
@@ -1023,6 +1045,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                   what="; the scores here (65600, 65599.2 and 65598.4) lie above "
                        "float16's 65504 but are finite in float32: compute in "
                        "float32 and cast only O and A back"),
+            _case(fn, Q_x, K_x, V_c, atol=5e-3,
+                  what="; the scores here (514111.875, 514110.875 and 514109.875) "
+                       "lie far above float16's 65504 but are finite in float32: "
+                       "compute in float32 and cast only O and A back"),
             _case(fn, Q_n, K_n, V_n, mask_n, atol=5e-3,
                   keys={"fill-float16", "fill-below", "additive"},
                   what="; the visible keys here score near -65600, below "
