@@ -726,3 +726,16 @@ def test_a_sampled_estimate_stops_before_the_far_widths(monkeypatch):
 
     assert checkers.check_scaled_score_moments(estimate, verbose=False) is False
     assert max(widths) == 2**20 and max(d for d, _, _ in moments.FAR_PROBES) == 10**15
+
+
+def test_a_call_that_fails_at_a_far_setting_is_reported_with_that_setting(capsys):
+    def finite_below_1e9(d_k, rho, kurtosis=3.0):
+        if d_k >= 10**9:
+            raise OverflowError("too wide")
+        return right(d_k, rho, kurtosis)
+
+    assert checkers.check_scaled_score_moments(finite_below_1e9) is False
+    out = " ".join(capsys.readouterr().out.split())
+    assert "✗ mean, for positive and negative rho: at d_k = 1e9 + 7, rho = 0.0001, " \
+           "kurtosis = 10000.0 (far past the settings before), the call failed: raised " \
+           "OverflowError: too wide" in out, out

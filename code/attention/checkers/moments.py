@@ -862,7 +862,7 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
             (d, r, k), exc = failed[0]
             text = str(exc) if isinstance(exc, Rejected) else \
                 f"raised {type(exc).__name__}: {exc}"
-            return False, (f"at d_k = {d}, rho = {r!r}, kurtosis = {k!r} (far past the "
+            return False, (f"at d_k = {_d_text(d)}, rho = {r!r}, kurtosis = {k!r} (far past the "
                            f"settings before), the call failed: {text}")
         for p in (p for p in extra if kind(p[2])):
             got, want = extra[p][which], score_moments(*p)[which]
