@@ -920,6 +920,32 @@ def zeroes_dQ_rows_above_1_minus_1e_13(Q, K, V, dO, mask=None):
         dK, dV
 
 
+def _changes_dS_or_D(name, dS=None, D=None):
+    def changed(Q, K, V, dO, mask=None):
+        """The page's steps in float64, dS or D changed."""
+        if Q.dtype != np.float64:
+            return correct(Q, K, V, dO, mask)
+        c, A, O = _guarded_forward(Q, K, V, mask)
+        dA = dO @ swap(V)
+        d = np.sum(dO * O, axis=-1, keepdims=True) if D is None else D(dO, O)
+        g = A * (dA - d)
+        g = g if dS is None else dS(g)
+        return c * g @ K, c * swap(g) @ Q, swap(A) @ dO
+    changed.__name__ = name
+    return changed
+
+
+# st14a: each was told "an epsilon in the softmax" (an error of 1e-8 fitted by one)
+D_from_O_rounded_to_float32 = _changes_dS_or_D(
+    "D_from_O_rounded_to_float32",
+    D=lambda dO, O: np.sum(dO * O.astype(np.float32), axis=-1, keepdims=True))
+flushes_dS_below_1e_12 = _changes_dS_or_D(
+    "flushes_dS_below_1e_12", dS=lambda g: np.where(np.abs(g) < 1e-12, 0.0, g))
+# st14a: told "a masked key got some weight" (dV, and so A, right)
+subtracts_the_row_mean_of_dS = _changes_dS_or_D(
+    "subtracts_the_row_mean_of_dS", dS=lambda g: g - g.mean(axis=-1, keepdims=True))
+
+
 def _changes_the_weights(change, name):
     def changed(Q, K, V, dO, mask=None):
         """The page's steps in float64, the weights changed after the softmax."""
@@ -1089,6 +1115,9 @@ WRONG = [
     (flushes_weights_below_1e_13, "weights below a threshold were flushed to 0, as "
                                   "np.where(A < 1e-13, 0, A) does"),
     (clips_weights_to_1e_12, "the weights have a floor, as np.clip(A, 1e-12, 1)"),
+    (D_from_O_rounded_to_float32, "precision was lost on the way"),
+    (flushes_dS_below_1e_12, "no small entry of dS (or of dQ) flushed to 0"),
+    (subtracts_the_row_mean_of_dS, "dS must be exactly 0"),
     (dS_from_the_library_softmax_vjp, "calls the library's own attention.softmax_vjp"),
     (A_from_the_library_forward,
      "calls the library's own attention.scaled_dot_product_attention"),
@@ -1205,7 +1234,10 @@ EXCLUSIVE = {
     "a saturated row": {skips_rows_above_0_999, skips_rows_above_1_minus_1e_6,
                         skips_rows_above_1_minus_1e_9, skips_rows_above_1_minus_1e_12,
                         skips_rows_above_1_minus_1e_13, zeroes_dQ_rows_above_1_minus_1e_13,
-                        flushes_dS_below_1e_14, normalises_with_eps_1e_14},
+                        flushes_dS_below_1e_14, flushes_dS_below_1e_12,
+                        normalises_with_eps_1e_14},
+    # (a floor on the weights gives masked keys 1e-12 each: dV stays right)
+    "dS must be exactly 0": {subtracts_the_row_mean_of_dS, clips_weights_to_1e_12},
     "weights below a threshold were flushed": {flushes_weights_below_1e_13},
     "the weights have a floor": {clips_weights_to_1e_12},
     "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
@@ -1482,6 +1514,14 @@ def test_the_saturated_rows_lie_between_0_999_and_one_and_right_answers_meet_the
     assert 1 - attention.softmax(Q29 @ K.T).max() < 1e-12
     assert _saturated_case(shifts_only_above_80, Q29, K, V29, dO[:2])()[0]
     assert not _saturated_case(skips_rows_above_1_minus_1e_12, Q29, K, V29, dO[:2])()[0]
+
+
+def test_a_change_to_dS_after_right_weights_is_not_told_a_masked_key_got_weight(capsys):
+    """st14a: dS - dS.mean(-1) leaves dV (so A) right; dQ near 5e283 comes from dS,
+    not from a weight."""
+    failures = "\n".join(_failures(subtracts_the_row_mean_of_dS, capsys))
+    assert "dS must be exactly 0 where A is 0" in failures
+    assert "got some weight" not in failures
 
 
 def _D_summed(how):
