@@ -13,7 +13,12 @@ moves the weights past that for L up to about 26 and the output for L up to abou
 beyond, it moves neither by 1e-8 at these sizes and is not seen); at 1e-3 on rows whose
 best scaled score leads the next two by 14.5, 16 and 18.5, 1e-6 to 2e-8 from one-hot (a
 row snapped to one-hot once its lead passes a bound up to 18, or its largest weight
-1 - 1e-7, shows; one snapped only where the rest weighs below 1e-8 is right); two keys with equal scores at
+1 - 1e-7, shows), and on rows of 4096 keys (values of size 1000) whose best leads every
+other by 20, 25 and 30 to half a unit more, where the many small weights add up (4095
+e^-25 is 4e-8): a row snapped to one-hot once its lead passes a bound, or exponentials
+set to 0 below a bound, shows for a bound up to 30 and is named so (beyond 30 it is not
+seen), and so does a row snapped once its largest weight passes 1 - 1e-9 (the rest's
+3e-10 moves the output by 3e-7 there); two keys with equal scores at
 tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
 scores are about 7e15 and 3.5e15, and at 1e-300 the same keys, whose scaled scores are
 about 7e303 and 3.5e303, finite (clipping the scaled scores at any bound below 3.5e303,
@@ -144,8 +149,21 @@ BIG, BIG_TAUS = 30.0, (1e8, 1e10)
 #: e^-18.5 of the best's weight, 1e-6 to 2e-8 off one-hot in all, so that a row
 #: snapped to one-hot once its lead passes a bound (14 to 18), or once its largest
 #: weight passes 1 - 1e-6 or 1 - 1e-7, shows (one snapped only where the rest of the
-#: row weighs below the tolerance 1e-8 is right to it).
+#: row weighs below the tolerance 1e-8 is right on these four keys; the LONG_LEADS rows
+#: show it).
 GAPS = (14.5, 16.0, 18.5)
+#: Cold rows of LONG_LEADS_T keys (d_k = 8, values of size V_SIZE, run at COLD), each
+#: a best key leading every other by a lead from LONG_LEADS to half a unit more in the
+#: scaled scores: one key e^-20 of the best's weight is no matter, but 4095 of them add
+#: up, so that a row snapped to one-hot once its lead passes a bound, or exponentials
+#: set to 0 below a bound (np.where(S - max < -L, 0, ...)), shows for a bound up to
+#: 30 (in the weights up to about 25, in the output up to 30; the GAPS rows' four keys
+#: show it below 18.5 only); beyond 30 it is not seen.
+LONG_LEADS, LONG_LEADS_T = (20.0, 25.0, 30.0), 4096
+#: How far below a row's best its nearest key set to 0 may lie and be named a snap to
+#: one-hot or a zeroing (its weight e^-40, about 4e-18, counts on a long row); a row
+#: one-hot with every other key farther below is told an argmax.
+SNAP_GAP = 40.0
 #: The extreme temperatures, on a query scaled by tau (its scaled scores stay near 1, so
 #: that a shortcut taken beyond any threshold of tau shows): hot 1e300 (Q K^T about
 #: 1e300, finite in float64) and cold 1e-300.
@@ -232,6 +250,21 @@ LARGE = (800.0, 799.0, 790.0, 0.0)
 #: key, moves the weights by about 4e-3 there.
 SUBNORMAL = (-740.0, -741.0, -742.0, -760.0)
 SHIFT_TAUS = (2.0, 1e6)
+
+
+def _long_lead_row(g, tau):
+    """A query (1, 8), LONG_LEADS_T keys and values of size V_SIZE: the first key's
+    scaled score is 0 and every other's lies from g to g + 0.5 below it (each key
+    moved along q to its score)."""
+    rng = np.random.default_rng(_RNG_SEED + 8)
+    d_k = 8
+    q = rng.standard_normal((1, d_k))
+    K = rng.standard_normal((LONG_LEADS_T, d_k))
+    V = V_SIZE * rng.standard_normal((LONG_LEADS_T, 3))
+    scaled = -(g + 0.5 * rng.uniform(size=LONG_LEADS_T))
+    scaled[0] = 0.0
+    K += ((scaled * tau * np.sqrt(d_k) - K @ q[0]) / (q[0] @ q[0]))[:, None] * q[0]
+    return q, K, V
 
 
 def _scaled_scores_row(K, scaled, tau):
@@ -501,6 +534,49 @@ def _floored(A, want) -> str:
             "underflowing to 0 without harm; drop the floor")
 
 
+def _zeroed(A, want, S) -> str:
+    """What weights are told that are 0 on keys the softmax gives weight, the nearest
+    of them less than SNAP_GAP below the row's best in the scaled scores ``S``, with the
+    keys kept keeping the softmax's ratios and lying above every key set to 0: a row
+    snapped to one-hot, or exponentials set to 0 below a bound; "" otherwise."""
+    if A.shape != want.shape or not (np.isfinite(A).all() and np.isfinite(want).all()):
+        return ""
+    S = np.broadcast_to(S, A.shape)
+    zero = (A == 0) & (want > 0)
+    rows = zero.any(axis=-1)
+    if not rows.any():
+        return ""
+    kept = A > 0
+    with np.errstate(all="ignore"):
+        ratio = np.where(kept, A / want, np.nan)
+        spread = np.nanmax(ratio, axis=-1) / np.nanmin(ratio, axis=-1)
+        low_kept = np.where(kept, S, np.inf).min(axis=-1)
+        high_zero = np.where(zero, S, -np.inf).max(axis=-1)
+    if not (np.all(kept.any(axis=-1)) and np.all(np.abs(spread[rows] - 1) < 1e-6)
+            and np.all(high_zero[rows] < low_kept[rows])):
+        return ""
+    best = S.max(axis=-1)
+    gaps = np.where(rows, best - high_zero, np.inf)
+    i = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
+    gap = float(gaps[i])
+    if not gap < SNAP_GAP:
+        return ""
+    n, total = int(zero[i].sum()), float(want[i][zero[i]].sum())
+    where = (f"the {n} key{'s' if n > 1 else ''} of a row you set to 0 get "
+             f"{total:.2g} in all from the softmax (the nearest lies {gap:.3g} below the "
+             f"best in the scaled scores, e^-{gap:.3g} of its weight)")
+    if int(kept[i].sum()) == 1:
+        head = (f"your weights are exactly one-hot, where {where}: was the row snapped "
+                "to one-hot (once its lead passed a bound, or an argmax), or were the "
+                "exponentials below a bound set to 0")
+    else:
+        head = (f"your weights are the softmax's with some keys set to 0, where {where}: "
+                "were the exponentials below a bound set to 0")
+    return (f"{head} (np.where(S - max < -L, 0, ...))? e^(S - max) is no 0 until it "
+            "underflows (below about -745), and on a long row the many small weights "
+            "add up; compute the softmax at every tau")
+
+
 def _epsilon_in_sum(A) -> str:
     """What weights are told whose rows fall short of 1 by a tiny amount and are otherwise a
     softmax: an epsilon added to the row sums."""
@@ -611,7 +687,10 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         got, w, rtol=1e-9, atol=0.0), want) if shortcuts else ""
     if named:
         return False, f"{detail}: {named}"
-    shortcut = _shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else ""
+    with np.errstate(all="ignore"):
+        scaled = _raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1]))
+    shortcut = _zeroed(A, want, scaled) if shortcuts else ""
+    shortcut = shortcut or (_shortcut(A, want, tau, _raw_scores(Q, K)) if shortcuts else "")
     shortcut = shortcut or (_first_order(A, want, Q, K, tau) if shortcuts else "")
     shortcut = shortcut or _floored(A, want) or _epsilon_in_sum(A)
     if shortcut:
@@ -759,6 +838,10 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
         with np.errstate(all="ignore"):
             want_A = _softmax(_raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1])))
         floored = _floored(A, want_A) if np.isfinite(want_A).all() else ""
+        if shortcuts:
+            with np.errstate(all="ignore"):
+                scaled = _raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1]))
+            floored = _zeroed(A, want_A, scaled) or floored
         uniform = _uniform_rows(A, want_A, tau) if shortcuts and \
             np.isfinite(want_A).all() else ""
         named = uniform or floored or _epsilon_in_sum(A) or \
@@ -1201,6 +1284,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     cold += [(_scaled_scores_row(K, (0.0, -g, -g, -60.0), COLD), K, V, COLD,
               f"at tau = {COLD:g} with a lead of {g:g} in the scaled scores")
              for g in GAPS]
+    # and rows of 4096 keys, each key but the best 20 to 30.5 below it: thousands of
+    # weights of e^-20 to e^-30 add up, so that a snap or a zeroing at a bound up to
+    # 30 shows
+    cold += [(*_long_lead_row(g, COLD), COLD,
+              f"at tau = {COLD:g} on {LONG_LEADS_T} keys led by {g:g} in the scaled "
+              "scores") for g in LONG_LEADS]
     cold = [(q, k, v, t, w, *scaled_dot_product_attention(q, k, v, temperature=t))
             for q, k, v, t, w in cold]
 
@@ -1217,8 +1306,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         return True, ""
 
     leads = ", ".join(f"{g:g}" for g in GAPS[:-1]) + f" and {GAPS[-1]:g}"
+    long_leads = ", ".join(f"{g:g}" for g in LONG_LEADS[:-1]) + f" and {LONG_LEADS[-1]:g}"
     cold_title = (f"at tau = {COLD:g} (also on rows whose scaled scores lead by "
-                  f"{leads}), at {LONG_TAU:g} on {T_k} keys, and at "
+                  f"{leads}, and on rows of {LONG_LEADS_T} keys led by {long_leads}), "
+                  f"at {LONG_TAU:g} on {T_k} keys, and at "
                   f"{EXTREME_COLD:g} on Q scaled by tau")
     results.append(_run(f"weights {cold_title}", lambda: cold_case(True)))
     results.append(_run(f"output {cold_title}", lambda: cold_case(False)))
