@@ -970,10 +970,124 @@ def clamps_the_row_maximum_at_minus_1e300(Q, K, V, mask=None):
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def _online_weights(S, block):
+    """A softmax over key blocks of ``block`` (FlashAttention's running maximum m and
+    sum l) whose running sum is never rescaled when m grows (st15a)."""
+    m = np.full(S.shape[:-1] + (1,), -np.inf, S.dtype)
+    total = np.zeros_like(m)
+    for b in range(0, S.shape[-1], block):
+        m_new = np.maximum(m, S[..., b:b + block].max(-1, keepdims=True))
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)
+        total = total + np.exp(S[..., b:b + block] - shift).sum(-1, keepdims=True)
+        m = m_new
+    shift = np.where(np.isneginf(m), 0.0, m)
+    return np.exp(S - shift) / np.where(total == 0, 1.0, total)
+
+
+def _online(block):
+    def attempt(Q, K, V, mask=None):
+        work = np.promote_types(Q.dtype, np.float32)
+        q, k, v = (x.astype(work) for x in (Q, K, V))
+        A = _online_weights(_scores(q, k, mask), block).astype(work)
+        return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"online_softmax_in_blocks_of_{block}_not_rescaled"
+    return attempt
+
+
+# st15a: passed every case while the longest row was 7 keys (one block)
+online_softmax_in_blocks_of_64_not_rescaled = _online(64)
+online_softmax_in_blocks_of_8_not_rescaled = _online(8)
+
+
+def normalises_over_the_first_8_keys(Q, K, V, mask=None):  # st15a: passed
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    m = S[..., :8].max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    t = E[..., :8].sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def reads_a_key_mask_per_query_when_square(Q, K, V, mask=None):  # st15a: passed
+    if mask is not None and np.ndim(mask) == 1 and Q.shape[-2] == K.shape[-2]:
+        mask = np.asarray(mask)[:, None]
+    return correct_in_float32(Q, K, V, mask)
+
+
+def guards_only_masks_of_two_or_more_dimensions(Q, K, V, mask=None):
+    """st15a: "a (T_k,) key mask cannot empty a row": unguarded for 1-D masks."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    if mask is not None and np.ndim(mask) >= 2:
+        return correct_in_float32(Q, K, V, mask)
+    E = np.exp(S - S.max(-1, keepdims=True))
+    A = E / E.sum(-1, keepdims=True)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def transposes_per_ndim_up_to_4(Q, K, V, mask=None):  # st15a: passed
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    order = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2)}
+    if q.ndim not in order:
+        raise ValueError("unsupported")
+    S = q @ k.transpose(order[q.ndim]) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(-1, keepdims=True)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1.0, t)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def returns_masked_arrays(Q, K, V, mask=None):
+    """st15a: np.ma for the mask, the masked arrays returned as they are."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = q @ np.swapaxes(k, -1, -2) / SQRT(Q.shape[-1])
+    hide = np.zeros(S.shape, bool) if mask is None else \
+        ~np.broadcast_to(mask, S.shape)
+    Sm = np.ma.masked_array(S, mask=hide)
+    E = np.ma.exp(Sm - Sm.max(axis=-1, keepdims=True))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A.filled(0.0) @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def online_softmax_rescaled(Q, K, V, mask=None):  # st15a: right, blocks of 4
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    m = np.full(S.shape[:-1] + (1,), -np.inf, work)
+    total = np.zeros_like(m)
+    for b in range(0, S.shape[-1], 4):
+        m_new = np.maximum(m, S[..., b:b + 4].max(-1, keepdims=True))
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)
+        total = total * np.exp(m - shift) + np.exp(S[..., b:b + 4] - shift).sum(
+            -1, keepdims=True)
+        m = m_new
+    shift = np.where(np.isneginf(m), 0.0, m)
+    A = np.exp(S - shift) / np.where(total == 0, 1.0, total)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+ONLINE = "the running sum was not rescaled when the running maximum grew"
+KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
+
 PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
             "broadcasts as (H, T_q, T_k), one per head")
 
 WRONG = [
+    (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
+    (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
+    (normalises_over_the_first_8_keys, "a row of 300 keys"),
+    (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
+    (guards_only_masks_of_two_or_more_dimensions, "a fully masked row gives NaN"),
+    (transposes_per_ndim_up_to_4, "here three, (2, 7, 2, T, d)"),
+    (returns_masked_arrays, "A is a numpy.ma.MaskedArray"),
     (reads_a_3d_mask_per_batch_item, PER_HEAD),
     (gives_a_3d_mask_a_head_axis, PER_HEAD),
     (clamps_the_row_maximum_at_minus_1e300, "the row maximum is clamped from below"),
@@ -1091,6 +1205,11 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
+    ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
+             online_softmax_in_blocks_of_8_not_rescaled},
+    # (mask[:, None] on a 1-D mask, and S[~mask] on a 2-D S, read it per query)
+    KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square,
+                    puts_the_new_mask_axis_in_the_middle, boolean_indexing},
     "large negative number": {fills_minus_1e9, masks_with_minus_100,
                               uniform_weights_for_an_empty_row},
     "mask is inverted": {inverted_mask, where_with_arguments_swapped},
@@ -1157,7 +1276,7 @@ if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some plat
 
 
 @pytest.mark.parametrize("fn", [correct_in_float32, correct_by_the_log_of_the_mask,
-                                fills_the_dtypes_min,
+                                fills_the_dtypes_min, online_softmax_rescaled,
                                 correct_with_nan_to_num_of_the_maximum] + [
     in_float32(f) for f in (correct_with_guards_by_any, correct_by_nan_to_num,
                             correct_with_finfo_min)])

@@ -116,6 +116,42 @@ PER_BATCH = ("the mask was read as (B, T_q, T_k) with mask[:, None]: a 3-D mask 
              "from the right); use it as it is, np.where(mask, S, -np.inf)")
 
 
+#: Said when a (T_k,) key mask on self-attention was read as one flag per query.
+KEY_PER_QUERY = ("the (T_k,) mask was read as one flag per query (mask[:, None], or "
+                 "S[~mask] = -np.inf, which indexes a 2-D S's first axis, the "
+                 "queries): a 1-D mask is one flag per key, for every query; its one "
+                 "axis is the keys, the scores' last, and it broadcasts against them "
+                 "as it is (with "
+                 "T_q = T_k, as in self-attention, mask[:, None] broadcasts too, and "
+                 "hides queries instead of keys); use np.where(mask, S, -np.inf)")
+
+
+#: Said when a result is a NumPy masked array (st15a: its hidden entries hold
+#: whatever the computation left there, and np.asarray reads them).
+MASKED_ARRAY = ("{name} is a numpy.ma.MaskedArray, not a plain NumPy array: its "
+                "masked entries still hold numbers (whatever the computation left "
+                "there, which np.asarray and any caller outside np.ma read), so the "
+                "masked keys need not weigh exactly 0; return a plain array, such "
+                "as A.filled(0.0), and compute O from it")
+
+
+#: Said when the weights are those of an online softmax whose running sum was not
+#: rescaled (st15a: passed every case while the longest row was 7 keys).
+ONLINE = ("the running sum was not rescaled when the running maximum grew: an online "
+          "softmax over key blocks (a running maximum m and a running sum l) must "
+          "multiply l by exp(m_old - m_new) whenever m grows, l = l * exp(m_old - "
+          "m_new) + exp(S_block - m_new).sum(-1); without it the earlier blocks "
+          "count at their old shift and a row no longer sums to 1")
+
+
+#: Said when an attempt that ran on one head raises on five-dimensional inputs.
+FIVE_D_HINT = ("the inputs may have any number of leading axes (here three, "
+               "(2, 7, 2, T, d)): every step must act on the last two axes "
+               "whatever comes before them (np.swapaxes({X}, -1, -2), @, axis=-1, "
+               "d_k = Q.shape[-1]), not on a list of cases per ndim or axes "
+               "counted from the front")
+
+
 def _torch_builtins() -> dict:
     """torch's built-in attention (the temperature checker's ``_builtin_attention``)
     with this exercise's sentence, {} without torch. Imports attention.torch (and so
@@ -187,6 +223,21 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
             W = np.where(mask, _soft(S), 0.0)
             t = W.sum(axis=-1, keepdims=True)
             return W / {"": 1.0, "plain": t, "guarded": np.where(t == 0, 1.0, t)}[renormalise]
+        return out(A)
+
+    def online(block):  # keys in blocks, the running sum never rescaled (st15a)
+        def A():
+            S_ = _fill(S, mask)
+            m = np.full(S_.shape[:-1] + (1,), -np.inf)
+            total = np.zeros_like(m)
+            for b in range(0, T_k, block):
+                m_new = np.maximum(m, S_[..., b:b + block].max(axis=-1, keepdims=True))
+                shift = np.where(np.isneginf(m_new), 0.0, m_new)
+                total = total + np.exp(S_[..., b:b + block] - shift).sum(
+                    axis=-1, keepdims=True)
+                m = m_new
+            E = np.exp(S_ - np.where(np.isneginf(m), 0.0, m))
+            return E / np.where(total == 0, 1.0, total)
         return out(A)
 
     def row_sum_T(E):  # a row's sum without keepdims: it broadcasts as a row vector
@@ -289,6 +340,9 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
             "the mask is inverted: True means 'may attend', but your weights are zero where "
             "the mask is True", out(lambda: _soft(_fill(S, ~np.asarray(mask))))),
            ("ignored", "the mask is ignored: masked keys get weight", out(lambda: _soft(S))),
+           *[("key-mask-per-query", KEY_PER_QUERY,
+              out(lambda: _soft(_fill(S, np.asarray(mask)[:, None]))))]
+           [:1 if np.ndim(mask) == 1 and T_q == T_k else 0],
            *[("mask-per-batch", PER_BATCH,
               out(lambda: _soft(_fill(S, np.asarray(mask)[:, None]))))]
            [:1 if np.ndim(mask) == 3 and S.ndim == 4 and np.shape(mask)[0] == S.shape[0]
@@ -364,6 +418,8 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
          "the exponentials are divided by the sum of the whole array (E.sum() without "
          "an axis): each row (one query over all keys) must sum to 1, "
          "E.sum(axis=-1, keepdims=True)", soft(total=lambda E: E.sum())),
+        *[("online", ONLINE, online(block)) for block in (2, 4, 8, 16, 32, 64, 128, 256)
+          if block < T_k],
         ("no-keepdims", nokeep_msg, soft(m=nokeep_max, total=row_sum_T)),
         ("no-keepdims", nokeep_msg, soft(m=nokeep_max)),
         ("no-keepdims", nokeep_msg, soft(total=row_sum_T)),
@@ -462,6 +518,8 @@ def _call(fn, Q, K, V, mask, on_error=""):
                        f"{_boolean_index_hint(exc, mask) or _keepdims_hint(exc, shape)}"
                        f"{'' if _boolean_index_hint(exc, mask) else on_error}") from exc
     for name, x in (("O", O), ("A", A)):
+        if isinstance(x, np.ma.MaskedArray):
+            raise Rejected(MASKED_ARRAY.format(name=name))
         if not isinstance(x, np.ndarray):
             raise Rejected(f"{name} is a {type(x).__name__}, not a NumPy array: return "
                            "the arrays themselves (no .tolist(), list() or list "
@@ -958,6 +1016,32 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # A non-square d_k = 10 (the others are 1, 4, 9 and 64, squares): a scale of
     # 1/int(np.sqrt(d_k)) = 1/3 shows (and differs from a constant 1/2).
     Q_5, K_5, V_5 = _inputs(rng_o, T_q=6, T_k=6, d_k=10, d_v=2)
+    # A long row (st15a): T_k = 300, not a multiple of 64 or 128, so that code working
+    # in key blocks (of 8, 64 or 128, say) runs several, the last one short; every
+    # key's first entry grows along the row (queries' first entries 1 to 2.5), so
+    # each row's maximum grows from key block to key block, and a masked key here
+    # and there. An online softmax that forgets to rescale its running sum when the
+    # running maximum grows, or a sum over the first keys only, shows. (Its own
+    # generator: the other cases' draws stay as they were.)
+    rng_l = np.random.default_rng(_RNG_SEED + 6)
+    Q_l, K_l, V_l = _inputs(rng_l, T_q=3, T_k=300)
+    Q_l[:, 0] = 1.0 + 1.5 * rng_l.random(3)
+    K_l[:, 0] += np.linspace(0.0, 12.0, 300)
+    mask_l = rng_l.random((3, 300)) < 0.7
+    mask_l[:, 0] = True
+    # A (T_k,) key mask on self-attention (T_q = T_k): read as one flag per query
+    # (mask[:, None]) it broadcasts without an error, and shows; and an all-False
+    # (T_k,) mask, an empty sequence: every row fully masked, zero weights.
+    key_mask_sq = np.array([True, False, True, True, False, True])
+    no_key = np.zeros(T_k, dtype=bool)
+    long_note = ("; here a row of 300 keys (T_k = 300), whose maximum grows from key "
+                 "block to key block: the maximum and the sum must run over all T_k "
+                 "keys of the row (code working in key blocks rescales its running "
+                 "sum whenever the running maximum grows)")
+    # Five-dimensional inputs (2, 7, 2, T, d): "any leading batch and head
+    # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
+    rng_5 = np.random.default_rng(_RNG_SEED + 7)
+    Q_5d, K_5d, V_5d = _inputs(rng_5, batch=(2, 7, 2))
 
     def batched_error():
         # Said only if the batched case without a mask passed: then the attempt
@@ -974,9 +1058,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             fn, Q_big, K_big, V,
             what="; the scores here exceed 700, where exp() overflows float64, and "
                  "query 2's all lie near -1000, where it underflows")),
-        _run("a causal mask, and a (T_k,) key mask: masked keys get weight "
-             "exactly 0", _all(_case(fn, Q, K, V, causal_mask(T_q, T_k)),
-                               _case(fn, Q, K, V, key_mask))),
+        _run("a causal mask, a (T_k,) key mask, and a masked row of 300 keys: "
+             "masked keys get weight exactly 0",
+             _all(_case(fn, Q, K, V, causal_mask(T_q, T_k)),
+                  _case(fn, Q, K, V, key_mask),
+                  _case(fn, Q_l, K_l, V_l, mask_l, what=long_note))),
     ]
     ran = not results[0][2].startswith("raised")  # the attempt ran on the first case
     results += [
@@ -992,11 +1078,14 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                                               not_key_0)),
             _case(fn, Q_fill, K_fill, V_fill, mask_fill, what=fill_note,
                   on_error=fill_note if ran else "", only_what=True))),
-        _run("a fully masked row gets zero weights and a zero output",
-             _case(fn, Q, K, V, empty_row)),
-        _run("self-attention (T_q = T_k) with a causal mask, d_k = 4 and 10",
+        _run("a fully masked row gets zero weights and a zero output; and an "
+             "all-False (T_k,) mask (an empty sequence)",
+             _all(_case(fn, Q, K, V, empty_row), _case(fn, Q, K, V, no_key))),
+        _run("self-attention (T_q = T_k) with a causal mask, d_k = 4 and 10; "
+             "and with a (T_k,) key mask",
              _all(_case(fn, Q_sq, K_sq, V_sq, causal_mask(6)),
-                  _case(fn, Q_5, K_5, V_5, causal_mask(6)))),
+                  _case(fn, Q_5, K_5, V_5, causal_mask(6)),
+                  _case(fn, Q_sq, K_sq, V_sq, key_mask_sq))),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
              "T_k = 7, d_k = 9, d_v = 3; and B = 1, T_q = 1; and a (B, T_q, T_k) "
              "mask",
@@ -1009,9 +1098,13 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
-        _run("batch and head dimensions (B, H, T, d), no mask", _case(
-            fn, Qb, Kb, Vb,
-            on_error="; " + BATCH_HINT.format(X="K") if flat_ok else "")),
+        _run("batch and head dimensions (B, H, T, d), and five-dimensional "
+             "(2, 7, 2, T, d), no mask", _all(
+                 _case(fn, Qb, Kb, Vb,
+                       on_error="; " + BATCH_HINT.format(X="K") if flat_ok else ""),
+                 _case(fn, Q_5d, K_5d, V_5d,
+                       on_error="; " + FIVE_D_HINT.format(X="K") if flat_ok
+                       else ""))),
     ]
     batched_ok = results[-1][1]
     results += [
