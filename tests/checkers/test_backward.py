@@ -1093,10 +1093,107 @@ def rounds_A_to_float16(Q, K, V, dO, mask=None):
     return tuple(x.astype(dtype) for x in (c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO))
 
 
+def _online_weights(S, block, rescale=False):
+    """A softmax over key blocks of ``block`` (a running maximum m and sum l), the
+    running sum rescaled when m grows only if ``rescale`` (st15a forgot it)."""
+    m = np.full(S.shape[:-1] + (1,), -np.inf, S.dtype)
+    total = np.zeros_like(m)
+    for b in range(0, S.shape[-1], block):
+        m_new = np.maximum(m, S[..., b:b + block].max(-1, keepdims=True))
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)
+        old = np.exp(m - shift) if rescale else 1.0
+        total = total * old + np.exp(S[..., b:b + block] - shift).sum(-1, keepdims=True)
+        m = m_new
+    shift = np.where(np.isneginf(m), 0.0, m)
+    return np.exp(S - shift) / np.where(total == 0, 1.0, total)
+
+
+def _backward_with(name, weights, D_of=None):
+    """The page's backward pass, in float32 for float16 inputs, with the weights
+    ``weights(S)`` and D ``D_of(A, dA)`` (dO . O unless given)."""
+    def attempt(Q, K, V, dO, mask=None):
+        w = np.promote_types(Q.dtype, np.float32)
+        q, k, v, do = (x.astype(w) for x in (Q, K, V, dO))
+        c = 1 / math.sqrt(Q.shape[-1])
+        S = c * q @ swap(k)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        A = weights(S).astype(w)
+        O = A @ v
+        dA = do @ swap(v)
+        D = np.sum(do * O, axis=-1, keepdims=True) if D_of is None else D_of(A, dA)
+        dS = A * (dA - D)
+        return tuple(x.astype(Q.dtype) for x in (c * dS @ k, c * swap(dS) @ q,
+                                                 swap(A) @ do))
+    attempt.__name__ = name
+    return attempt
+
+
+# st15a: each passed every case while the longest row was 8 keys (one block)
+online_softmax_in_blocks_of_64_not_rescaled = _backward_with(
+    "online_softmax_in_blocks_of_64_not_rescaled",
+    lambda S: _online_weights(S, 64))
+online_softmax_in_blocks_of_8_not_rescaled = _backward_with(
+    "online_softmax_in_blocks_of_8_not_rescaled",
+    lambda S: _online_weights(S, 8))
+D_over_the_first_8_keys = _backward_with(
+    "D_over_the_first_8_keys",
+    guarded_softmax, lambda A, dA: (A * dA)[..., :8].sum(-1, keepdims=True))
+online_softmax_rescaled = _backward_with(
+    "online_softmax_rescaled", lambda S: _online_weights(S, 4, True))  # right
+
+
+def reads_a_key_mask_per_query_when_square(Q, K, V, dO, mask=None):  # st15a: passed
+    if mask is not None and np.ndim(mask) == 1 and Q.shape[-2] == K.shape[-2]:
+        mask = np.asarray(mask)[:, None]
+    return correct(Q, K, V, dO, mask)
+
+
+def guards_only_masks_of_two_or_more_dimensions(Q, K, V, dO, mask=None):
+    """st15a: "a (T_k,) key mask cannot empty a row": unguarded for 1-D masks."""
+    if mask is not None and np.ndim(mask) >= 2:
+        return correct(Q, K, V, dO, mask)
+
+    def unguarded(S):
+        E = np.exp(S - S.max(-1, keepdims=True))
+        return E / E.sum(-1, keepdims=True)
+    return _backward_with("unguarded", unguarded)(Q, K, V, dO, mask)
+
+
+def transposes_per_ndim_up_to_4(Q, K, V, dO, mask=None):  # st15a: passed
+    order = {2: (1, 0), 3: (0, 2, 1), 4: (0, 1, 3, 2)}[Q.ndim]
+    w = np.promote_types(Q.dtype, np.float32)
+    q, k, v, do = (x.astype(w) for x in (Q, K, V, dO))
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * q @ k.transpose(order)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    A = guarded_softmax(S)
+    dA = do @ v.transpose(order)
+    dS = A * (dA - np.sum(do * (A @ v), axis=-1, keepdims=True))
+    return tuple(x.astype(Q.dtype) for x in (c * dS @ k, c * dS.transpose(order) @ q,
+                                             A.transpose(order) @ do))
+
+
+def returns_masked_arrays(Q, K, V, dO, mask=None):  # st15a
+    return tuple(np.ma.masked_array(g, mask=np.zeros(g.shape, bool))
+                 for g in correct(Q, K, V, dO, mask))
+
+
+ONLINE = "the running sum was not rescaled when the running maximum grew"
+KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
+
 PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
             "broadcasts as (H, T_q, T_k), one per head")
 
 WRONG = [
+    (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
+    (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
+    (D_over_the_first_8_keys, "a row of 300 keys"),
+    (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
+    (guards_only_masks_of_two_or_more_dimensions, "softmax is 0/0 = NaN"),
+    (transposes_per_ndim_up_to_4, "here three, (2, 3, 2, T, d)"),
+    (returns_masked_arrays, "dQ is a numpy.ma.MaskedArray"),
     (reads_a_3d_mask_per_batch_item, PER_HEAD),
     (gives_a_3d_mask_a_head_axis, PER_HEAD),
     (rounds_A_to_float16, "which does not show A right to float32's precision"),
@@ -1228,6 +1325,10 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
+    ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
+             online_softmax_in_blocks_of_8_not_rescaled},
+    # (S[~mask] on a 2-D S reads a 1-D mask per query)
+    KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square, boolean_indexing},
     "'- D' term": {forgets_D},
     "weights renormalised": {mask_after_the_softmax_renormalised},
     # eps 1e-14 moves the [29, 0, 0, 0] row's dQ by 1.6e-2 of its size: told so
@@ -1259,12 +1360,13 @@ EXCLUSIVE = {
     "mask is inverted": {inverts_the_mask},
     "instead of -inf": {masks_with_zero},
     "wrong axis": {softmax_over_queries},
-    "softmax is 0/0 = NaN": {nan_for_a_query_with_no_visible_key},
+    "softmax is 0/0 = NaN": {nan_for_a_query_with_no_visible_key,
+                             guards_only_masks_of_two_or_more_dimensions, uses_dot_T},
     "uniform weights": {minus_1e9_for_masked_scores,
                         zeroes_empty_rows_only_for_a_full_shape_mask},
     "unmasked forward pass": {D_from_the_unmasked_forward_pass},
     "after the softmax": {mask_applied_after_the_softmax},
-    "Q.shape[1]": {d_k_from_axis_1},
+    "Q.shape[1]": {d_k_from_axis_1, d_k_from_axis_3_or_1},  # (the latter on 5-D)
     # (at d_k = 5, T_q = 4: 1/int(np.sqrt(d_k)) and 1/sqrt(T_q) are both 1/2)
     "uses T_q": {scale_from_T_q, d_k_from_axis_1, d_k_from_axis_3_or_1,
                  scales_by_the_integer_root_of_d_k},
@@ -1318,6 +1420,7 @@ if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some plat
 
 
 @pytest.mark.parametrize("fn", [correct, correct_with_D_from_its_definition, fills_float64_min,
+                                online_softmax_rescaled,
                                 correct_by_the_log_of_the_mask,
                                 float16_in_float32_cast_back])
 def test_correct_attempts_pass_every_case(fn, capsys):
@@ -1343,8 +1446,11 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(fn, capsys):
 
 
 def test_dot_T_passes_on_one_head_and_fails_only_with_batch_and_heads(capsys):
+    # (st15a: it has no guard either, which the all-False (T_k,) mask shows)
     failures = _failures(uses_dot_T, capsys)
-    assert len(failures) == 6 and not any(f.startswith("✗ one head") for f in failures)
+    one_head = [f for f in failures if f.startswith("✗ one head")]
+    assert len(failures) == 7 and len(one_head) == 1, failures
+    assert "an empty sequence" in one_head[0] and "0/0 = NaN" in one_head[0]
 
 
 def test_a_product_whose_shapes_do_not_fit_on_one_head_is_pointed_to_the_equations(capsys):
@@ -1371,15 +1477,18 @@ def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
 
 
 def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
-    # the padding case (one sequence of length 0) and the full mask's case
+    # the all-False (T_k,) mask (an empty sequence), the padding case (one sequence
+    # of length 0) and the full mask's case
     failures = _failures(nan_for_a_query_with_no_visible_key, capsys)
-    assert len(failures) == 2 and "one sequence empty" in failures[0], failures
-    assert "see no key" in failures[1], failures
+    assert len(failures) == 3 and "an empty sequence" in failures[0], failures
+    assert "one sequence empty" in failures[1], failures
+    assert "see no key" in failures[2], failures
     # -1e9 for -inf fails there, and where a query's visible keys score below -1e9
     failures = _failures(minus_1e9_for_masked_scores, capsys)
-    assert len(failures) == 3 and "see no key" in failures[2], failures
-    assert "one sequence empty" in failures[1], failures
-    assert failures[0].startswith("✗ masked keys") and "allowed score below" in failures[0]
+    assert len(failures) == 4 and "see no key" in failures[3], failures
+    assert "one sequence empty" in failures[2], failures
+    assert "an empty sequence" in failures[0] and "uniform weights" in failures[0]
+    assert failures[1].startswith("✗ masked keys") and "allowed score below" in failures[1]
 
 
 def test_the_dtype_mistakes_fail_only_the_float32_case(capsys):

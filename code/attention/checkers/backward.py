@@ -149,7 +149,7 @@ def _swap(X):
 
 def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=True,
            scores=None, bias=0.0, eps=0.0, shift="row", fill=-np.inf, work=np.float64,
-           floor=0.0):
+           floor=0.0, block=None):
     """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
     forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
     ``mask_mode`` "per-batch" (a 3-D mask given a head axis, ``mask[:, None]``),
@@ -164,9 +164,13 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     array) or "head" (of each head), a zero sum divided by 1, exp() taken in ``work``
     (float32 for float32 inputs: what underflows there); ``mask_mode`` "fill" or
     "fill-zeroed" puts ``fill`` for a masked score (and zeroes a query with no visible
-    key afterwards)."""
+    key afterwards); ``mask_mode`` "per-query" reads a (T_k,) mask as one flag per
+    query (``mask[:, None]``); given ``block``, A is an online softmax over key blocks
+    of that size whose running sum is not rescaled when the running maximum grows."""
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
     if mask is not None and mask_mode == "per-batch":  # a 3-D mask read as (B, T_q, T_k)
+        mask, mask_mode = np.asarray(mask)[:, None], "-inf"
+    if mask is not None and mask_mode == "per-query":  # a (T_k,) mask read per query
         mask, mask_mode = np.asarray(mask)[:, None], "-inf"
     c = 1.0 / math.sqrt(Q.shape[-1] if d is None else d)
     S_free = S = c * (Q @ _swap(K)) if scores is None else np.asarray(scores, np.float64)
@@ -190,6 +194,16 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     else:
         E = np.exp(S - S.max(axis=axis, keepdims=True))
         A = E / E.sum(axis=axis, keepdims=True)
+    if block:  # an online softmax, the running sum never rescaled (st15a)
+        m = np.full(S.shape[:-1] + (1,), -np.inf)
+        total = np.zeros_like(m)
+        for b in range(0, S.shape[-1], block):
+            m_new = np.maximum(m, S[..., b:b + block].max(axis=-1, keepdims=True))
+            total = total + np.exp(S[..., b:b + block] - np.where(
+                np.isneginf(m_new), 0.0, m_new)).sum(axis=-1, keepdims=True)
+            m = m_new
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+        A = E / np.where(total == 0, 1.0, total)
     if eps:
         m = S.max(axis=axis, keepdims=True)
         E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
@@ -240,6 +254,41 @@ def _pinv_dS(p, D=None):
 PER_BATCH = ("the mask was read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D "
              "scores broadcasts as (H, T_q, T_k), one per head (NumPy aligns shapes "
              "from the right); use it as it is, np.where(mask, S, -np.inf)")
+
+
+#: Said when a (T_k,) key mask on self-attention was read as one flag per query.
+KEY_PER_QUERY = ("the (T_k,) mask was read as one flag per query (mask[:, None], or "
+                 "S[~mask] = -np.inf, which indexes a 2-D S's first axis, the "
+                 "queries): a 1-D mask is one flag per key, for every query; its one "
+                 "axis is the keys, the scores' last, and it broadcasts against them "
+                 "as it is (with "
+                 "T_q = T_k, as in self-attention, mask[:, None] broadcasts too, and "
+                 "hides queries instead of keys); use np.where(mask, S, -np.inf)")
+
+
+#: Said when the forward pass is an online softmax whose running sum was not
+#: rescaled (st15a: passed every case while the longest row was 8 keys).
+ONLINE = ("the running sum was not rescaled when the running maximum grew: an online "
+          "softmax over key blocks (a running maximum m and a running sum l) must "
+          "multiply l by exp(m_old - m_new) whenever m grows, l = l * exp(m_old - "
+          "m_new) + exp(S_block - m_new).sum(-1); without it the earlier blocks "
+          "count at their old shift, a row of A no longer sums to 1, and every "
+          "gradient is off")
+
+
+#: Said when a gradient is a NumPy masked array.
+MASKED_ARRAY = ("{name} is a numpy.ma.MaskedArray, not a plain NumPy array: its "
+                "masked entries still hold numbers (whatever the computation left "
+                "there, which np.asarray and any caller outside np.ma read); return "
+                "plain arrays, such as X.filled(0.0)")
+
+
+#: Said when an attempt that ran on one head raises on five-dimensional inputs.
+FIVE_D_HINT = ("; the inputs may have any number of leading axes (here three, "
+               "(2, 3, 2, T, d)): every step must act on the last two axes "
+               "whatever comes before them (np.swapaxes(X, -1, -2), @, axis=-1, "
+               "d_k = Q.shape[-1]), not on a list of cases per ndim or axes "
+               "counted from the front")
 
 
 PINV = ("dA is dO V^T (the product rule for O = A V), not dO times an inverse of V: "
@@ -356,6 +405,8 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
             *[("mask-per-batch", PER_BATCH, dict(mask_mode="per-batch"), RIGHT)]
             [:1 if np.ndim(mask) == 3 and Q.ndim == 4 and np.shape(mask)[0] == Q.shape[0]
              else 0],
+            *[("key-mask-per-query", KEY_PER_QUERY, dict(mask_mode="per-query"), RIGHT)]
+            [:1 if np.ndim(mask) == 1 and Q.shape[-2] == K.shape[-2] else 0],
             ("mask-inverted", "the mask is inverted: True means 'may attend', so masked "
                               "scores are where the mask is False",
              dict(mask_mode="inverted"), RIGHT),
@@ -415,6 +466,12 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                   "subtracted the sum is at least 1, and a query with no visible key "
                   "needs a guard, not a constant", dict(eps=10.0 ** -k), RIGHT)
                  for k in range(3, 11)]
+    if mask is not None and not np.any(mask):
+        # every key masked (an empty sequence): a finite fill or bias flattens each
+        # row, as a mask ignored or filled with 0 does; what it misses is the guard
+        mistakes.sort(key=lambda m: m[0] not in ("mask-large", "mask-bias"))
+    mistakes += [("online", ONLINE, dict(block=block), RIGHT)
+                 for block in (2, 4, 8, 16, 32, 64, 128, 256) if block < K.shape[-2]]
     if _empty_rows(Q, K, mask):
         mistakes.append((
             "nan-to-num", "{names} {is_are} zero where they should not be: a query whose "
@@ -519,6 +576,8 @@ def _call(fn, Q, K, V, dO, mask):
     result = _results(fn, dict(Q=Q, K=K, V=V, dO=dO), None if mask is None else dict(mask=mask),
                       NAMES)
     for name, g in zip(NAMES, result):
+        if isinstance(g, np.ma.MaskedArray):
+            raise Rejected(MASKED_ARRAY.format(name=name))
         if not isinstance(g, np.ndarray):
             raise Rejected(f"{name} is a {type(g).__name__}, not a NumPy array: return "
                            "the arrays themselves (no .tolist(), list() or list "
@@ -882,10 +941,12 @@ def _numeric_gradients(Q, K, V, dO, mask):
     return _NUMERIC[key]
 
 
-def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note=""):
+def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note="",
+          what=""):
     """One comparison, as a case for ``_run``. With ``numeric`` the reference is central
     differences of the library's forward pass, otherwise the formulas of the page. For
-    float32 inputs the gradients must also be float32."""
+    float32 inputs the gradients must also be float32. ``what`` (what the case tests)
+    is added to a diagnosis that does not name the online softmax's mistake."""
     float32 = Q.dtype == np.float32
     rtol = RTOL_FLOAT32 if float32 else RTOL_NUMERIC if numeric else RTOL
 
@@ -909,6 +970,8 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note=""):
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
             with np.errstate(all="ignore"):
                 detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
+            if what and ONLINE not in detail:
+                detail += what
             if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
                 errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
                                  for g, r in zip(got, ref))
@@ -1205,6 +1268,31 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # other case's draws stay as they were.
     # A sixth row, [20, 0, 0, 0] (1 - 6.2e-9), keeps T_q from 5, the d_k of most cases
     # (a scale of 1/sqrt(T_q) is named, and would be told a constant 1/sqrt(5)).
+    # A long row (st15a): T_k = 300, not a multiple of 64 or 128, so that code working
+    # in key blocks (of 8, 64 or 128, say) runs several, the last one short; every
+    # key's first entry grows along the row (queries' first entries 1 to 2.5), so each
+    # row's maximum grows from key block to key block, and a masked key here and
+    # there. An online softmax that forgets to rescale its running sum when the
+    # running maximum grows, or D summed over the first keys only, shows. (Its own
+    # generator: the other cases' draws stay as they were.)
+    rng_l = np.random.default_rng(_RNG_SEED + 6)
+    Q_l, K_l, V_l, dO_l = _inputs(rng_l, T_q=3, T_k=300)
+    Q_l[:, 0] = 1.0 + 1.5 * rng_l.random(3)
+    K_l[:, 0] += np.linspace(0.0, 12.0, 300)
+    mask_l = rng_l.random((3, 300)) < 0.7
+    mask_l[:, 0] = True
+    long_note = ("; here a row of 300 keys (T_k = 300), whose maximum grows from key "
+                 "block to key block: the softmax's maximum and sum, and D, must run "
+                 "over all T_k keys of the row (code working in key blocks rescales "
+                 "its running sum whenever the running maximum grows)")
+    # A (T_k,) key mask on the square inputs (T_q = T_k): read as one flag per query
+    # (mask[:, None]) it broadcasts without an error, and shows; and an all-False
+    # (T_k,) mask, an empty sequence: every query sees no key, all gradients zero.
+    key_mask_sq = np.array([True, False, True, True])
+    no_key = np.zeros(T_k, dtype=bool)
+    # Five-dimensional inputs (2, 3, 2, T, d): "any leading batch and head
+    # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
+    Q5, K5, V5, dO5 = _inputs(np.random.default_rng(_RNG_SEED + 7), batch=(2, 3, 2))
     Q_sat = np.array([[9.0], [16.0], [20.0], [25.0], [29.0], [32.0]])
     K_sat = np.array([[1.0], [0.0], [0.0], [0.0]])
     V_sat = rng_o.standard_normal((4, 3))
@@ -1214,10 +1302,14 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
-        _run("one head, causal mask (central differences); a (T_k,) key mask",
+        _run("one head, causal mask (central differences); a (T_k,) key mask; "
+             "an all-False one (an empty sequence); a masked row of 300 keys",
              _all(_case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True),
-                  _case(fn, Q, K, V, dO, key_mask))),
-        _run("one head, T_q = T_k", _case(fn, Qs, Ks, Vs, dOs)),
+                  _case(fn, Q, K, V, dO, key_mask),
+                  _case(fn, Q, K, V, dO, no_key),
+                  _case(fn, Q_l, K_l, V_l, dO_l, mask_l, what=long_note))),
+        _run("one head, T_q = T_k, without and with a (T_k,) key mask",
+             _all(_case(fn, Qs, Ks, Vs, dOs), _case(fn, Qs, Ks, Vs, dOs, key_mask_sq))),
         _run("one head, large scores (near 7000; one query's near -1000); "
              "saturated rows (scores [9, 0, 0, 0] to [32, 0, 0, 0])",
              _all(_case(fn, Q_big, K_big, V, dO),
@@ -1270,8 +1362,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     high_note = ("; compute in float32 (as the forward exercise's solution does) and cast "
                  "back: Q.astype(np.float32), the gradients .astype(Q.dtype)")
     return _report(one_head + [
-        _run("batch and head dimensions (B, H, T_q, d_k), no mask",
-             _case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint)),
+        _run("batch and head dimensions (B, H, T_q, d_k), and five-dimensional "
+             "(2, 3, 2, T_q, d_k), no mask",
+             _all(_case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint),
+                  _case(fn, Q5, K5, V5, dO5, on_error=FIVE_D_HINT if batch_hint else ""))),
         _run("one (T_q, T_k) causal mask for every batch item and head",
              _case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint)),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
