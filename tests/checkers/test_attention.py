@@ -1537,3 +1537,40 @@ def test_an_h_t_q_t_k_mask_on_4d_inputs_has_b_equal_h_and_heads_that_differ():
             S = S / SQRT(Q.shape[-1])
         visible = np.broadcast_to(True if m is None else m, S.shape)
         assert not np.any(S[visible] == lowest)
+
+
+def _calls(fn, check):
+    seen = []
+
+    def spy(Q, K, V, mask=None):
+        seen.append((Q.copy(), K.copy(), mask))
+        return fn(Q, K, V, mask)
+
+    assert check(spy, verbose=False)
+    return seen
+
+
+def _rises_by_blocks(Q, K, mask, block):
+    """Whether each row's running maximum grows in every key block of ``block``
+    after the first (the masked scores -inf)."""
+    S = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)
+    S = np.where(mask, S, -np.inf)
+    tops = np.stack([S[..., b:b + block].max(-1) for b in range(0, S.shape[-1], block)],
+                    axis=-1)
+    return bool(np.all(np.diff(tops, axis=-1) > 0))
+
+
+def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_inputs():
+    """What the masks page's checker paragraph lists (st15a): a masked row of
+    hundreds of keys, not a multiple of 64 or 128, whose maximum grows from key
+    block to key block (of 64 and of 128 keys); a (T_k,) mask on self-attention; an
+    all-False (T_k,) mask; inputs with three leading dimensions."""
+    seen = _calls(correct_in_float32, checkers.check_scaled_dot_product_attention)
+    long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
+    assert long and all(K.shape[-2] % 64 and K.shape[-2] % 128 for _, K, _ in long)
+    assert any(all(_rises_by_blocks(Q, K, m, b) for b in (64, 128))
+               and not np.all(m) for Q, K, m in long)
+    assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
+               and not np.all(m) for Q, K, m in seen if m is not None)
+    assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
+    assert any(Q.ndim == 5 for Q, _, _ in seen)

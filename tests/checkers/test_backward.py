@@ -1704,3 +1704,32 @@ def test_an_h_t_q_t_k_mask_on_4d_inputs_has_b_equal_h_and_heads_that_differ():
             S = S / math.sqrt(Q.shape[-1])
         visible = np.broadcast_to(True if m is None else m, S.shape)
         assert not np.any(S[visible] == lowest)
+
+
+def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_inputs():
+    """What the backward page's checker paragraph lists (st15a): a masked row of
+    hundreds of keys, not a multiple of 64 or 128, whose maximum grows from key
+    block to key block (of 64 and of 128 keys); a (T_k,) mask on T_q = T_k; an all-False
+    (T_k,) mask; inputs with three leading dimensions."""
+    seen = []
+
+    def spy(Q, K, V, dO, mask=None):
+        seen.append((Q.copy(), K.copy(), mask))
+        return correct(Q, K, V, dO, mask)
+
+    assert checkers.check_attention_backward(spy, verbose=False)
+
+    def rises(Q, K, mask, block):
+        S = np.where(mask, Q @ swap(K), -np.inf)
+        tops = np.stack([S[..., b:b + block].max(-1)
+                         for b in range(0, S.shape[-1], block)], axis=-1)
+        return bool(np.all(np.diff(tops, axis=-1) > 0))
+
+    long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
+    assert long and all(K.shape[-2] % 64 and K.shape[-2] % 128 for _, K, _ in long)
+    assert any(all(rises(Q, K, m, b) for b in (64, 128)) and not np.all(m)
+               for Q, K, m in long)
+    assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
+               and not np.all(m) for Q, K, m in seen if m is not None)
+    assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
+    assert any(Q.ndim == 5 for Q, _, _ in seen)

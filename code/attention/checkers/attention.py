@@ -4,7 +4,14 @@ attention in NumPy, ``fn(Q, K, V, mask=None) -> (O, A)``.
 The contract the exercise states, and this checker tests:
 
 * shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v), with leading batch
-  and head dimensions (none, one as in (B, T, d), or two); returns O (..., T_q, d_v) and A (..., T_q, T_k), in that order;
+  and head dimensions (none, one as in (B, T, d), two, or three, (2, 7, 2, T, d): code
+  written per ndim shows); returns O (..., T_q, d_v) and A (..., T_q, T_k), in that
+  order;
+* every row counts all its keys: one masked case has T_k = 300 (not a multiple of 64
+  or 128), each row's maximum growing from each block of 64 (or 128) keys to the
+  next, so that code working in key blocks runs several (an online softmax that does
+  not rescale its running sum when the running maximum grows is named; a sum over the
+  first keys fails);
 * scores Q K^T / sqrt(d_k) (one case at d_k = 10, not a square: a scale of
   1/int(np.sqrt(d_k)) is named); A is their softmax along the keys (each row sums to 1, in
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
@@ -17,7 +24,9 @@ The contract the exercise states, and this checker tests:
   clamp below -1e300 fails on the rows near -1e308, where it is named first: the
   one-computation mistakes the -1e300 rows reject are not named there);
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k) as it is
-  (the cases give it as (T_k,), (T_q, T_k), (B, T_q, T_k) for 3-D inputs,
+  (the cases give it as (T_k,), on T_q != T_k and on self-attention, T_q = T_k, where
+  read as one flag per query, ``mask[:, None]``, it broadcasts and is named; all-False
+  (T_k,), an empty sequence; (T_q, T_k), (B, T_q, T_k) for 3-D inputs,
   (B, 1, 1, T_k), (B, H, T_q, T_k), and (H, T_q, T_k) for 4-D inputs, one per head,
   with B = H = 3: a mask given new axes, as ``mask[:, None]`` for a 3-D one (on 3-D
   inputs it adds an axis; on 4-D ones it reads the mask as (B, T_q, T_k), one per
@@ -45,7 +54,8 @@ The contract the exercise states, and this checker tests:
   the values of the inputs' exact attention to 1e-5 (with scores above 88.7, where
   float32's exp() overflows);
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array);
-* O and A are NumPy arrays (not lists), computed in NumPy: an attempt that runs the
+* O and A are NumPy arrays (not lists, not ``np.ma`` masked arrays, whose hidden
+  entries still hold numbers), computed in NumPy: an attempt that runs the
   library's own attention (``attention.scaled_dot_product_attention``,
   ``tiled_attention``, ``blocked_attention``, their helpers, or
   ``attention.torch.scaled_dot_product_attention``: attention.torch is imported before
@@ -1019,8 +1029,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # A long row (st15a): T_k = 300, not a multiple of 64 or 128, so that code working
     # in key blocks (of 8, 64 or 128, say) runs several, the last one short; every
     # key's first entry grows along the row (queries' first entries 1 to 2.5), so
-    # each row's maximum grows from key block to key block, and a masked key here
-    # and there. An online softmax that forgets to rescale its running sum when the
+    # each row's maximum grows from each block of 64 (or 128) keys to the next, and
+    # a masked key here and there. An online softmax that forgets to rescale its running sum when the
     # running maximum grows, or a sum over the first keys only, shows. (Its own
     # generator: the other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
@@ -1035,9 +1045,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     key_mask_sq = np.array([True, False, True, True, False, True])
     no_key = np.zeros(T_k, dtype=bool)
     long_note = ("; here a row of 300 keys (T_k = 300), whose maximum grows from key "
-                 "block to key block: the maximum and the sum must run over all T_k "
-                 "keys of the row (code working in key blocks rescales its running "
-                 "sum whenever the running maximum grows)")
+                 "block to key block (of 64 keys): the maximum and the sum must run "
+                 "over all T_k keys of the row (code working in key blocks rescales "
+                 "its running sum whenever the running maximum grows)")
     # Five-dimensional inputs (2, 7, 2, T, d): "any leading batch and head
     # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
     rng_5 = np.random.default_rng(_RNG_SEED + 7)

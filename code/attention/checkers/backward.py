@@ -4,11 +4,19 @@ gradients of attention in NumPy, ``fn(Q, K, V, dO, mask=None) -> (dQ, dK, dV)``.
 The contract the exercise states, and this checker tests:
 
 * shapes: Q (..., T_q, d_k), K (..., T_k, d_k), V (..., T_k, d_v) and dO (..., T_q, d_v),
-  with leading batch and head dimensions (B, H), or one (B,); each gradient has the shape of its
-  input, and they are returned in the order (dQ, dK, dV);
+  with leading batch and head dimensions (B, H), one (B,), or three, (2, 3, 2, T, d)
+  (code written per ndim shows); each gradient has the shape of its input, and they
+  are returned in the order (dQ, dK, dV);
+* every row counts all its keys: one masked case has T_k = 300 (not a multiple of 64
+  or 128), each row's maximum growing from each block of 64 (or 128) keys to the
+  next (an online softmax
+  that does not rescale its running sum when the running maximum grows is named; D
+  summed over the first keys fails);
 * the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
   c = 1/sqrt(d_k), A = softmax(S) along the keys, O = A V; ``mask`` is boolean, True =
   "may attend", broadcasts to (..., T_q, T_k) as it is (the cases give it as (T_k,),
+  on T_q != T_k and on T_q = T_k, where read as one flag per query, ``mask[:, None]``,
+  it broadcasts and is named; all-False (T_k,), an empty sequence;
   (T_q, T_k), (B, T_q, T_k) for 3-D inputs, (B, 1, 1, T_k), (B, H, T_q, T_k), and
   (H, T_q, T_k) for 4-D inputs, one per head, with B = H = 3: a mask given new axes,
   ``mask[:, None]`` on a 3-D one (on 3-D inputs it adds an axis; on 4-D ones it reads
@@ -22,7 +30,8 @@ The contract the exercise states, and this checker tests:
   float32 in, float32 out; float16 in, float16 out, within 1e-2 of the exact gradients,
   2e-3 at the high scores);
 * the inputs and the mask are left unchanged (no ``Q *= c`` on the caller's array);
-* the gradients are NumPy arrays (not lists), computed in NumPy: an attempt that runs
+* the gradients are NumPy arrays (not lists, not ``np.ma`` masked arrays), computed
+  in NumPy: an attempt that runs
   the library's own backward pass (``attention.attention_backward``,
   ``tiled_attention_backward`` or ``blocked_attention_backward``), its forward
   attention (``attention.scaled_dot_product_attention`` and the others of
@@ -34,8 +43,9 @@ The contract the exercise states, and this checker tests:
   call (its blind spots are listed there).
 
 Eleven cases: one head without and with a causal mask, compared with central differences
-in float64 (they know nothing of the derivation), and with a (T_k,) mask; one head
-with T_q = T_k (where a missing transpose does not change a shape, only the values);
+in float64 (they know nothing of the derivation), and with a (T_k,) mask, an all-False
+one and a masked row of 300 keys; one head with T_q = T_k (where a missing transpose
+does not change a shape, only the values), without and with a (T_k,) mask;
 one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
 -1000 (a shift that is not the row's own maximum, clamped at 0 or the whole array's,
@@ -51,7 +61,7 @@ finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped 
 below at -1e13), and, at d_k = 1, a masked key near 1.4e308 above visible keys near
 -1e308 (finite), which even ``np.finfo(np.float64).min`` added to it leaves on top,
 and a visible key near -1.79e308, above which a finite fill of -1.5e308 or -1.75e308
-lies; three with batch and head dimensions (B, H): no mask, one causal mask for every head, a
+lies; three with batch and head dimensions (B, H): no mask (and 5-D inputs), one causal mask for every head, a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
@@ -1271,8 +1281,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # A long row (st15a): T_k = 300, not a multiple of 64 or 128, so that code working
     # in key blocks (of 8, 64 or 128, say) runs several, the last one short; every
     # key's first entry grows along the row (queries' first entries 1 to 2.5), so each
-    # row's maximum grows from key block to key block, and a masked key here and
-    # there. An online softmax that forgets to rescale its running sum when the
+    # row's maximum grows from each block of 64 (or 128) keys to the next, and a
+    # masked key here and there. An online softmax that forgets to rescale its running sum when the
     # running maximum grows, or D summed over the first keys only, shows. (Its own
     # generator: the other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
@@ -1282,9 +1292,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     mask_l = rng_l.random((3, 300)) < 0.7
     mask_l[:, 0] = True
     long_note = ("; here a row of 300 keys (T_k = 300), whose maximum grows from key "
-                 "block to key block: the softmax's maximum and sum, and D, must run "
-                 "over all T_k keys of the row (code working in key blocks rescales "
-                 "its running sum whenever the running maximum grows)")
+                 "block to key block (of 64 keys): the softmax's maximum and sum, "
+                 "and D, must run over all T_k keys of the row (code working in key "
+                 "blocks rescales its running sum whenever the running maximum "
+                 "grows)")
     # A (T_k,) key mask on the square inputs (T_q = T_k): read as one flag per query
     # (mask[:, None]) it broadcasts without an error, and shows; and an all-False
     # (T_k,) mask, an empty sequence: every query sees no key, all gradients zero.
