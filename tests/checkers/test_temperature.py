@@ -813,8 +813,39 @@ def one_hot_when_the_largest_weight_passes(bound):
 
 lead_14, lead_15, lead_17, lead_18 = (one_hot_when_the_lead_passes(G)
                                       for G in (14, 15, 17, 18))
-weight_1e_6, weight_1e_7 = (one_hot_when_the_largest_weight_passes(1 - e)
-                            for e in (1e-6, 1e-7))
+# (st15b: snaps at a lead from 18.6 to 26 passed on four keys)
+lead_18_6, lead_22, lead_26, lead_29_9 = (one_hot_when_the_lead_passes(G)
+                                          for G in (18.6, 22, 26, 29.9))
+
+
+def exponentials_zeroed_below(L):
+    def attempt(Q, K, V, tau):
+        # "e^-L is nothing next to the best key's 1: skip it" (st15b)
+        S = _scores(Q, K, tau)
+        S = S - S.max(axis=-1, keepdims=True)
+        E = np.where(S < -L, 0.0, np.exp(S))
+        A = E / E.sum(axis=-1, keepdims=True)
+        return A @ V, A
+    attempt.__name__ = f"exponentials_zeroed_below_{L:g}"
+    return attempt
+
+
+zeroed_16, zeroed_18, zeroed_25, zeroed_29 = (exponentials_zeroed_below(L)
+                                              for L in (16, 18, 25, 29))
+
+
+def long_double_for_float64(Q, K, V, tau):
+    # "more digits can only help": float64 inputs computed in np.longdouble, and the
+    # results not cast back (st15b: they passed, right to the tolerance)
+    w = np.longdouble if Q.dtype == np.float64 else np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+    A = _softmax(Qw @ np.swapaxes(Kw, -1, -2) / (w(tau) * np.sqrt(w(Q.shape[-1]))))
+    O = A @ Vw
+    if w == np.longdouble:
+        return O, A
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+weight_1e_6, weight_1e_7, weight_1e_9 = (one_hot_when_the_largest_weight_passes(1 - e)
+                                         for e in (1e-6, 1e-7, 1e-9))
 
 
 def tau_clamped_from_above_at_1e12(Q, K, V, tau):
@@ -847,8 +878,16 @@ FLOAT16_FACTOR = ("A for float16 inputs at tau = 1e-09 contains NaN where the re
                   "2.4e-09) lie below its smallest positive number")
 #: The cold leads' rows, snapped to one-hot.
 ONE_HOT_AT = ("weights at tau = 0.001 with a lead of {g} in the scaled scores differs "
-              "from the reference by up to {err}: your weights are exactly one-hot (an "
-              "argmax?)")
+              "from the reference by up to {err}: your weights are exactly one-hot, "
+              "where the 3 keys of a row you set to 0 get")
+#: The snap's and the zeroing's name (st15b: on four keys they were told an argmax, and
+#: on 4096 keys they passed).
+SNAPPED = ("was the row snapped to one-hot (once its lead passed a bound, or an "
+           "argmax), or were the exponentials below a bound set to 0")
+LONG_ROW = "on a long row the many small weights add up"
+#: Where the rows of 4096 keys catch a snap or a zeroing: the weights (lead 20 or 25)
+#: or, past 25, the output (lead 30, values of size 1000).
+LONG_AT = "{what} at tau = 0.001 on 4096 keys led by {g} in the scaled scores differs"
 UNIFORM_ROWS = ("some rows of your weights (1 of 3) are exactly 1/T_k, uniform, where "
                 "at tau = {tau} the softmax still tells their keys apart (the other rows "
                 "are right): was a row made uniform when its scaled scores lie close "
@@ -1003,6 +1042,17 @@ EXP_LIMIT = ("A for float32 inputs contains NaN where the reference has none: us
 
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st15b
+    (lead_18_6, LONG_AT.format(what="weights", g=20)),
+    (lead_22, LONG_AT.format(what="weights", g=25)),
+    (lead_26, LONG_AT.format(what="output", g=30)),
+    (lead_29_9, LONG_ROW),
+    (zeroed_16, SNAPPED),
+    (zeroed_18, SNAPPED),
+    (zeroed_25, LONG_AT.format(what="weights", g=25)),
+    (zeroed_29, LONG_ROW),
+    (weight_1e_9, LONG_AT.format(what="output", g=30)),
+    (long_double_for_float64, "for float64 inputs (O of dtype"),
     # found by the student round st13b
     (textbook_line_in_float16, RAW16_INF),
     (raw_products_in_float16_then_float32, RAW16_INF),
@@ -1226,7 +1276,14 @@ EXCLUSIVE = {
     "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10,
                         argmax_below_1e_16_ties_shared, argmax_below_1e_18,
                         argmax_with_isclose_ties_when_cold, lead_14, lead_15, lead_17,
-                        lead_18, weight_1e_6, weight_1e_7},
+                        lead_18, weight_1e_6, weight_1e_7, lead_18_6, lead_22, lead_26,
+                        lead_29_9, zeroed_16, zeroed_18, zeroed_25, zeroed_29,
+                        weight_1e_9},
+    # the snap's and the zeroing's name for them only
+    # (an argmax on a row whose next key lies 10 to 40 below is a snap at a lead of 0)
+    LONG_ROW: {argmax_when_cold, lead_14, lead_15, lead_17, lead_18, weight_1e_6, weight_1e_7, lead_18_6,
+               lead_22, lead_26, lead_29_9, zeroed_16, zeroed_18, zeroed_25, zeroed_29,
+               weight_1e_9},
     "were the scores clipped": {clips_the_scores, clip_1e4, clip_1e8, clip_1e10, clip_1e13,
                                 clip_1e15, clip_1e17, clip_1e30, clip_1e200},
     "compute float16 in float32": {textbook_line_in_float16,
@@ -1347,7 +1404,8 @@ def test_both_limits_and_a_batch_are_checked(capsys):
                  "0.7, 0.01, 1e-05",
                  "4096 keys", "large scores", "1e+300 on Q scaled by tau",
                  "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
-                 "tau = 0.7", "1e-05 and 1e-09", "lead by 14.5, 16 and 18.5"):
+                 "tau = 0.7", "1e-05 and 1e-09", "lead by 14.5, 16 and 18.5",
+                 "rows of 4096 keys led by 20, 25 and 30"):
         assert case in report, case
 
 
@@ -1808,3 +1866,18 @@ def test_rows_of_zeros_are_not_told_one_hot(capsys):
     out = capsys.readouterr().out
     assert "exactly one-hot" not in out and "an argmax picks only one" not in out, out
     assert "sum to 0" in out, out
+
+
+def test_the_long_rows_lead_every_other_key_as_stated():
+    # st15b: each of the 4095 other keys lies g to g + 0.5 below the best once scaled,
+    # so that their weights, e^-g each at most, add up to more than the tolerance in
+    # the weights (g = 20, 25) and, times values of size 1000, in the output (g = 30)
+    from attention.checkers import temperature as t
+    for g in t.LONG_LEADS:
+        q, K, V = t._long_lead_row(g, t.COLD)
+        S = (q @ K.T)[0] / (t.COLD * np.sqrt(q.shape[-1]))
+        assert K.shape == (4096, 8) and V.shape == (4096, 3)
+        assert np.argmax(S) == 0 and abs(S[0]) < 1e-9
+        assert np.all(S[1:] <= -g + 1e-9) and np.all(S[1:] >= -g - 0.5 - 1e-9)
+        rest = _softmax(S)[1:].sum()
+        assert rest > (1e-8 if g < 30 else 1e-10), (g, rest)

@@ -47,7 +47,8 @@ scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift mad
 when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
 in float32 or float16 fails (and is told so, whether it returns that dtype or casts its
-results back to float64); float32 inputs give float32 results, with tau a Python float
+results back to float64), and results of a wider float (np.longdouble), right to the
+tolerance, fail too: float64 inputs give float64 results; float32 inputs give float32 results, with tau a Python float
 and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
 computing in float32 and casting back is right, float32 results are not), at tau = 0.7,
 at 0.01 (float32 inputs at 1.5 and 0.01, and at 1.5 a float32 query whose every
@@ -160,10 +161,11 @@ GAPS = (14.5, 16.0, 18.5)
 #: 30 (in the weights up to about 25, in the output up to 30; the GAPS rows' four keys
 #: show it below 18.5 only); beyond 30 it is not seen.
 LONG_LEADS, LONG_LEADS_T = (20.0, 25.0, 30.0), 4096
-#: How far below a row's best its nearest key set to 0 may lie and be named a snap to
-#: one-hot or a zeroing (its weight e^-40, about 4e-18, counts on a long row); a row
-#: one-hot with every other key farther below is told an argmax.
-SNAP_GAP = 40.0
+#: How far below a row's best its nearest key set to 0 must lie, at least and at most,
+#: to be named a snap to one-hot or a zeroing (a weight of e^-10, 5e-5, may look
+#: negligible; one of e^-40, about 4e-18, still counts on a long row); a row one-hot
+#: with a key nearer, or with every other key farther, is told an argmax.
+SNAP_GAPS = (10.0, 40.0)
 #: The extreme temperatures, on a query scaled by tau (its scaled scores stay near 1, so
 #: that a shortcut taken beyond any threshold of tau shows): hot 1e300 (Q K^T about
 #: 1e300, finite in float64) and cold 1e-300.
@@ -536,7 +538,7 @@ def _floored(A, want) -> str:
 
 def _zeroed(A, want, S) -> str:
     """What weights are told that are 0 on keys the softmax gives weight, the nearest
-    of them less than SNAP_GAP below the row's best in the scaled scores ``S``, with the
+    of them 10 to 40 below the row's best in the scaled scores ``S`` (SNAP_GAPS), with the
     keys kept keeping the softmax's ratios and lying above every key set to 0: a row
     snapped to one-hot, or exponentials set to 0 below a bound; "" otherwise."""
     if A.shape != want.shape or not (np.isfinite(A).all() and np.isfinite(want).all()):
@@ -548,8 +550,9 @@ def _zeroed(A, want, S) -> str:
         return ""
     kept = A > 0
     with np.errstate(all="ignore"):
-        ratio = np.where(kept, A / want, np.nan)
-        spread = np.nanmax(ratio, axis=-1) / np.nanmin(ratio, axis=-1)
+        ratio = A / want
+        spread = (np.where(kept, ratio, -np.inf).max(axis=-1)
+                  / np.where(kept, ratio, np.inf).min(axis=-1))
         low_kept = np.where(kept, S, np.inf).min(axis=-1)
         high_zero = np.where(zero, S, -np.inf).max(axis=-1)
     if not (np.all(kept.any(axis=-1)) and np.all(np.abs(spread[rows] - 1) < 1e-6)
@@ -559,7 +562,7 @@ def _zeroed(A, want, S) -> str:
     gaps = np.where(rows, best - high_zero, np.inf)
     i = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
     gap = float(gaps[i])
-    if not gap < SNAP_GAP:
+    if not SNAP_GAPS[0] <= gap < SNAP_GAPS[1]:
         return ""
     n, total = int(zero[i].sum()), float(want[i][zero[i]].sum())
     where = (f"the {n} key{'s' if n > 1 else ''} of a row you set to 0 get "
@@ -951,8 +954,24 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
                 detail += hint
             return False, detail
     if want_O is not None:
-        return _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol, shortcuts)
-    return True, ""
+        ok, detail = _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol,
+                                   shortcuts)
+        if not ok:
+            return ok, detail
+    wider = _wider_than_float64(pair, Q)
+    return not wider, wider
+
+
+def _wider_than_float64(pair, Q) -> str:
+    """What results for float64 inputs are told that are NumPy arrays of a wider float
+    (np.longdouble), right to the tolerance but not of the inputs' dtype; "" otherwise
+    (float16 and float32 inputs have cases of their own)."""
+    if np.asarray(Q).dtype != np.float64:
+        return ""
+    dtypes = {n: x.dtype for n, x in zip("OA", pair) if isinstance(x, np.ndarray)}
+    if all(d.kind != "f" or d == np.float64 for d in dtypes.values()):
+        return ""
+    return _dtype_rejection(np.float64, dtypes)
 
 
 #: Said when the weights are those of a causal mask on a square score matrix.
