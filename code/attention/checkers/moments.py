@@ -12,7 +12,9 @@ among them, so that a rho rounded or clipped short of +-1, or a variance taken a
 256 at every setting; 1024 and 4096, past 300, 7, 8, 32, 128 and 8192, off those grids, 2^20
 and 10^6 + 3, far past them, and 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4, at a few settings
 only, so that the normal entries' formula taken for wide heads past any width up to 1e15, or
-a formula right only at the widths probed, shows: the formula must hold at every width), for
+a formula right only at the widths probed, shows: the formula must hold at every width;
+and 1e15 at rho = +-1 with kurtosis 1 and at rho = 0.5, where the second moment's form
+E[s^2] - (E s)^2 loses every digit to cancellation even in float64, and is told so), for
 normal entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
 decimals, 1.37, 7.7 and 123.4 between the others, and 1e12, 1e15 and 1e20 at a few settings,
 compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
@@ -30,8 +32,8 @@ settings, and a failure on a drawn one prints it and the seed that draws it agai
 answer's report is the same on every call. When an attempt fails, the
 checker compares it with the usual mistakes and names the one it matches, or says on which
 settings it is right and where it goes wrong ("right only at ..."), and says so when a
-variance is negative, or when its errors are float32's rounding of E[s^2] = Var + rho^2 d_k
-(the difference E[s^2] - (E s)^2 taken in float32); it calls an answer clipped only when it
+variance is negative, or when its errors are float32's or float64's rounding of E[s^2] =
+Var + rho^2 d_k (the difference E[s^2] - (E s)^2); it calls an answer clipped only when it
 is right wherever the formula lies within the bounds and is the bound wherever the formula
 lies beyond them. Called without ``kurtosis``, the function must mean normal entries (the
 default kurtosis=3.0 of the exercise's signature). When the first check fails (no pair of
@@ -110,17 +112,24 @@ HUGE_PROBES = tuple((d, r, k) for d in HUGE_D_KS for r in OFF_RHOS for k in OFF_
 #: sampled estimate stops there, before a call at d_k = 1e15 that it could not finish),
 #: where a formula costs nothing: widths 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4 and
 #: kurtoses 1e4 and 1e8 (rho^2 (kurtosis - 3) is 1e-4 and 1, so that the normal
-#: entries' formula taken past any width up to 1e15 shows; rho^2 d_k stays at most 1e7,
-#: so that float64's rounding of E[s^2] - (E s)^2 stays below the tolerance);
+#: entries' formula taken past any width up to 1e15 shows; rho^2 d_k stays at most 1e7
+#: there, where float64's rounding of E[s^2] - (E s)^2 stays below the tolerance: the
+#: CANCEL_PROBES show that form);
 #: kurtoses 1e12 and 1e15 (a kurtosis clipped at any bound up to 1e15 shows); and
 #: rho = 1e-9, -1e-8 and 1e-7 at kurtosis 1e20, where rho^2 (kurtosis - 2) is 100, 1e4
 #: and 1e6 (a variance of 1 taken for |rho| below any bound from 1e-9 up shows).
 FAR_D_KS = (10**9 + 7, 10**12, 10**15)
 FAR_KURTOSES = (1e12, 1e15)
 TINY_RHOS, TINY_KURTOSIS = (1e-9, -1e-8, 1e-7), 1e20
+#: And at d_k = 1e15, rho = +-1 with kurtosis 1 (where the variance is exactly 0) and
+#: rho = 0.5 at kurtoses 3 and 7.7: there rho^2 d_k is 1e15 and 2.5e14, so that the
+#: second moment's form E[s^2] - (E s)^2 loses every digit to cancellation even in
+#: float64 (0.125 for 0 at rho = 1), and shows.
+CANCEL_PROBES = ((10**15, 1.0, 1.0), (10**15, -1.0, 1.0), (10**15, 0.5, 3.0),
+                 (10**15, 0.5, 7.7))
 FAR_PROBES = tuple((d, r, k) for d in FAR_D_KS for r in (1e-4, -1e-4) for k in (1e4, 1e8)) \
     + tuple((d, r, k) for d in (2, 64) for r in OFF_RHOS for k in FAR_KURTOSES) \
-    + tuple((d, r, TINY_KURTOSIS) for d in (2, 64) for r in TINY_RHOS)
+    + tuple((d, r, TINY_KURTOSIS) for d in (2, 64) for r in TINY_RHOS) + CANCEL_PROBES
 #: Settings drawn afresh on every call, after the far ones, DRAWN of them for each of the
 #: three comparisons (the mean; the variance for normal entries; for others): d_k
 #: log-uniform from 1 to 1e15, |rho| log-uniform from 1e-9 to 1 with either sign (but at
@@ -258,8 +267,9 @@ def _ref(which: int):
 
 #: How far from 0 an answer may lie where the formula is exactly 0 (the variance at
 #: rho = +-1 with kurtosis 1, the mean at rho = 0): float64's rounding of a right
-#: formula written another way (E[s^2] - (E s)^2 leaves about 1e-15), but not a floor
-#: such as max(variance, 1e-12).
+#: formula written another way (E[s^2] - (E s)^2 leaves about 1e-15 at the widths up
+#: to 256; at 1e15 it leaves 0.125, and fails), but not a floor such as
+#: max(variance, 1e-12).
 ZERO_ATOL = 1e-13
 
 
@@ -381,9 +391,12 @@ def _wide_only(which: int, wrong: list, probes=PROBES) -> str:
     wide = sorted({d for d, _, _ in wrong})
     widths = sorted({d for d, _, _ in probes})
     why = ("the formula rho sqrt(d_k) holds exactly at every width" if which == 0 else
-           "the variance 1 + rho^2 (kurtosis - 2) does not depend on d_k: a wide head "
-           "makes the score's distribution nearly normal (the central limit theorem), "
-           "but not its variance, which keeps the entries' kurtosis at every width")
+           "the scaled variance does not depend on d_k: q.k is a sum of d_k independent "
+           "terms q_m k_m, each of one variance at every width (Var(q_m^2) = kurtosis "
+           "- 1 at every width), and dividing by sqrt(d_k) divides their sum's variance "
+           "by d_k; a wide head makes the score's distribution nearly normal (the "
+           "central limit theorem), but not its variance, which keeps the entries' "
+           "kurtosis at every width")
     if wide and wide[0] > 5 and wide == [d for d in widths if d >= wide[0]]:
         return (f"right only at the probed widths up to d_k = "
                 f"{_d_text(max(d for d in widths if d < wide[0]))}, wrong at d_k = "
@@ -397,7 +410,8 @@ def _some_widths(which: int, wrong: list, probes=PROBES) -> str:
     kurtosis) probed at both, or ""."""
     wide = sorted({d for d, _, _ in wrong})
     why = ("rho sqrt(d_k) holds exactly at every width" if which == 0 else
-           "1 + rho^2 (kurtosis - 2) holds exactly at every width")
+           "for the variance is Var(q_m k_m), the variance of one term of q.k, which is "
+           "the same at every width (Var(q_m^2) = kurtosis - 1 at every width)")
     bad = {(r, k) for _, r, k in wrong}
     right = {d for d, r, k in probes if (r, k) in bad} - set(wide)
     if not wide or not right - {1}:
@@ -500,8 +514,7 @@ def _kurtosis_replaced(values: dict) -> str:
     elif all(k < 2 and np.isclose(u, 4.0 - k, rtol=1e-9) for k, u in changed.items()):
         cause = ("every kurtosis below 2 reads as 4 - kurtosis: abs(kurtosis - 2)? "
                  "Var(q_m^2) - 1 = kurtosis - 2 is negative for entries of kurtosis "
-                 "below 2 (random signs: -1), and the variance 1 + rho^2 (kurtosis "
-                 "- 2) is then below 1")
+                 "below 2 (random signs: -1), and the variance is then below 1")
     elif (not above or _same(np.array(above), above[0])) and \
             (not below or _same(np.array(below), below[0])) and \
             all(k >= max(below, default=-np.inf) for k in as_read if k not in changed) and \
@@ -629,28 +642,37 @@ def _negative(values: dict, probes) -> str:
 
 
 def _float32_cancellation(values: dict, probes, what: str) -> str:
-    """What variances are told that are float32 numbers whose errors stay within float32's
-    rounding of the second moment E[s^2] = Var + rho^2 d_k but not of the variance: a
-    difference E[s^2] - (E s)^2 computed in float32. Otherwise ""."""
+    """What variances are told whose errors stay within the rounding of the second
+    moment E[s^2] = Var + rho^2 d_k (float32's, when they are float32 numbers, float64's
+    otherwise) but not of the variance: a difference E[s^2] - (E s)^2, which loses
+    every digit where rho^2 d_k is large. Otherwise ""."""
     got, want = _col(values, 1, probes), _col(values, 1, probes, _ref(1))
-    if not np.array_equal(got.astype(np.float32).astype(float), got):
-        return ""
+    single = np.array_equal(got.astype(np.float32).astype(float), got)
     d, r, k = (np.array([p[i] for p in probes], float) for i in range(3))
     second = np.abs(want) + r**2 * d  # E[s^2]
     err = np.abs(got - want)
-    eps = float(np.finfo(np.float32).eps)
+    eps = float(np.finfo(np.float32 if single else np.float64).eps)
     past = ~_eq(got, want) & (err > 4 * eps * np.abs(want))  # not the variance's rounding
-    if not past.any() or np.any(err > 4 * eps * second + 1e-12):
+    # (float64's own rounding of a variance near 0, but not a floor at 1e-12)
+    slack = 1e-12 if single else 1e-15
+    if not past.any() or np.any(err > 4 * eps * second + slack):
         return ""
     i = int(np.argmax(np.where(past, err, -1.0)))
-    return (f"your variances are float32 numbers, off the formula by up to "
-            f"{err.max():.2g}, which float32 rounding of the second moment E[s^2] = "
-            "Var + rho^2 d_k explains and rounding of the variance does not (at "
-            f"d_k = {int(d[i])}, rho = {r[i]:g}, kurtosis = {_k_text(k[i])}, E[s^2] is "
-            f"{second[i]:.6g} and the variance {want[i]:.6g}): E[s^2] - (E s)^2 computed "
-            "in float32? Two numbers of size rho^2 d_k subtracted lose float32's 7 "
-            "digits to cancellation; compute the variance itself, 1 + rho^2 (kurtosis "
-            "- 2), or in float64")
+    where = (f"(at d_k = {_d_text(int(d[i]))}, rho = {r[i]:g}, kurtosis = {_k_text(k[i])}, "
+             f"E[s^2] is {second[i]:.6g} and the variance {want[i]:.6g})")
+    if single:
+        return (f"your variances are float32 numbers, off the formula by up to "
+                f"{err.max():.2g}, which float32 rounding of the second moment E[s^2] = "
+                f"Var + rho^2 d_k explains and rounding of the variance does not {where}: "
+                "E[s^2] - (E s)^2 computed in float32? Two numbers of size rho^2 d_k "
+                "subtracted lose float32's 7 digits to cancellation; compute the variance "
+                "itself, not E[s^2] - (E s)^2 (Var(q_m^2) = kurtosis - 1 at every width)")
+    return (f"your variances are off the formula by up to {err.max():.2g}, which float64 "
+            "rounding of the second moment E[s^2] = Var + rho^2 d_k explains and "
+            f"rounding of the variance does not {where}: E[s^2] - (E s)^2? Subtracting "
+            "two numbers near rho^2 d_k loses every digit (float64 keeps about 16, and "
+            f"rho^2 d_k is {second[i]:.2g} here): compute the variance itself, not E[s^2] - "
+            "(E s)^2 (Var(q_m^2) = kurtosis - 1 at every width)")
 
 
 def _diagnose(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
@@ -693,14 +715,15 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     all_wrong = [p for p in every if not _same(values[p][which], _ref(which)(*p))]
     # a variance clipped is named as such before a kurtosis clipped (max(kurtosis - 2, 0)
     # is both)
+    # (first: wrong at the far widths only, it would be told a width treated apart)
+    cancelled = _float32_cancellation(values, probes, what) if which == 1 else ""
+    if cancelled:
+        return False, f"{cancelled}; {detail}"
     replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "") or \
         _small_rho(values, which, all_wrong) or _wide_only(which, all_wrong, every)
     if replaced:
         return False, f"{replaced}; {detail}"
-    cancelled = _float32_cancellation(values, probes, what) if which == 1 else ""
-    if cancelled:
-        return False, f"{cancelled}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
     # relative, or within 1e-4 near 0 (a mean rounded to four decimals at rho = 3e-8)
     if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w) + 1e-4):
