@@ -1074,6 +1074,19 @@ def online_softmax_rescaled(Q, K, V, mask=None):  # st15a: right, blocks of 4
     return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def shifts_by_the_largest_magnitude(Q, K, V, mask=None):
+    """st15a: the shift is the row's largest |S| (told a mask-order mistake on the
+    far case, and the fill on the masked float16 one)."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    m = np.where(np.isfinite(S), np.abs(S), 0).max(-1, keepdims=True)
+    E = np.exp(S - m)
+    t = E.sum(-1, keepdims=True)
+    A = E / np.where(t == 0, 1, t)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
 ONLINE = "the running sum was not rescaled when the running maximum grew"
 KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
 
@@ -1088,6 +1101,7 @@ WRONG = [
     (guards_only_masks_of_two_or_more_dimensions, "a fully masked row gives NaN"),
     (transposes_per_ndim_up_to_4, "here three, (2, 7, 2, T, d)"),
     (returns_masked_arrays, "A is a numpy.ma.MaskedArray"),
+    (shifts_by_the_largest_magnitude, "the row's largest |S|"),
     (reads_a_3d_mask_per_batch_item, PER_HEAD),
     (gives_a_3d_mask_a_head_axis, PER_HEAD),
     (clamps_the_row_maximum_at_minus_1e300, "the row maximum is clamped from below"),
@@ -1208,6 +1222,7 @@ EXCLUSIVE = {
     ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
              online_softmax_in_blocks_of_8_not_rescaled},
     # (mask[:, None] on a 1-D mask, and S[~mask] on a 2-D S, read it per query)
+    "largest |S|": {shifts_by_the_largest_magnitude},
     KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square,
                     puts_the_new_mask_axis_in_the_middle, boolean_indexing},
     "large negative number": {fills_minus_1e9, masks_with_minus_100,
@@ -1574,3 +1589,14 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
     assert any(Q.ndim == 5 for Q, _, _ in seen)
+
+
+def test_a_wrong_shift_is_told_the_shift_on_the_far_case_and_no_fill_in_float16(capsys):
+    """st15a: the largest |S| as the shift fails the large scores (no mask) on the
+    shift; on the far case it was told a mistake in the mask's order, and on the
+    masked float16 case the fill text, though it gives no masked key weight."""
+    failures = _failures(shifts_by_the_largest_magnitude, capsys)
+    far = [f for f in failures if f.startswith("✗ masked keys whose")]
+    assert far and "largest |S|" in far[0] and "after the softmax" not in far[0]
+    half = [f for f in failures if f.startswith("✗ float16 at d_k = 64")]
+    assert half and "only -inf" not in half[0], half

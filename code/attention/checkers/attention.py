@@ -412,6 +412,13 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            "subtract each row's maximum first, exp(S - S.max(-1, keepdims=True))",
            nan_to_num(work, on_exp)) for work in (np.float64, np.float32)
           for on_exp in (False, True)],
+        ("abs-max",
+         "the shift is the row's largest |S| (its largest magnitude), not its largest "
+         "value: on a row whose allowed scores all lie far below 0 (here "
+         f"{low_text}) that is far above the maximum, and exp() of every score "
+         "underflows to 0; subtract S.max(axis=-1, keepdims=True) itself",
+         soft(m=np.where(np.isfinite(_fill(S, mask)), np.abs(_fill(S, mask)),
+                         0.0).max(axis=-1, keepdims=True))),
         ("axis", axis_msg, soft(axis=-2)),
         ("axis!", axis_msg, soft(axis=-2, guard=False)),
         ("global-max", global_max_msg, soft(m=_fill(S, mask).max())),
@@ -538,7 +545,8 @@ def _call(fn, Q, K, V, mask, on_error=""):
 
 
 #: The mistakes in the shift before exp() (``_mistakes``' keys).
-SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max"}
+SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-max",
+          "abs-max"}
 
 
 #: The mistakes that are one computation each, with no constant to tune (a fill, a
@@ -569,7 +577,7 @@ def _ruled_out(Q, K, V, mask) -> set:
 
 
 def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
-              keys=None, ruled_out=None) -> tuple[str, str]:
+              keys=None, ruled_out=None, prefer_shift=False) -> tuple[str, str]:
     """Say what is wrong with an attempt (O, A) that does not match (O_ref, A_ref).
 
     Returns (key, message); the key names the matched mistake, "" when none matched.
@@ -611,7 +619,8 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         return ("float16-scores", half) if half else ("clipped", clipped)
     excluded = ruled_out() if ruled_out else set()
     table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)
-             if (keys is None or key in keys) and key.rstrip("!") not in excluded]
+             if (keys is None or key in keys) and key.rstrip("!") not in excluded
+             and (key != "abs-max" or prefer_shift)]  # (it looks like every shift)
     pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     matches = []
     for key, message in _matching((Of, Af), table, pair, want=(O_ref, A_ref)):
@@ -623,6 +632,10 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         matches = [(k, m) for k, m in matches
                    if k == "unguarded" or (k != "after-renormalise" and not k.endswith("!"))]
     matches = [(k.rstrip("!"), m) for k, m in matches]
+    if prefer_shift and any(k in SHIFTS for k, _ in matches):
+        # the attempt's shift already failed on the large scores, without a mask:
+        # that explains these zero rows before a mistake in the mask's order (st15a)
+        matches = [(k, m) for k, m in matches if k in SHIFTS]
     if len(matches) > 1 and "raw-max" in {k for k, _ in matches} and \
             {k for k, _ in matches} <= SHIFTS | {"raw-max"}:
         # rows of zeros (or all weight on one key) both ways: claim neither
@@ -756,7 +769,8 @@ ROW_SUM_TOL = 1e-12
 
 
 def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None,
-          exact_reference=False, only_what=False, keys=None, ruled_out=None):
+          exact_reference=False, only_what=False, keys=None, ruled_out=None,
+          prefer_shift=False, what_if_masked_weight=False):
     """One comparison with the library's reference, as a case for ``_run``.
 
     ``what`` (what the case tests) is added when no known mistake matched, ``on_error``
@@ -791,8 +805,11 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
                            f"{float(err.max()):.3g}{what}")
         with np.errstate(all="ignore"):
             key, detail = _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol, keys,
-                                    ruled_out)
+                                    ruled_out, prefer_shift)
         extra = (notes or {}).get(key, "") if key else what
+        if not key and what_if_masked_weight and A.shape == A_ref.shape and \
+                not np.any(A[~np.broadcast_to(mask, A.shape)]):
+            extra = ""  # a text about the fill, for weights on no masked key
         return False, f"{_other_dtype(Q, O=O, A=A)}{detail}{extra}"
     return case
 
@@ -1075,10 +1092,14 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                   _case(fn, Q_l, K_l, V_l, mask_l, what=long_note))),
     ]
     ran = not results[0][2].startswith("raised")  # the attempt ran on the first case
+    # the large scores (no mask) failed on the shift: the far case's zero rows are
+    # told that first
+    shift_failed = not results[1][1] and ("shift" in results[1][2]
+                                          or "row's maximum" in results[1][2])
     results += [
         _run("masked keys whose scores are far above the others", _all(
             _case(fn, Q_far, K_far, V, not_key_0, what=far_note,
-                  on_error=far_note if ran else ""),
+                  on_error=far_note if ran else "", prefer_shift=shift_failed),
             # (reached only when the attempt passed the far inputs above: the
             # one-computation mistakes those reject are not named here, where
             # every mistake that zeroes a row looks alike)
@@ -1152,7 +1173,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                   what="; the scores here (514111.875, 514110.875 and 514109.875) "
                        "lie far above float16's 65504 but are finite in float32: "
                        "compute in float32 and cast only O and A back"),
-            _case(fn, Q_n, K_n, V_n, mask_n, atol=5e-3,
+            _case(fn, Q_n, K_n, V_n, mask_n, atol=5e-3, what_if_masked_weight=True,
                   keys={"fill-float16", "fill-below", "additive"},
                   what="; the visible keys here score near -65600, below "
                        "float16's -65504, and the masked keys 0 and 8: only -inf (or "
