@@ -377,7 +377,13 @@ def test_failed_runs_held_out_as_the_prose_states_them(held):
     wrong, loss = np.array(wrong), np.array(loss)
     assert g(PAGE, "ho_above_n") == len(wrong)
     assert (g(PAGE, "ho_above_wrong_lo"), g(PAGE, "ho_above_wrong_hi")) == pytest.approx((wrong.min(), wrong.max()))
-    assert wrong.min() < 0.05  # "can fail while right on almost every row"
+    assert wrong.max() > 10 * wrong.min()  # "a wrong-key rate that varies widely"
+    # rv35: "can fail while right on almost every row" is cut (those runs fail by their
+    # wrong rows: a wrong row costs about 2, and 2.8% wrong rows is above the threshold)
+    text = " ".join(SOURCE.split())
+    assert "right on almost every row" not in text
+    assert ("Just above its window a run fails, with a wrong-key rate that varies widely: over "
+            "the {glue:text}`ho_above_n` runs one") in text
     # rv19: the loss-to-wrong-rate ratio is cut (a loss against a fraction)
     for name in ("ho_above_per_row_lo", "ho_above_per_row_hi"):
         assert name not in glued(PAGE) and name not in SOURCE, name
@@ -1280,8 +1286,9 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
     assert ("The table makes no prediction for the unscaled head, and this page does not "
             "measure what sets its window.") in text
     assert ("These moves belong to the fixed design, where a head wider than "
-            "$d_{\\text{model}}$ changes only how the same $W_Q W_K^\\top$ is parametrised; "
-            "they are no rule for wider heads. In the grown design (the printed output above) "
+            "$d_{\\text{model}}$ changes how the same $W_Q W_K^\\top$ is parametrised and, for "
+            "the unscaled and $1/d_k$ heads, the scores' initial scale; they are no rule for "
+            "wider heads. In the grown design (the printed output above) "
             "the windows move otherwise: the scaled head's lowest SGD rate, for one, falls "
             "from $d_k = 64$ to {glue:text}`ho_dk_max_grown` in every seed. The count is not "
             "made for that design, and this page does not explain its moves.") in text
@@ -1303,6 +1310,10 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
     # rv32: "That it learns at all is what the saturation page's measurement allows" is cut
     # (in total the unscaled head gets more gradient than the scaled one, piled in few rows)
     assert "That it learns at all" not in text
+    # rv35: Bahdanau's additive score has no bias; the page says the bias is its own
+    assert ("the **additive** score of {cite:t}`bahdanau2014neural`, "
+            "$s_j = w \\cdot \\tanh(q\\,W_q + k_j W_k)$.") in text
+    assert "The bias $b$ is this page's addition, not Bahdanau's, and it is not decoration." in text
     assert ("in a saturated head most rows pass almost nothing, and what passes comes through "
             "its rare rows with a near-tie.") in text
     fixed = [W["fixed", "sgd", "scaled", d]["lo"] for d in (64, 1024, 4096)]
