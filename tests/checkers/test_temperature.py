@@ -1881,3 +1881,15 @@ def test_the_long_rows_lead_every_other_key_as_stated():
         assert np.all(S[1:] <= -g + 1e-9) and np.all(S[1:] >= -g - 0.5 - 1e-9)
         rest = _softmax(S)[1:].sum()
         assert rest > (1e-8 if g < 30 else 1e-10), (g, rest)
+
+
+def test_the_pages_say_the_checker_runs_long_rows():
+    # st15b: the cold rows of 4096 keys are several now (one random, three led by 20,
+    # 25 and 30): the exercise's summary and the solution's paragraph say "long rows"
+    from tests.pages._common import CHAPTERS
+
+    exercises = " ".join((CHAPTERS / "exercises.md").read_text().split())
+    page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
+    assert "very hot temperatures, on long rows, on rows whose scores lie far apart" \
+        in exercises
+    assert "`float16` inputs, on long rows, on rows whose scores lie far apart" in page

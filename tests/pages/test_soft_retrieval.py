@@ -537,3 +537,25 @@ def test_with_q_k_v_all_x_wide_tokens_mostly_get_back_their_own_vectors():
         O = A @ X
         cos = (O * X).sum(1) / np.linalg.norm(O, axis=1) / np.linalg.norm(X, axis=1)
         assert np.median(np.diag(A)) > 0.5 and np.median(cos) > 0.9, T
+
+
+def test_the_solutions_factor_comment_is_exact_for_float32_at_a_tiny_tau():
+    # st15b: "w's dtype, whatever tau is" read as working at every tau; in float32 the
+    # factor 1 / (tau sqrt(d_k)) is inf, and the weights NaN, once tau sqrt(d_k) falls
+    # below about 3e-39 (1 / float32's largest number, 2.9e-39)
+    assert ("# the factor in w's dtype (in float32 it is inf, and the weights NaN,\n"
+            "    # once tau sqrt(d_k) falls below about 3e-39)") in SOURCE
+    edge = 1 / float(np.finfo(np.float32).max)
+    assert 2.5e-39 < edge < 3.5e-39
+    rng = np.random.default_rng(0)
+    Q, K = (rng.standard_normal((n, 4)).astype(np.float32) for n in (3, 5))
+    w = np.promote_types(Q.dtype, np.float32)
+    for scale, dead in ((0.9, True), (1.1, False)):
+        tau = scale * edge / 4**0.5
+        with np.errstate(all="ignore"):
+            c = w.type(1 / (tau * 4**0.5))
+            S = c * (Q.astype(w) @ K.astype(w).T)
+            E = np.exp(S - S.max(axis=-1, keepdims=True))
+            A = E / E.sum(axis=-1, keepdims=True)
+        assert c.dtype == np.float32 and bool(np.isinf(c)) == dead
+        assert np.isnan(A).all() if dead else np.isfinite(c)
