@@ -1733,3 +1733,29 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
     assert any(Q.ndim == 5 for Q, _, _ in seen)
+
+
+def test_a_backward_pass_that_zeroes_rows_where_A_max_is_1_passes():
+    """The docstring: the saturated rows stop at [32, 0, 0, 0]; from [37, 0, 0, 0] on
+    A.max() is exactly 1.0 (not at [36, 0, 0, 0]), and a backward pass that zeroes
+    such rows passes (st15a)."""
+    def top(s):
+        a = np.exp(np.array([s, 0.0, 0.0, 0.0]) - s)
+        return (a / a.sum()).max()
+
+    assert top(36.0) < 1.0 and top(37.0) == 1.0
+
+    def zeroes_one_hot_rows(Q, K, V, dO, mask=None):
+        w = np.promote_types(Q.dtype, np.float32)
+        q, k, v, do = (x.astype(w) for x in (Q, K, V, dO))
+        c = 1 / math.sqrt(Q.shape[-1])
+        S = c * q @ swap(k)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        A = guarded_softmax(S)
+        dS = A * (do @ swap(v) - np.sum(do * (A @ v), axis=-1, keepdims=True))
+        dS = np.where(A.max(-1, keepdims=True) == 1.0, 0.0, dS)
+        return tuple(x.astype(Q.dtype) for x in (c * dS @ k, c * swap(dS) @ q,
+                                                 swap(A) @ do))
+
+    assert checkers.check_attention_backward(zeroes_one_hot_rows, verbose=False)

@@ -893,3 +893,43 @@ def test_a_vjp_that_builds_j_only_on_lengths_divisible_by_a_small_number_fails(m
 
     ok, detail = jacobian_checker._vjp_cost(wrong)
     assert not ok and "it builds J" in detail, detail
+
+
+def test_the_saturated_rows_stop_where_a_max_is_1_and_the_formula_itself_is_off():
+    """The docstring: from softmax([37, 0, 0, 0]) on a.max() is exactly 1.0 in float64
+    (not at [36, 0, 0, 0]), and a * (g - a.g) is off there by a relative 8e-3 to 2.5
+    over twenty standard normal g (against an exact VJP in 60-digit decimals), so a
+    shortcut that returns zeros when a.max() == 1.0 passes (st15a)."""
+    from decimal import Decimal, localcontext
+
+    def row(top):
+        s = np.array([top, 0.0, 0.0, 0.0])
+        a = np.exp(s - s.max())
+        return s, a / a.sum()
+
+    assert row(36.0)[1].max() < 1.0 and row(37.0)[1].max() == 1.0
+    s, a = row(37.0)
+    rng = np.random.default_rng(0)
+    errors = []
+    with localcontext() as ctx:
+        ctx.prec = 60
+        e = [Decimal(float(x)).exp() for x in s]
+        exact_a = [x / sum(e) for x in e]
+        for _ in range(20):
+            g = rng.standard_normal(4)
+            ag = sum(x * Decimal(float(y)) for x, y in zip(exact_a, g))
+            exact = np.array([float(x * (Decimal(float(y)) - ag))
+                              for x, y in zip(exact_a, g)])
+            got = a * (g - a @ g)
+            errors.append(np.abs(got - exact).max() / np.abs(exact).max())
+    assert 8e-3 <= min(errors) < 1e-2 and 2 < max(errors) <= 2.5, (min(errors),
+                                                                   max(errors))
+
+    def jacobian_unless_one_hot(a):
+        return np.zeros((a.size, a.size)) if a.max() == 1.0 else jacobian(a)
+
+    def vjp_unless_one_hot(a, g):
+        return np.zeros_like(a) if a.max() == 1.0 else vjp(a, g)
+
+    assert checkers.check_softmax_jacobian(jacobian_unless_one_hot, vjp_unless_one_hot,
+                                           verbose=False)

@@ -54,7 +54,9 @@ to [32, 0, 0, 0], largest weights 1 - 3.7e-4 to 1 - 3.8e-14), whose dQ is compar
 row by row, each to a relative 1e-4 of its own size (9.3e-3 at [29, 0, 0, 0] and 0.19
 at [32, 0, 0, 0], where one rounding of A is more; a backward pass that skips rows
 above a threshold on A.max(), even 1 - 1e-13, or flushes weights below 1e-13 or dS
-below 1e-14 to 0, shows); one with masked keys
+below 1e-14 to 0, shows; the rows stop there: from [37, 0, 0, 0] on, A.max() is exactly
+1.0 in float64, and such a row's dS, the softmax's VJP of dA, is itself off by the
+page's formulas there (the Jacobian checker's docstring), so a backward pass that zeroes the rows where A.max() == 1.0 passes); one with masked keys
 far above the others (masking after the softmax underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from

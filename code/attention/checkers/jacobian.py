@@ -11,7 +11,11 @@ softmax([25, 0, 0, 0]), softmax([29, 0, 0, 0]) and softmax([33, 0, 0, 0]), large
 weights 0.999, 0.926, 1 - 6e-9, 1 - 4e-11, 1 - 8e-13 and 1 - 1.4e-14; at the last two
 a relative 1e-3 and 1e-2, which a.g summed in another order needs there), whose J is
 small but not 0 (zeros returned above a threshold on a.max(), even 1 - 1e-13, and
-weights below 1e-13 flushed to 0 are named); both return plain
+weights below 1e-13 flushed to 0 are named). The saturated rows stop there, at
+1 - 1.4e-14: from softmax([37, 0, 0, 0]) on, a.max() is exactly 1.0 in float64, and the
+right formula a * (g - a.g) is itself off there by a relative 8e-3 to 2.5 (over twenty
+standard normal g, seed 0; a.g rounds to the top key's g), so no tolerance tells a shortcut
+from it, and an attempt that returns zeros when a.max() == 1.0 passes. Both return plain
 float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
 cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``), each against a
