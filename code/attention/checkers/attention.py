@@ -17,7 +17,8 @@ The contract the exercise states, and this checker tests:
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
   it is negative), so that large scores do not overflow and a row whose scores all
   lie far below 0 (one case has a query near -1000) does not underflow (a shift by
-  the row maximum of the unscaled scores Q K^T is named); and a
+  the row maximum of the unscaled scores Q K^T is named, and so, on the far case,
+  after it failed the large scores, is a shift by the row's largest |S|); and a
   query whose visible keys all score near -1e300 (finite) gets its weights from them,
   which a finite fill of the masked scores above them (-1e9, -1e15, float32's
   -3.4e38), or a row maximum clamped from below (at -1e13, say), does not give (a
