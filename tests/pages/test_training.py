@@ -1301,7 +1301,8 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
     assert np.all(fall > 0) and g_bool(PAGE, "ho_grown_sgd_sc_lo_falls")
     # rv33: the summary says the verdict depends on the threshold
     summary = text[text.index("## What we have"):]
-    assert ("The verdict depends on the threshold: at {glue:text}`ho_strict:g` the unscaled head "
+    assert ("The verdict depends on the threshold: at {glue:text}`ho_strict:g`, within these "
+            "{glue:text}`tr_steps` steps (the sweep runs no longer budget), the unscaled head "
             "works at $d_k = 1024$ in {glue:text}`ho_strict_un_1024` seeds with SGD and "
             "{glue:text}`ho_strict_un_1024_adam` with Adam, the scaled head in all of them.") in summary
     assert g_bool(PAGE, "ho_strict_scaled_all")
@@ -1310,6 +1311,10 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
     # rv32: "That it learns at all is what the saturation page's measurement allows" is cut
     # (in total the unscaled head gets more gradient than the scaled one, piled in few rows)
     assert "That it learns at all" not in text
+    # rv35: the one-seed heatmaps' dots are a training-loss verdict: no reading of their width
+    assert "widens or narrows" not in text
+    assert ("The dots are this seed's verdict on its training loss; the held-out sweep below, "
+            "over all its seeds, is the one to read for how the bands move with width.") in text
     # rv35: Bahdanau's additive score has no bias; the page says the bias is its own
     assert ("the **additive** score of {cite:t}`bahdanau2014neural`, "
             "$s_j = w \\cdot \\tanh(q\\,W_q + k_j W_k)$.") in text
