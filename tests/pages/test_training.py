@@ -736,18 +736,26 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     assert "(here with torch's defaults and a constant rate)" in text
     assert "training loss is a noisy pick, and at each head's best" not in text
     for opt in GRID:
-        # "the ratio of the unscaled head's held-out loss to the scaled head's is larger at 256
-        # than at 16, 32 and 64, and the scaled head's loss is lower at 256 than at 64", at the
-        # rates training picks, every seed, both optimizers
-        ratio = {d: gr(opt, "unscaled", d)["best"] / gr(opt, "scaled", d)["best"]
-                 for d in (16, 32, 64, 256)}
-        for d in (16, 32, 64):
-            assert np.all(ratio[256] > ratio[d]), (opt, d)
+        # rv36: "the unscaled head's held-out loss exceeds the scaled head's by more at 256 than
+        # at 64, and the scaled head's loss is lower at 256 than at 64", at the rates training
+        # picks, every seed, both optimizers (the ratio against 16, 32 and 64 is cut: it skipped
+        # 128, where with Adam it beats 256 in 2 seeds, and its denominator is tiny)
+        diff = {d: gr(opt, "unscaled", d)["best"] - gr(opt, "scaled", d)["best"] for d in (64, 256)}
+        assert np.all(diff[256] > diff[64]), opt
         assert np.all(gr(opt, "scaled", 256)["best"] < gr(opt, "scaled", 64)["best"])
     assert g_bool(PAGE, "ho_grown_gap_wider") and g_bool(PAGE, "ho_grown_sc_falls")
     # rv25: "the ratio grows" (read as monotone) is cut; the precise comparison stays
     flat = " ".join(SOURCE.split())
     assert "the ratio grows" not in flat
+    assert "the ratio of the unscaled head's held-out loss to the scaled head's" not in flat
+    assert ("the unscaled head's held-out loss exceeds the scaled head's by more at "
+            "{glue:text}`ho_dk_max_grown` than at 64") in flat
+    # rv36: the additive bullet compares with the unscaled head (the Transformer paper's
+    # comparison) and does not set additive above scaled on a few rows of one batch
+    summary = flat[flat.index("## What we have"):]
+    assert ("the unscaled dot product on {glue:text}`ho_add_un_wrong_lo` to "
+            "{glue:text}`ho_add_un_wrong_hi`, the scaled one on at most "
+            "{glue:text}`ho_add_sc_wrong_max`: a few rows of the {glue:text}`ho_n_held`.") in summary
     assert ("and the scaled head's loss is lower at {glue:text}`ho_dk_max_grown` than at "
             "64. At") in flat
     # the summary's grown-design ratio clause is cut (rv20 cut the unscaled head's own rise
@@ -965,8 +973,8 @@ def test_additive_head_held_out_over_seeds(held):
     assert ("* With $d_{\\text{model}} =$ {glue:text}`tr_d_model`, $d_k =$ {glue:text}`tr_add_dk`, "
             "Adam and {glue:text}`tr_steps` steps, at the rates training picks, additive "
             "attention puts its largest weight on a wrong key in none of the "
-            "{glue:text}`ho_n_held` held-out rows in any seed, the scaled dot product on at "
-            "most {glue:text}`ho_add_sc_wrong_max`.") in summary
+            "{glue:text}`ho_n_held` held-out rows in any seed, the unscaled dot product on "
+            "{glue:text}`ho_add_un_wrong_lo` to") in summary
     assert np.all(ea == 0) and g_bool(PAGE, "ho_add_wrong_none")  # "none of the 8192 rows in any seed"
     n = {k: (L < THRESHOLD).sum(axis=1) for k, L in (
         ("add", add["loss"]), ("sc", D["loss"][w, :, 0, ADD_SKIP:]), ("un", D["loss"][w, :, 1, ADD_SKIP:]))}
