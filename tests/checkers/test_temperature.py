@@ -22,6 +22,12 @@ def _scores(Q, K, tau):
     return Q @ np.swapaxes(K, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)  # (..., T_q, T_k)
 
 
+def _scaled(Q, K, tau):
+    # the factor 1/(tau sqrt(d_k)) as a Python float: float32 inputs stay float32, and
+    # tau sqrt(d_k) past float32's largest number is not made inf (st16b)
+    return (1 / (float(tau) * Q.shape[-1] ** 0.5)) * (Q @ np.swapaxes(K, -1, -2))
+
+
 def _work(*X):
     """The arrays in a dtype of at least float32 (float16 scores overflow when cold)."""
     w = np.promote_types(X[0].dtype, np.float32)
@@ -30,13 +36,14 @@ def _work(*X):
 
 def right(Q, K, V, tau):
     Qw, Kw, Vw = _work(Q, K, V)
-    A = _softmax(_scores(Qw, Kw, tau))
+    A = _softmax(_scaled(Qw, Kw, tau))
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_in_torch(Q, K, V, tau):
     q, k, v = (torch.as_tensor(x) for x in _work(Q, K, V))
-    A = torch.softmax(q @ k.transpose(-2, -1) / (tau * q.shape[-1] ** 0.5), dim=-1)
+    c = 1 / (tau * q.shape[-1] ** 0.5)  # a Python float: finite past 3.4e38
+    A = torch.softmax(c * (q @ k.transpose(-2, -1)), dim=-1)
     return (A @ v).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
 
 
@@ -1040,8 +1047,24 @@ EXP_LIMIT = ("A for float32 inputs contains NaN where the reference has none: us
              "(709.78) is not float32's (88.72)")
 
 
+def tau_cast_to_the_work_dtype(Q, K, V, tau):
+    # st16b: tau cast to w "so that a NumPy float64 tau does not promote": in
+    # float32, past 3.4e38, tau is inf and the weights uniform
+    w = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+    with np.errstate(all="ignore"):
+        t, d = w.type(tau), w.type(Q.shape[-1] ** 0.5)
+        A = _softmax(Qw @ np.swapaxes(Kw, -1, -2) / (t * d))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+TAU_INF32 = "rounded to float32 is inf past 3.4e38"
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st16b
+    (tau_cast_to_the_work_dtype, TAU_INF32),
     # found by the student round st15b
     (lead_18_6, LONG_AT.format(what="weights", g=20)),
     (lead_22, LONG_AT.format(what="weights", g=25)),
@@ -1309,7 +1332,9 @@ EXCLUSIVE = {
     "the shift is needed at every temperature": {shift_below_1, shift_below_0_02,
                                                  no_shift_when_hot},
     "a power of the weights at tau = 1": {temperature_as_a_power_of_the_weights},
-    "rounded to float32": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
+    # (the factor's rounding for float64 inputs; every attempt that divides float32
+    # scores by a Python float is told at tau = 1e39 that tau rounded to float32 is inf)
+    "float32's precision apart": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
     "shifted by each column's maximum": {shift_by_the_column_maximum,
                                          shift_by_S_max_axis_1},
     "float64's exp limit (709.78)": {shift_where_exp_would_overflow_or_underflow,
@@ -1347,20 +1372,22 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(attempt, capsys):
 
 def right_with_einsum(Q, K, V, tau):
     Qw, Kw, Vw = _work(Q, K, V)
-    S = np.einsum("...qd,...kd->...qk", Qw, Kw) / (float(tau) * Q.shape[-1] ** 0.5)
+    c = 1 / (float(tau) * Q.shape[-1] ** 0.5)
+    S = c * np.einsum("...qd,...kd->...qk", Qw, Kw)
     A = _softmax(S)
     return np.einsum("...qk,...kd->...qd", A, Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_with_tau_on_q_only(Q, K, V, tau):
     Qw, Kw, Vw = _work(Q, K, V)
-    A = _softmax(_scores(Qw / Qw.dtype.type(tau), Kw, 1.0))  # (Q / tau) K^T = Q K^T / tau
+    # (Q / tau) K^T = Q K^T / tau; 1/tau, not tau, in float32 (finite past 3.4e38)
+    A = _softmax(_scores(Qw * Qw.dtype.type(1 / float(tau)), Kw, 1.0))
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_with_log_sum_exp(Q, K, V, tau):
     Qw, Kw, Vw = _work(Q, K, V)
-    S = _scores(Qw, Kw, tau)
+    S = _scaled(Qw, Kw, tau)
     m = S.max(axis=-1, keepdims=True)
     A = np.exp(S - m - np.log(np.exp(S - m).sum(axis=-1, keepdims=True)))
     return [(A @ Vw).astype(Q.dtype), A.astype(Q.dtype)]  # a list is a pair too
@@ -1398,9 +1425,10 @@ def test_the_output_is_checked_not_only_the_weights(capsys):
 
 def test_both_limits_and_a_batch_are_checked(capsys):
     checkers.check_attention_with_temperature(right)
-    report = capsys.readouterr().out
+    report = " ".join(capsys.readouterr().out.split())  # titles wrap
     for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch",
-                 "two further queries", "scaled scores lie near -740", "tau = 1.5 and 0.01",
+                 "two further queries", "scaled scores lie near -740",
+                 "tau = 1.5, 0.01 and 1e+39",
                  "0.7, 0.01, 1e-05",
                  "4096 keys", "large scores", "1e+300 on Q scaled by tau",
                  "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
@@ -1893,3 +1921,34 @@ def test_the_pages_say_the_checker_runs_long_rows():
     assert "very hot temperatures, on long rows, on rows whose scores lie far apart" \
         in exercises
     assert "`float16` inputs, on long rows, on rows whose scores lie far apart" in page
+
+
+def test_the_float32_hot_inputs_tell_the_keys_apart_where_tau_is_inf_in_float32():
+    # st16b: tau cast to float32 (w.type(tau)) passed: no float32 case was past
+    # 3.4e38, where tau is inf in float32 and the weights uniform
+    from attention.checkers import temperature as t
+
+    Q, K, V = (np.array(x, dtype=np.float32) for x in (t.HOT32_Q, t.HOT32_K, t.HOT32_V))
+    assert t.HOT32 > float(np.finfo(np.float32).max)
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float32(t.HOT32))
+    assert np.isfinite(Q @ K.T).all()  # the raw products fit float32
+    want = attention.scaled_dot_product_attention(
+        *(x.astype(np.float64) for x in (Q, K, V)), temperature=t.HOT32)[1]
+    assert np.abs(want - 1 / 3).max() > 0.02  # far from uniform
+    O, A = right(Q, K, V, t.HOT32)
+    assert A.dtype == np.float32 and np.abs(A - want).max() < 5e-8
+    A_bad = tau_cast_to_the_work_dtype(Q, K, V, t.HOT32)[1]
+    assert np.all(A_bad == np.float32(1 / 3))
+
+
+def test_the_page_says_tau_is_not_made_a_float32():
+    # st16b: the solution's paragraph says why the factor, not tau, is made a w, and
+    # that the checker runs a tau past float32's largest number (HOT32)
+    from attention.checkers import temperature as t
+    from tests.pages._common import CHAPTERS
+
+    page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
+    assert ("`tau` itself is not made a `w`: past `float32`'s largest number it is inf "
+            "there, and the weights uniform (the checker tries such a $\\tau$)") in page
+    assert t.HOT32 > float(np.finfo(np.float32).max)

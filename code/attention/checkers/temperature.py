@@ -65,10 +65,14 @@ entries of size 30 at d_k = 128 with K = Q, whose raw products Q K^T, near 1.2e5
 25,600 float16 rounds to multiples of 16 (two keys 2.5 apart there tie): Q @ K^T
 computed in float16 is inf or rounded whatever is done after it (the textbook line
 Q @ K.T / (tau * np.sqrt(d_k)), whose division is float64, included), and is named so.
+Hot, float32 inputs are run at tau = 1e39 too, past float32's largest number (3.4e38),
+on entries of size 1e19 whose scaled scores lie near 0.07 (the factor 1/(tau sqrt(d_k)),
+about 7e-40, is a float32 subnormal, and right to 5e-8): a tau (or tau sqrt(d_k)) rounded
+to float32 (w.type(tau)) is inf there and the weights uniform, and is named so.
 Not covered: float32 inputs at a tau so small that the factor 1/(tau sqrt(d_k)) itself
 passes float32's largest number (tau below about 3e-39 / sqrt(d_k)), where a computation
-in float32 that scales before it shifts gives NaN (float32 inputs are run at 1.5 and 0.01 only; the
-float16 inputs' factor at 1e-9 fits float32). When an attempt fails, the checker
+in float32 that scales before it shifts gives NaN (float32 inputs are run cold at 0.01
+only; the float16 inputs' factor at 1e-9 fits float32). When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches (told apart, when hot, by how far their
 weights lie from uniform; a temperature applied as a power of the weights at tau = 1,
 whose rows underflow to 0/0 when cold, is named before the NaN's usual causes; at the
@@ -1258,6 +1262,39 @@ def _float32_at(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str, dict]:
     return not wrong, wrong, dtypes
 
 
+#: The float32 inputs' hot temperature, past float32's largest number (about 3.4e38),
+#: on entries of size 1e19 (raw products up to 1e38, finite in float32) whose scaled
+#: scores lie near 0.07 and 0.02 (d_k = 2): the softmax still tells the keys apart,
+#: while tau, or tau sqrt(d_k), rounded to float32 is inf and the weights uniform (the
+#: factor 1/(tau sqrt(d_k)), about 7e-40, is a float32 subnormal, right to 5e-8).
+HOT32 = 1e39
+HOT32_Q = ((1e19, 0.0), (3e18, 1e18))
+HOT32_K = ((1e19, 0.0), (-1e19, 0.0), (0.0, 1e19))
+HOT32_V = ((1.0, 0.0), (0.0, 1.0), (5.0, 5.0))
+#: Said when the float32 weights at HOT32 are uniform.
+TAU_INF_IN_FLOAT32 = ("tau (or tau sqrt(d_k)) rounded to float32 is inf past 3.4e38: "
+                      "keep tau a Python float / compute the factor in float64 "
+                      "(c = w.type(1 / (tau * d_k**0.5)), then S = c * (Q K^T))")
+
+
+def _float32_hot_case(fn) -> tuple[bool, str]:
+    """float32 inputs at HOT32: right to float32 precision, and uniform weights named
+    as tau, or tau sqrt(d_k), rounded to float32."""
+    Q, K, V = (np.array(x, dtype=np.float32) for x in (HOT32_Q, HOT32_K, HOT32_V))
+    ok, detail = _float32_case(fn, Q, K, V, HOT32)
+    if ok:
+        return ok, detail
+    pair, _ = _attempt(fn, Q, K, V, HOT32)
+    A = None if pair is None else pair[1]
+    if A is not None and np.shape(A) == (2, 3):
+        with np.errstate(all="ignore"):
+            A = np.asarray(A, dtype=np.float64)
+        if np.allclose(A, 1 / 3, rtol=0, atol=1e-7):
+            detail = (f"{detail.split(': ', 1)[0]} at tau = {HOT32:g}: your weights "
+                      f"are all equal: {TAU_INF_IN_FLOAT32}")
+    return ok, detail
+
+
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, tau) -> (O, A)``: scores Q K^T / (tau sqrt(d_k)), A their softmax
     along the keys, O = A V, for (T_q, d_k) and (..., T_q, d_k) inputs and in both limits;
@@ -1667,7 +1704,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         return ok, detail
 
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
-                        f"(tau = 1.5 and {TAU32:g}; 0.7, {TAU32:g}, {COLD16:g} and "
+                        f"(tau = 1.5, {TAU32:g} and {HOT32:g}; 0.7, {TAU32:g}, {COLD16:g} and "
                         f"{COLDEST16:g}, and 1 on entries of size {WIDE16[0]:g} at "
                         f"d_k = {WIDE16[1]} and {ROUND16[0]:g} at d_k = {ROUND16[1]})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
@@ -1678,7 +1715,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _float16_case(fn, Q16, K16, V16, COLD16),
                              lambda: _float16_case(fn, Q16, K16, V16, COLDEST16),
                              lambda: _float16_case(fn, Qw16, Kw16, Vw16, 1.0),
-                             lambda: _float16_case(fn, Qr16, Kr16, Vr16, 1.0))))
+                             lambda: _float16_case(fn, Qr16, Kr16, Vr16, 1.0),
+                             # (last: attempts that fail the others are told those)
+                             lambda: _float32_hot_case(fn))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
