@@ -12,8 +12,8 @@ Two kinds of score:
 
 * ``"dot"``: s_j = c q.k_j. The scale c is 1/sqrt(d_k) for the scaled head, 1 for the
   unscaled one, 1/d_k for the "1/d_k scale".
-* ``"additive"`` (after Bahdanau et al. 2014, whose score w . tanh(q W_q + k_j W_k) has no
-  bias): s_j = w . tanh(q + k_j + b), with w and b of width d_k. Bahdanau's two matrices
+* ``"additive"`` (after Bahdanau et al. 2014, who write their score
+  w . tanh(q W_q + k_j W_k) without a bias): s_j = w . tanh(q + k_j + b), with w and b of width d_k. Bahdanau's two matrices
   W_q, W_k would multiply q and k before the tanh;
   since q and k are themselves linear in the tokens, those products are folded into W_Q
   and W_K. The bias b matters here: without it the score is an odd function of (q, k),
