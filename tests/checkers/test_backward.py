@@ -1139,6 +1139,16 @@ online_softmax_in_blocks_of_8_not_rescaled = _backward_with(
 D_over_the_first_8_keys = _backward_with(
     "D_over_the_first_8_keys",
     guarded_softmax, lambda A, dA: (A * dA)[..., :8].sum(-1, keepdims=True))
+# st16a: each passed every case while no visible score exceeded 9600
+CLIPPED = "were the scores clipped (np.clip, or np.minimum) before exp()?"
+clips_scores_at_1e4 = _backward_with(
+    "clips_scores_at_1e4", lambda S: guarded_softmax(np.minimum(S, 1e4)))
+clips_scores_at_1e5 = _backward_with(
+    "clips_scores_at_1e5", lambda S: guarded_softmax(np.minimum(S, 1e5)))
+clips_scores_at_1e6 = _backward_with(
+    "clips_scores_at_1e6", lambda S: guarded_softmax(np.minimum(S, 1e6)))
+clips_scores_at_1e20 = _backward_with(
+    "clips_scores_at_1e20", lambda S: guarded_softmax(np.clip(S, None, 1e20)))
 online_softmax_rescaled = _backward_with(
     "online_softmax_rescaled", lambda S: _online_weights(S, 4, True))  # right
 
@@ -1187,6 +1197,10 @@ PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores 
             "broadcasts as (H, T_q, T_k), one per head")
 
 WRONG = [
+    (clips_scores_at_1e4, CLIPPED),
+    (clips_scores_at_1e5, CLIPPED),
+    (clips_scores_at_1e6, CLIPPED),
+    (clips_scores_at_1e20, CLIPPED),
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
     (D_over_the_first_8_keys, "a row of 300 keys"),
@@ -1325,6 +1339,8 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
+    CLIPPED: {clips_scores_at_1e4, clips_scores_at_1e5, clips_scores_at_1e6,
+              clips_scores_at_1e20},
     ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
              online_softmax_in_blocks_of_8_not_rescaled},
     # (S[~mask] on a 2-D S reads a 1-D mask per query)
@@ -1759,3 +1775,32 @@ def test_a_backward_pass_that_zeroes_rows_where_A_max_is_1_passes():
                                                  swap(A) @ do))
 
     assert checkers.check_attention_backward(zeroes_one_hot_rows, verbose=False)
+
+
+def test_the_cases_hold_visible_scores_far_above_where_a_clip_would_cut():
+    """The backward page's checker paragraph (st16a): visible float64 scores near 1e7
+    (not one-hot) and near 1e299, and float16 inputs whose scores pass 65504 (near
+    65600 and 514000), where scores clipped from above (at 1e4 to 1e6) tie."""
+    seen = []
+
+    def spy(Q, K, V, dO, mask=None):
+        seen.append((Q.copy(), K.copy(), mask))
+        return correct(Q, K, V, dO, mask)
+
+    assert checkers.check_attention_backward(spy, verbose=False)
+
+    def top_rows(Q, K, m):
+        with np.errstate(all="ignore"):
+            S = Q.astype(np.float64) @ swap(K.astype(np.float64)) / math.sqrt(Q.shape[-1])
+        S = np.where(True if m is None else m, S, -np.inf)
+        return S.max(-1), np.sort(S, -1)
+
+    f64 = [top_rows(Q, K, m) for Q, K, m in seen if Q.dtype == np.float64]
+    # a row above 1e6 whose two largest visible scores are within 1 (not one-hot)
+    with np.errstate(invalid="ignore"):  # (-inf) - (-inf) on a fully masked row
+        assert any(np.any((tops > 1e6) & (s[..., -1] - s[..., -2] < 1.0))
+                   for tops, s in f64)
+    assert any(np.any(tops > 1e299) for tops, _ in f64)
+    f16 = [top_rows(Q, K, m)[0] for Q, K, m in seen if Q.dtype == np.float16]
+    assert any(np.any((t > 65504) & (t < 7e4)) for t in f16)
+    assert any(np.any(t > 5e5) for t in f16)

@@ -76,7 +76,12 @@ exact gradients, and float16 inputs, whose gradients must be float16: at small s
 within 1e-2, and with scores from 15 to 36 (d_k = 8; float16's exp() overflows above
 11.1) and near 9600 (d_k = 64; the raw products pass 65504) within 2e-3, which only a
 computation in float32 cast back meets; and, masked, with visible scores near -65600
-(below float16's -65504: float16's minimum as the fill of float32 scores is named).
+(below float16's -65504: float16's minimum as the fill of float32 scores is named),
+and the forward checker's float16 scores near 65600 and 514000; with those, and at
+d_k = 2 a query's visible scores near 7.1e6 and another's near 1.4e299 (one-hot),
+scores clipped from above before exp() (np.minimum(S, 1e4), at float16's 65504, 1e5,
+1e6, or anywhere below 7e298) are named (st16a: such clips passed while no visible
+score exceeded 9600).
 At d_k = 5 a scale of 1/int(np.sqrt(d_k)) equals 1/sqrt(T_q): both are named. Every
 size differs
 from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7; but for the
@@ -161,7 +166,7 @@ def _swap(X):
 
 def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=True,
            scores=None, bias=0.0, eps=0.0, shift="row", fill=-np.inf, work=np.float64,
-           floor=0.0, block=None):
+           floor=0.0, block=None, clip=None):
     """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
     forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
     ``mask_mode`` "per-batch" (a 3-D mask given a head axis, ``mask[:, None]``),
@@ -178,7 +183,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     "fill-zeroed" puts ``fill`` for a masked score (and zeroes a query with no visible
     key afterwards); ``mask_mode`` "per-query" reads a (T_k,) mask as one flag per
     query (``mask[:, None]``); given ``block``, A is an online softmax over key blocks
-    of that size whose running sum is not rescaled when the running maximum grows."""
+    of that size whose running sum is not rescaled when the running maximum grows;
+    given ``clip``, the scores are clipped from above at it before the mask."""
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
     if mask is not None and mask_mode == "per-batch":  # a 3-D mask read as (B, T_q, T_k)
         mask, mask_mode = np.asarray(mask)[:, None], "-inf"
@@ -186,6 +192,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
         mask, mask_mode = np.asarray(mask)[:, None], "-inf"
     c = 1.0 / math.sqrt(Q.shape[-1] if d is None else d)
     S_free = S = c * (Q @ _swap(K)) if scores is None else np.asarray(scores, np.float64)
+    if clip is not None:  # np.minimum(S, clip), "so that exp() never sees huge numbers"
+        S = np.minimum(S, clip)
     if mask is not None and mask_mode.startswith("bias"):
         S = S + np.where(mask, 0.0, bias)
     elif mask is not None and mask_mode not in ("ignored", "after"):
@@ -286,6 +294,19 @@ ONLINE = ("the running sum was not rescaled when the running maximum grew: an on
           "m_new) + exp(S_block - m_new).sum(-1); without it the earlier blocks "
           "count at their old shift, a row of A no longer sums to 1, and every "
           "gradient is off")
+
+
+#: Said when the gradients are those of scores clipped from above before exp() (st16a:
+#: np.minimum(S, 1e4), 1e5 or 1e6 passed while no visible score exceeded 9600).
+CLIPPED = ("the gradients are those of scores clipped from above before exp(): were "
+           "the scores clipped (np.clip, or np.minimum) before exp()? Clipping "
+           "changes the differences between the scores, and so the weights and "
+           "every gradient (here visible scores lie {top}); subtract each row's "
+           "maximum instead, which changes no weight")
+
+#: The clips tried from above: float16's largest number, the forward checker's, and
+#: powers of ten up to 1e299 (only those below a case's largest visible score).
+CLIPS = (1e4, 65504.0, 7e4, 1e5, 6e5, 1e6) + tuple(10.0 ** k for k in range(7, 300))
 
 
 #: Said when a gradient is a NumPy masked array.
@@ -483,7 +504,15 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
         # row, as a mask ignored or filled with 0 does; what it misses is the guard
         mistakes.sort(key=lambda m: m[0] not in ("mask-large", "mask-bias"))
     mistakes += [("online", ONLINE, dict(block=block), RIGHT)
-                 for block in (2, 4, 8, 16, 32, 64, 128, 256) if block < K.shape[-2]]
+                 for block in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+                 if block < K.shape[-2]]
+    with np.errstate(all="ignore"):
+        S = c * (np.asarray(Q, np.float64) @ _swap(np.asarray(K, np.float64)))
+    top = float(np.where(True if mask is None else mask, S, -np.inf).max(initial=-np.inf))
+    tried = [hi for hi in CLIPS if hi < top]
+    # the largest clip first (it changes least), a few below it (one case's rows)
+    mistakes += [("clipped", CLIPPED.format(top=_near(top)), dict(clip=hi), RIGHT)
+                 for hi in (tried[::-1][:3] + [h for h in tried if h <= 1e6])]
     if _empty_rows(Q, K, mask):
         mistakes.append((
             "nan-to-num", "{names} {is_are} zero where they should not be: a query whose "
@@ -1306,6 +1335,15 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # Five-dimensional inputs (2, 3, 2, T, d): "any leading batch and head
     # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
     Q5, K5, V5, dO5 = _inputs(np.random.default_rng(_RNG_SEED + 7), batch=(2, 3, 2))
+    # Visible scores far above (st16a: np.minimum(S, 1e4), 1e5 or 1e6 passed while
+    # none exceeded 9600): at d_k = 2, query 0's scores near 7.1e6, 0.71 apart
+    # (weights 0.14, 0.28, 0.58), query 1's 0, 7.1e298 and 1.4e299 (one-hot; V's
+    # first column is 1 and its dO (1.5, 0, 0), so that its dS is exactly 0 and dK
+    # stays small): scores clipped from above anywhere below them tie, and show.
+    Q_top = np.array([[1e4, 1.0], [0.0, 1e299]])
+    K_top = np.array([[1e3, 0.0], [1e3, 1.0], [1e3, 2.0]])
+    V_top = np.array([[1.0, 0.5, -1.0], [1.0, -0.5, 0.3], [1.0, 1.0, 0.2]])
+    dO_top = np.array([[0.3, -0.7, 1.1], [1.5, 0.0, 0.0]])
     Q_sat = np.array([[9.0], [16.0], [20.0], [25.0], [29.0], [32.0]])
     K_sat = np.array([[1.0], [0.0], [0.0], [0.0]])
     V_sat = rng_o.standard_normal((4, 3))
@@ -1326,7 +1364,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, large scores (near 7000; one query's near -1000); "
              "saturated rows (scores [9, 0, 0, 0] to [32, 0, 0, 0])",
              _all(_case(fn, Q_big, K_big, V, dO),
-                  _saturated_case(fn, Q_sat, K_sat, V_sat, dO_sat))),
+                  _saturated_case(fn, Q_sat, K_sat, V_sat, dO_sat),
+                  # (after the saturated rows: a floor on the weights or an eps
+                  # is told there, before query 1's near 1e300 blow dK up)
+                  _case(fn, Q_top, K_top, V_top, dO_top))),
         _run("masked keys whose scores are far above the others (near 1e300)",
              _all(_case(fn, Q_far, K_far, V, dO_far, not_key_0),
                   _case(fn, Q_deep, K_far, V, dO_far, not_key_0),
@@ -1372,6 +1413,24 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         np.array([[100.0] * 64, [45.0] * 64, [7.6] * 64]), K_n,
         rng_h.standard_normal((5, 3)), rng_h.standard_normal((3, 3))))
     mask_n = np.array([True, True, True, False, False])
+    # And the forward checker's float16 scores above 65504 (finite, and exact, in
+    # float32; st16a): a query of 100s against keys of 82s, one entry 0.0625 or
+    # 0.125 less in keys 1 and 2 (scores 65600, 65599.2, 65598.4), and a query of
+    # 255s (first entry 64) against keys of 255s, one entry 1/8 or 1/4 less
+    # (scores 514111.875, 514110.875, 514109.875): scores clipped from above below
+    # them (at float16's 65504, 1e5 or 6e5) tie.
+    K_c = np.full((3, 64), 82.0)
+    K_c[1, 0], K_c[2, 0] = 81.9375, 81.875
+    K_x = np.full((3, 64), 255.0)
+    K_x[1, 0], K_x[2, 0] = 254.875, 254.75
+    Q_x = np.full((1, 64), 255.0)
+    Q_x[0, 0] = 64.0
+    # (dO near orthogonal to O, D = dO . O near 0: dQ, whose entries but the first
+    # cancel to 0, does not amplify float32's rounding, 6e-4 at most)
+    V_c = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, -0.5]])
+    f16_top = [tuple(x.astype(np.float16) for x in xs) for xs in (
+        (np.full((1, 64), 100.0), K_c, V_c, np.array([[1.0, -3.25]])),
+        (Q_x, K_x, V_c, np.array([[1.0, -3.625]])))]
     high_note = ("; compute in float32 (as the forward exercise's solution does) and cast "
                  "back: Q.astype(np.float32), the gradients .astype(Q.dtype)")
     return _report(one_head + [
@@ -1406,5 +1465,9 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                               what=" (masked; visible scores near -65600, "
                                    "-29500 and -5000, d_k = 64: only -inf, or "
                                    "float32's "
-                                   "minimum in float32 scores, is below them)"))),
+                                   "minimum in float32 scores, is below them)"),
+                  *(_dtype_case(fn, *xs, rtol=RTOL_FLOAT16_HIGH,
+                                what=f" (scores near {top}, above float16's "
+                                     "65504, d_k = 64)")
+                    for xs, top in zip(f16_top, ("65600", "514000"))))),
     ], verbose)
