@@ -90,7 +90,34 @@ def _half(x):
 #: The float64 cancellation's name (st15b: E[s^2] - (E s)^2 in float64 passed).
 CANCELLED = ("E[s^2] - (E s)^2? Subtracting two numbers near rho^2 d_k loses every "
              "digit")
+def formula_in_float32(d_k, rho, kurtosis=3.0):
+    # st16b: np.float32 throughout: 1 - rho^2 cancels near rho = +-1
+    r, k = np.float32(rho), np.float32(kurtosis)
+    return r * np.sqrt(np.float32(d_k)), np.float32(1) + r * r * (k - np.float32(2))
+
+
+def formula_in_torchs_default_dtype(d_k, rho, kurtosis=3.0):
+    # st16b: torch.tensor(rho) is float32 by default
+    import torch
+
+    r, k = torch.tensor(rho), torch.tensor(kurtosis)
+    return r * math.sqrt(d_k), 1 + r**2 * (k - 2)
+
+
+def rho_squared_in_float32(d_k, rho, kurtosis=3.0):
+    # st16b: rho^2 rounded to float32, the rest in float64
+    r2 = float(np.float32(rho) ** 2)
+    return rho * math.sqrt(d_k), 1 + r2 * (kurtosis - 2)
+
+
+#: The float32 formula's name (st16b: it passed, no probe lay near rho = +-1 at a
+#: kurtosis near 1).
+FLOAT32_LOSES = "float32 loses the digits of 1 - rho^2"
 WRONG = [
+    # found by the student round st16b
+    (formula_in_float32, FLOAT32_LOSES),
+    (formula_in_torchs_default_dtype, FLOAT32_LOSES),
+    (rho_squared_in_float32, FLOAT32_LOSES),
     # found by the student round st15b: E[s^2] - (E s)^2 in float64, and the second
     # moment written out as E[rho^2 |q|^4 + (1 - rho^2) (q.z)^2] / d_k
     (second_moment_form, CANCELLED),
@@ -508,7 +535,7 @@ def test_the_librarys_own_answer_is_rejected_as_such(capsys):
 @pytest.mark.parametrize("form", [
     lambda m, v: np.array([m, v]),  # an array of shape (2,)
     lambda m, v: [m, v],
-    lambda m, v: (np.float32(m), np.float32(v)),  # the formula computed in float32
+    lambda m, v: (np.float32(m), np.float32(v)),  # the formula's results as float32
     lambda m, v: (np.asarray(m), np.asarray(v)),  # 0-d arrays
 ], ids=["array (2,)", "list", "float32", "0-d arrays"])
 def test_the_right_formula_passes_in_any_reasonable_container(form):
@@ -787,3 +814,23 @@ def test_a_call_that_fails_at_a_far_setting_is_reported_with_that_setting(capsys
     assert "✗ mean, for positive and negative rho: at d_k = 1e9 + 7, rho = 0.0001, " \
            "kurtosis = 10000.0 (far past the settings before), the call failed: raised " \
            "OverflowError: too wide" in out, out
+
+
+def test_near_rho_1_at_kurtosis_1_float32_is_off_and_float64_is_not():
+    # st16b: a formula computed in float32 passed: at (16, 0.9999, 1) it is off by a
+    # relative 2.2e-4, at rho = 1 - 1e-8 it gives 0; float64 is right, and the
+    # float64 results returned as float32 numbers are right too
+    from attention.checkers import moments
+
+    assert not set(moments.NEAR_ONE_PROBES) & set(moments.PROBES)  # compared apart
+    want = var(16, 0.9999, 1.0)
+    got = float(formula_in_float32(16, 0.9999, 1.0)[1])
+    assert abs(got - want) / want == pytest.approx(2.2e-4, rel=0.05)
+    assert float(formula_in_float32(16, 1 - 1e-8, 1.0)[1]) == 0.0
+    for p in moments.NEAR_ONE_PROBES:
+        want = var(*p)
+        assert moments._same(right(*p)[1], want)
+        assert moments._same(float(np.float32(right(*p)[1])), want)
+    wrong = [p for p in moments.NEAR_ONE_PROBES
+             if not moments._same(float(formula_in_float32(*p)[1]), var(*p))]
+    assert {p[2] for p in wrong} == {1.0} and len(wrong) == 3
