@@ -834,3 +834,15 @@ def test_near_rho_1_at_kurtosis_1_float32_is_off_and_float64_is_not():
     wrong = [p for p in moments.NEAR_ONE_PROBES
              if not moments._same(float(formula_in_float32(*p)[1]), var(*p))]
     assert {p[2] for p in wrong} == {1.0} and len(wrong) == 3
+
+
+def test_the_page_says_the_checker_probes_rho_near_1():
+    # st16b: the variance page's checker paragraph names the probes near +-1
+    from attention.checkers import moments
+    from tests.pages._common import CHAPTERS
+
+    page = " ".join((CHAPTERS / "variance.md").read_text().split())
+    assert ("positive and negative $\\rho$ (some near $\\pm 1$, where a formula "
+            "computed in `float32` loses its digits)") in page
+    assert min(1 - abs(r) for r in moments.NEAR_ONE_RHOS) < 1e-7
+    assert checkers.check_scaled_score_moments(formula_in_float32, verbose=False) is False
