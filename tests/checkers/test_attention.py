@@ -901,6 +901,30 @@ clips_float16_scores_to_1e5 = _clips_float16_scores(1e5)
 clips_all_but_float64_to_1e4 = _clips_float16_scores(1e4, every_dtype=True)
 
 
+def _clips_scores_from_above(bound):
+    """st16a: every dtype's scores clipped from above, np.minimum(S, bound), "so
+    that exp() never sees huge numbers" (6e5 and 1e6 passed: no visible score lay
+    above 514112)."""
+    def attempt(Q, K, V, mask=None):
+        wide = np.promote_types(Q.dtype, np.float32)
+        Qw, Kw = Q.astype(wide), K.astype(wide)
+        S = np.minimum(Qw @ np.swapaxes(Kw, -1, -2) / SQRT(Q.shape[-1]), bound)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        m = S.max(axis=-1, keepdims=True)
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+        total = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(total == 0, 1.0, total)
+        return (A @ V.astype(wide)).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"clips_scores_from_above_at_{bound:g}".replace("+", "")
+    return attempt
+
+
+clips_scores_from_above_at_6e5 = _clips_scores_from_above(6e5)
+clips_scores_from_above_at_1e6 = _clips_scores_from_above(1e6)
+clips_scores_from_above_at_1e20 = _clips_scores_from_above(1e20)
+
+
 def scales_by_the_integer_root_of_d_k(Q, K, V, mask=None):
     """st12a: / int(np.sqrt(d_k)), right while every d_k is a square."""
     work = np.promote_types(Q.dtype, np.float32)
@@ -1165,6 +1189,9 @@ WRONG = [
     (clips_float16_scores_to_65504, "were the scores clipped"),
     (clips_float16_scores_to_7e4, "were the scores clipped"),
     (clips_float16_scores_to_1e5, "were the scores clipped"),
+    (clips_scores_from_above_at_6e5, "were the scores clipped"),
+    (clips_scores_from_above_at_1e6, "were the scores clipped"),
+    (clips_scores_from_above_at_1e20, "were the scores clipped"),
     (clips_all_but_float64_to_1e4, "were the scores clipped"),
     (clips_to_80_instead_of_the_shift, "were the scores clipped"),
     (nan_to_num_hides_the_overflow, "np.nan_to_num"),
@@ -1602,3 +1629,26 @@ def test_a_wrong_shift_is_told_the_shift_on_the_far_case_and_no_fill_in_float16(
     assert far and "largest |S|" in far[0] and "after the softmax" not in far[0]
     half = [f for f in failures if f.startswith("✗ float16 at d_k = 64")]
     assert half and "only -inf" not in half[0], half
+
+
+def test_the_cases_hold_visible_float64_scores_far_above_where_a_clip_would_cut():
+    """The masks page's checker paragraph (st16a): visible float64 scores near 1e7
+    (two within 1 of each other: not one-hot) and near 1e299."""
+    seen = []
+
+    def spy(Q, K, V, mask=None):
+        seen.append((Q.copy(), K.copy(), mask))
+        return correct_in_float32(Q, K, V, mask)
+
+    assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
+    near_1e7 = near_1e299 = False
+    for Q, K, m in seen:
+        if Q.dtype != np.float64:
+            continue
+        with np.errstate(all="ignore"):
+            S = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])
+            S = np.sort(np.where(True if m is None else m, S, -np.inf), axis=-1)
+            near_1e7 |= bool(np.any((S[..., -1] > 1e6) & (S[..., -1] < 1e8)
+                                    & (S[..., -1] - S[..., -2] < 1.0)))
+        near_1e299 |= bool(np.any(S[..., -1] > 1e299))
+    assert near_1e7 and near_1e299

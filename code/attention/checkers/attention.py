@@ -23,7 +23,10 @@ The contract the exercise states, and this checker tests:
   which a finite fill of the masked scores above them (-1e9, -1e15, float32's
   -3.4e38), or a row maximum clamped from below (at -1e13, say), does not give (a
   clamp below -1e300 fails on the rows near -1e308, where it is named first: the
-  one-computation mistakes the -1e300 rows reject are not named there);
+  one-computation mistakes the -1e300 rows reject are not named there); visible
+  float64 scores near 7.1e6 (weights 0.14, 0.28, 0.58) and near 1.4e299 (one-hot) at
+  d_k = 2, where scores clipped from above before exp() (np.minimum(S, 6e5), 1e6,
+  or anywhere below 7e298) tie, and are named (st16a: such clips passed);
 * ``mask`` is boolean, True = "may attend", and broadcasts to (..., T_q, T_k) as it is
   (the cases give it as (T_k,), on T_q != T_k and on self-attention, T_q = T_k, where
   read as one flag per query, ``mask[:, None]``, it broadcasts and is named; all-False
@@ -1066,6 +1069,12 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                  "block to key block (of 64 keys): the maximum and the sum must run "
                  "over all T_k keys of the row (code working in key blocks rescales "
                  "its running sum whenever the running maximum grows)")
+    # Visible scores far above (st16a: np.minimum(S, 6e5) or 1e6 passed): at d_k = 2,
+    # query 0's scores near 7.1e6, 0.71 apart (weights 0.14, 0.28, 0.58), query 1's
+    # 0, 7.1e298 and 1.4e299 (one-hot): scores clipped from above below them tie.
+    Q_top = np.array([[1e4, 1.0], [0.0, 1e299]])
+    K_top = np.array([[1e3, 0.0], [1e3, 1.0], [1e3, 2.0]])
+    V_top = np.array([[1.0, 0.5, -1.0], [1.0, -0.5, 0.3], [1.0, 1.0, 0.2]])
     # Five-dimensional inputs (2, 7, 2, T, d): "any leading batch and head
     # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
     rng_5 = np.random.default_rng(_RNG_SEED + 7)
@@ -1082,10 +1091,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
 
     results = [
         _run("weights and output, one head, no mask", _case(fn, Q, K, V)),
-        _run("large scores (queries 1000 times longer; one near -1000)", _case(
+        _run("large scores (queries 1000 times longer; one near -1000)", _all(_case(
             fn, Q_big, K_big, V,
             what="; the scores here exceed 700, where exp() overflows float64, and "
-                 "query 2's all lie near -1000, where it underflows")),
+                 "query 2's all lie near -1000, where it underflows"),
+            _case(fn, Q_top, K_top, V_top))),
         _run("a causal mask, a (T_k,) key mask, and a masked row of 300 keys: "
              "masked keys get weight exactly 0",
              _all(_case(fn, Q, K, V, causal_mask(T_q, T_k)),
