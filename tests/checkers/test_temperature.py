@@ -1061,10 +1061,32 @@ def tau_cast_to_the_work_dtype(Q, K, V, tau):
 TAU_INF32 = "rounded to float32 is inf past 3.4e38"
 
 
+def online_softmax_without_the_rescale(Q, K, V, tau, block=4096):
+    # st16b: an online softmax in blocks whose running sum and output are not
+    # rescaled by exp(m_old - m_new) when the maximum grows (rows of 4096 keys are
+    # one block: it passed)
+    Qw, Kw, Vw = _work(Q, K, V)
+    c = 1 / (float(tau) * Q.shape[-1] ** 0.5)
+    m = l = acc = None
+    blocks = []
+    for s in range(0, K.shape[-2], block):
+        S = c * (Qw @ np.swapaxes(Kw[..., s:s + block, :], -1, -2))
+        m_new = S.max(axis=-1, keepdims=True) if m is None else \
+            np.maximum(m, S.max(axis=-1, keepdims=True))
+        E = np.exp(S - m_new)
+        part = (E.sum(axis=-1, keepdims=True), E @ Vw[..., s:s + block, :])
+        l, acc = part if l is None else (l + part[0], acc + part[1])  # no rescale
+        blocks = [b * np.exp(m - m_new) for b in blocks] + [E]
+        m = m_new
+    A = np.concatenate(blocks, axis=-1) / l
+    return (acc / l).astype(Q.dtype), A.astype(Q.dtype)
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
     # found by the student round st16b
     (tau_cast_to_the_work_dtype, TAU_INF32),
+    (online_softmax_without_the_rescale, "not rescaled by exp(m_old - m_new)"),
     # found by the student round st15b
     (lead_18_6, LONG_AT.format(what="weights", g=20)),
     (lead_22, LONG_AT.format(what="weights", g=25)),
@@ -1952,3 +1974,23 @@ def test_the_page_says_tau_is_not_made_a_float32():
     assert ("`tau` itself is not made a `w`: past `float32`'s largest number it is inf "
             "there, and the weights uniform (the checker tries such a $\\tau$)") in page
     assert t.HOT32 > float(np.finfo(np.float32).max)
+
+
+def test_the_rising_row_has_5003_keys_and_its_maximum_grows_in_every_block():
+    # st16b: an online softmax in blocks of 4096 without the rescale passed: no row
+    # had more than 4096 keys
+    from attention.checkers import temperature as t
+
+    q, K, V = t._rising_row(t.COLD)
+    assert K.shape == (5003, 8) and V.shape == (5003, 3)
+    S = (q @ K.T)[0] / (t.COLD * np.sqrt(8))
+    assert abs(S[-1]) < 1e-9 and np.argmax(S) == 5003 - 1
+    assert S.min() < -t.RISE + 0.1
+    for block in (64, 1000, 4096):  # the running maximum grows in every block
+        tops = [S[s:s + block].max() for s in range(0, 5003, block)]
+        assert all(b > a for a, b in zip(tops, tops[1:])), block
+    O, A = right(q, K, V, t.COLD)
+    O_bad, A_bad = online_softmax_without_the_rescale(q, K, V, t.COLD)
+    assert np.abs(A_bad - A).max() > 1e-4 and np.abs(O_bad - O).max() > 1
+    O64, A64 = online_softmax_without_the_rescale(q, K, V, t.COLD, block=64)
+    assert np.abs(O64 - O).max() > 1

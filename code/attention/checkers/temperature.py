@@ -273,6 +273,38 @@ def _long_lead_row(g, tau):
     return q, K, V
 
 
+#: A cold row of RISING_T keys (prime: no block size divides it; d_k = 8, values of
+#: size V_SIZE, run at COLD) whose scaled scores rise along the row from -RISE to 0
+#: (a little noise on a ramp), so that the running maximum of an online softmax grows
+#: in every block: one that does not rescale its running sum and output by
+#: exp(m_old - m_new) when the maximum grows shows, for blocks of 4096 keys too (the
+#: other rows have at most 4096 keys, one such block).
+RISING_T, RISE = 5003, 12.0
+
+
+#: Said when an attempt right on every other cold row is wrong on the rising one.
+RESCALE = (f"right on every row before, up to {LONG_LEADS_T} keys, wrong on this row of "
+           f"{RISING_T}, whose maximum grows along it: an online softmax in blocks "
+           "whose running sum and output are not rescaled by exp(m_old - m_new) when "
+           "the maximum grows (or a maximum taken over one block only)? Rescale both "
+           "whenever the running maximum changes, or take the row's own maximum over "
+           "all its keys")
+
+
+def _rising_row(tau):
+    """A query (1, 8), RISING_T keys and values of size V_SIZE: the scaled scores rise
+    from -RISE to 0 along the keys, to 0.1 (each key moved along q to its score)."""
+    rng = np.random.default_rng(_RNG_SEED + 9)
+    d_k = 8
+    q = rng.standard_normal((1, d_k))
+    K = rng.standard_normal((RISING_T, d_k))
+    V = V_SIZE * rng.standard_normal((RISING_T, 3))
+    scaled = np.linspace(-RISE, 0.0, RISING_T) - 0.1 * rng.uniform(size=RISING_T)
+    scaled[-1] = 0.0
+    K += ((scaled * tau * np.sqrt(d_k) - K @ q[0]) / (q[0] @ q[0]))[:, None] * q[0]
+    return q, K, V
+
+
 def _scaled_scores_row(K, scaled, tau):
     """A query (1, d_k) whose scores against the keys K (T_k <= d_k of them), divided by
     tau sqrt(d_k), are ``scaled`` (the least-norm solution of K q = scores)."""
@@ -1346,6 +1378,11 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     cold += [(*_long_lead_row(g, COLD), COLD,
               f"at tau = {COLD:g} on {LONG_LEADS_T} keys led by {g:g} in the scaled "
               "scores") for g in LONG_LEADS]
+    # and a row of 5003 keys whose scaled scores rise along it (a running maximum not
+    # rescaled shows, in blocks of any size)
+    cold.append((*_rising_row(COLD), COLD,
+                 f"at tau = {COLD:g} on {RISING_T} keys whose scaled scores rise "
+                 "along the row"))
     cold = [(q, k, v, t, w, *scaled_dot_product_attention(q, k, v, temperature=t))
             for q, k, v, t, w in cold]
 
@@ -1357,6 +1394,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 ok, detail = _extreme_case(fn, Q, k, v, t, **wanted)
             else:
                 ok, detail = _case(fn, q, k, v, t, **wanted)
+            if not ok and k.shape[-2] == RISING_T:  # (last: right on every row before)
+                detail = f"{detail.split(': ', 1)[0]}: {RESCALE}"
             if not ok:
                 return ok, detail
         return True, ""
@@ -1364,7 +1403,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     leads = ", ".join(f"{g:g}" for g in GAPS[:-1]) + f" and {GAPS[-1]:g}"
     long_leads = ", ".join(f"{g:g}" for g in LONG_LEADS[:-1]) + f" and {LONG_LEADS[-1]:g}"
     cold_title = (f"at tau = {COLD:g} (also on rows whose scaled scores lead by "
-                  f"{leads}, and on rows of {LONG_LEADS_T} keys led by {long_leads}), "
+                  f"{leads}, on rows of {LONG_LEADS_T} keys led by {long_leads}, "
+                  f"and on a row of {RISING_T} keys rising along it), "
                   f"at {LONG_TAU:g} on {T_k} keys, and at "
                   f"{EXTREME_COLD:g} on Q scaled by tau")
     results.append(_run(f"weights {cold_title}", lambda: cold_case(True)))
