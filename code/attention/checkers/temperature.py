@@ -18,7 +18,10 @@ other by 20, 25 and 30 to half a unit more, where the many small weights add up 
 e^-25 is 4e-8): a row snapped to one-hot once its lead passes a bound, or exponentials
 set to 0 below a bound, shows for a bound up to 30 and is named so (beyond 30 it is not
 seen), and so does a row snapped once its largest weight passes 1 - 1e-9 (the rest's
-3e-10 moves the output by 3e-7 there); two keys with equal scores at
+3e-10 moves the output by 3e-7 there); at 1e-3 on a row of 5003 keys (no block
+size divides it) whose scaled scores rise along it from -12 to 0, so that an online
+softmax in blocks whose running sum and output are not rescaled when the maximum grows
+shows, for blocks of 4096 keys too, and is named so; two keys with equal scores at
 tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
 scores are about 7e15 and 3.5e15, and at 1e-300 the same keys, whose scaled scores are
 about 7e303 and 3.5e303, finite (clipping the scaled scores at any bound below 3.5e303,
