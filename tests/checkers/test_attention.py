@@ -1021,6 +1021,9 @@ def _online(block):
 # st15a: passed every case while the longest row was 7 keys (one block)
 online_softmax_in_blocks_of_64_not_rescaled = _online(64)
 online_softmax_in_blocks_of_8_not_rescaled = _online(8)
+# st16a: passed while the long row was 300 keys (one block of 300 or more)
+online_softmax_in_blocks_of_300_not_rescaled = _online(300)
+online_softmax_in_blocks_of_512_not_rescaled = _online(512)
 
 
 def normalises_over_the_first_8_keys(Q, K, V, mask=None):  # st15a: passed
@@ -1120,7 +1123,9 @@ PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores 
 WRONG = [
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
-    (normalises_over_the_first_8_keys, "a row of 300 keys"),
+    (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
+    (online_softmax_in_blocks_of_512_not_rescaled, ONLINE),
+    (normalises_over_the_first_8_keys, "a row of 1100 keys"),
     (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
     (guards_only_masks_of_two_or_more_dimensions, "a fully masked row gives NaN"),
     (transposes_per_ndim_up_to_4, "here three, (2, 7, 2, T, d)"),
@@ -1247,7 +1252,9 @@ WRONG = [
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
-             online_softmax_in_blocks_of_8_not_rescaled},
+             online_softmax_in_blocks_of_8_not_rescaled,
+             online_softmax_in_blocks_of_300_not_rescaled,
+             online_softmax_in_blocks_of_512_not_rescaled},
     # (mask[:, None] on a 1-D mask, and S[~mask] on a 2-D S, read it per query)
     "largest |S|": {shifts_by_the_largest_magnitude},
     KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square,
@@ -1606,13 +1613,15 @@ def _rises_by_blocks(Q, K, mask, block):
 
 def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_inputs():
     """What the masks page's checker paragraph lists (st15a): a masked row of
-    hundreds of keys, not a multiple of 64 or 128, whose maximum grows from key
-    block to key block (of 64 and of 128 keys); a (T_k,) mask on self-attention; an
+    over a thousand keys, not a multiple of 64, 128, 256 or 512, whose maximum grows
+    from key block to key block (of 64, 128, 256 and 512 keys); a (T_k,) mask on self-attention; an
     all-False (T_k,) mask; inputs with three leading dimensions."""
     seen = _calls(correct_in_float32, checkers.check_scaled_dot_product_attention)
     long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
-    assert long and all(K.shape[-2] % 64 and K.shape[-2] % 128 for _, K, _ in long)
-    assert any(all(_rises_by_blocks(Q, K, m, b) for b in (64, 128))
+    assert long and all(K.shape[-2] > 1000 and all(K.shape[-2] % b for b in
+                                                   (64, 128, 256, 512))
+                        for _, K, _ in long)
+    assert any(all(_rises_by_blocks(Q, K, m, b) for b in (64, 128, 256, 512))
                and not np.all(m) for Q, K, m in long)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
                and not np.all(m) for Q, K, m in seen if m is not None)

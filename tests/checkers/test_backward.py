@@ -1136,6 +1136,13 @@ online_softmax_in_blocks_of_64_not_rescaled = _backward_with(
 online_softmax_in_blocks_of_8_not_rescaled = _backward_with(
     "online_softmax_in_blocks_of_8_not_rescaled",
     lambda S: _online_weights(S, 8))
+# st16a: passed while the long row was 300 keys (one block of 300 or more)
+online_softmax_in_blocks_of_300_not_rescaled = _backward_with(
+    "online_softmax_in_blocks_of_300_not_rescaled",
+    lambda S: _online_weights(S, 300))
+online_softmax_in_blocks_of_512_not_rescaled = _backward_with(
+    "online_softmax_in_blocks_of_512_not_rescaled",
+    lambda S: _online_weights(S, 512))
 D_over_the_first_8_keys = _backward_with(
     "D_over_the_first_8_keys",
     guarded_softmax, lambda A, dA: (A * dA)[..., :8].sum(-1, keepdims=True))
@@ -1203,7 +1210,9 @@ WRONG = [
     (clips_scores_at_1e20, CLIPPED),
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
-    (D_over_the_first_8_keys, "a row of 300 keys"),
+    (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
+    (online_softmax_in_blocks_of_512_not_rescaled, ONLINE),
+    (D_over_the_first_8_keys, "a row of 1100 keys"),
     (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
     (guards_only_masks_of_two_or_more_dimensions, "softmax is 0/0 = NaN"),
     (transposes_per_ndim_up_to_4, "here three, (2, 3, 2, T, d)"),
@@ -1342,7 +1351,9 @@ EXCLUSIVE = {
     CLIPPED: {clips_scores_at_1e4, clips_scores_at_1e5, clips_scores_at_1e6,
               clips_scores_at_1e20},
     ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
-             online_softmax_in_blocks_of_8_not_rescaled},
+             online_softmax_in_blocks_of_8_not_rescaled,
+             online_softmax_in_blocks_of_300_not_rescaled,
+             online_softmax_in_blocks_of_512_not_rescaled},
     # (S[~mask] on a 2-D S reads a 1-D mask per query)
     KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square, boolean_indexing},
     "'- D' term": {forgets_D},
@@ -1724,8 +1735,8 @@ def test_an_h_t_q_t_k_mask_on_4d_inputs_has_b_equal_h_and_heads_that_differ():
 
 def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_inputs():
     """What the backward page's checker paragraph lists (st15a): a masked row of
-    hundreds of keys, not a multiple of 64 or 128, whose maximum grows from key
-    block to key block (of 64 and of 128 keys); a (T_k,) mask on T_q = T_k; an all-False
+    over a thousand keys, not a multiple of 64, 128, 256 or 512, whose maximum grows
+    from key block to key block (of 64, 128, 256 and 512 keys); a (T_k,) mask on T_q = T_k; an all-False
     (T_k,) mask; inputs with three leading dimensions."""
     seen = []
 
@@ -1742,8 +1753,10 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
         return bool(np.all(np.diff(tops, axis=-1) > 0))
 
     long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
-    assert long and all(K.shape[-2] % 64 and K.shape[-2] % 128 for _, K, _ in long)
-    assert any(all(rises(Q, K, m, b) for b in (64, 128)) and not np.all(m)
+    assert long and all(K.shape[-2] > 1000 and all(K.shape[-2] % b for b in
+                                                   (64, 128, 256, 512))
+                        for _, K, _ in long)
+    assert any(all(rises(Q, K, m, b) for b in (64, 128, 256, 512)) and not np.all(m)
                for Q, K, m in long)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
                and not np.all(m) for Q, K, m in seen if m is not None)

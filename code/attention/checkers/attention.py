@@ -7,9 +7,9 @@ The contract the exercise states, and this checker tests:
   and head dimensions (none, one as in (B, T, d), two, or three, (2, 7, 2, T, d): code
   written per ndim shows); returns O (..., T_q, d_v) and A (..., T_q, T_k), in that
   order;
-* every row counts all its keys: one masked case has T_k = 300 (not a multiple of 64
-  or 128), each row's maximum growing from each block of 64 (or 128) keys to the
-  next, so that code working in key blocks runs several (an online softmax that does
+* every row counts all its keys: one masked case has T_k = 1100 (not a multiple of 64,
+  128, 256 or 512), each row's maximum growing from each block of 64 (up to 512)
+  keys to the next, so that code working in key blocks runs several (an online softmax that does
   not rescale its running sum when the running maximum grows is named; a sum over the
   first keys fails);
 * scores Q K^T / sqrt(d_k) (one case at d_k = 10, not a square: a scale of
@@ -156,6 +156,12 @@ ONLINE = ("the running sum was not rescaled when the running maximum grew: an on
           "multiply l by exp(m_old - m_new) whenever m grows, l = l * exp(m_old - "
           "m_new) + exp(S_block - m_new).sum(-1); without it the earlier blocks "
           "count at their old shift and a row no longer sums to 1")
+
+
+#: The key-block sizes whose online softmax without the rescale is named: powers of
+#: two and round sizes (st16a wrote 300 and 512).
+ONLINE_BLOCKS = (2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256, 300, 500, 512, 1000,
+                 1024)
 
 
 #: Said when an attempt that ran on one head raises on five-dimensional inputs.
@@ -439,7 +445,8 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
          "the exponentials are divided by the sum of the whole array (E.sum() without "
          "an axis): each row (one query over all keys) must sum to 1, "
          "E.sum(axis=-1, keepdims=True)", soft(total=lambda E: E.sum())),
-        *[("online", ONLINE, online(block)) for block in (2, 4, 8, 16, 32, 64, 128, 256)
+        *[("online", ONLINE, online(block))
+          for block in ONLINE_BLOCKS
           if block < T_k],
         ("no-keepdims", nokeep_msg, soft(m=nokeep_max, total=row_sum_T)),
         ("no-keepdims", nokeep_msg, soft(m=nokeep_max)),
@@ -1047,25 +1054,28 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # A non-square d_k = 10 (the others are 1, 4, 9 and 64, squares): a scale of
     # 1/int(np.sqrt(d_k)) = 1/3 shows (and differs from a constant 1/2).
     Q_5, K_5, V_5 = _inputs(rng_o, T_q=6, T_k=6, d_k=10, d_v=2)
-    # A long row (st15a): T_k = 300, not a multiple of 64 or 128, so that code working
-    # in key blocks (of 8, 64 or 128, say) runs several, the last one short; every
+    # A long row (st15a; st16a: 300 keys let blocks of 300 or 512 pass): T_k = 1100,
+    # not a multiple of 64, 128, 256 or 512, so that code working in key blocks (of
+    # 8, 64, 128 or 512, say) runs several, the last one short; every
     # key's first entry grows along the row (queries' first entries 1 to 2.5), so
-    # each row's maximum grows from each block of 64 (or 128) keys to the next, and
+    # each row's maximum grows from each block of 64 (up to 512) keys to the next, and
     # a masked key here and there. An online softmax that forgets to rescale its running sum when the
     # running maximum grows, or a sum over the first keys only, shows. (Its own
     # generator: the other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
-    Q_l, K_l, V_l = _inputs(rng_l, T_q=3, T_k=300)
+    Q_l, K_l, V_l = _inputs(rng_l, T_q=3, T_k=1100)
     Q_l[:, 0] = 1.0 + 1.5 * rng_l.random(3)
-    K_l[:, 0] += np.linspace(0.0, 12.0, 300)
-    mask_l = rng_l.random((3, 300)) < 0.7
-    mask_l[:, 0] = True
+    K_l *= 0.1  # (the drawn part small beside the growth: each block's maximum grows)
+    K_l[:, 0] += np.linspace(0.0, 12.0, 1100)
+    K_l[-1, 0] += 0.5  # and the short last block's (12 keys), its last key visible
+    mask_l = rng_l.random((3, 1100)) < 0.7
+    mask_l[:, 0] = mask_l[:, -1] = True
     # A (T_k,) key mask on self-attention (T_q = T_k): read as one flag per query
     # (mask[:, None]) it broadcasts without an error, and shows; and an all-False
     # (T_k,) mask, an empty sequence: every row fully masked, zero weights.
     key_mask_sq = np.array([True, False, True, True, False, True])
     no_key = np.zeros(T_k, dtype=bool)
-    long_note = ("; here a row of 300 keys (T_k = 300), whose maximum grows from key "
+    long_note = ("; here a row of 1100 keys (T_k = 1100), whose maximum grows from key "
                  "block to key block (of 64 keys): the maximum and the sum must run "
                  "over all T_k keys of the row (code working in key blocks rescales "
                  "its running sum whenever the running maximum grows)")
@@ -1096,7 +1106,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             what="; the scores here exceed 700, where exp() overflows float64, and "
                  "query 2's all lie near -1000, where it underflows"),
             _case(fn, Q_top, K_top, V_top))),
-        _run("a causal mask, a (T_k,) key mask, and a masked row of 300 keys: "
+        _run("a causal mask, a (T_k,) key mask, and a masked row of 1100 keys: "
              "masked keys get weight exactly 0",
              _all(_case(fn, Q, K, V, causal_mask(T_q, T_k)),
                   _case(fn, Q, K, V, key_mask),

@@ -7,9 +7,9 @@ The contract the exercise states, and this checker tests:
   with leading batch and head dimensions (B, H), one (B,), or three, (2, 3, 2, T, d)
   (code written per ndim shows); each gradient has the shape of its input, and they
   are returned in the order (dQ, dK, dV);
-* every row counts all its keys: one masked case has T_k = 300 (not a multiple of 64
-  or 128), each row's maximum growing from each block of 64 (or 128) keys to the
-  next (an online softmax
+* every row counts all its keys: one masked case has T_k = 1100 (not a multiple of 64,
+  128, 256 or 512), each row's maximum growing from each block of 64 (up to 512)
+  keys to the next (an online softmax
   that does not rescale its running sum when the running maximum grows is named; D
   summed over the first keys fails);
 * the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
@@ -44,7 +44,7 @@ The contract the exercise states, and this checker tests:
 
 Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation), and with a (T_k,) mask, an all-False
-one and a masked row of 300 keys; one head with T_q = T_k (where a missing transpose
+one and a masked row of 1100 keys; one head with T_q = T_k (where a missing transpose
 does not change a shape, only the values), without and with a (T_k,) mask;
 one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
@@ -108,6 +108,7 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
+from .attention import ONLINE_BLOCKS
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
                       _boolean_index_hint, _fill_edge, _library_attention,
@@ -504,8 +505,7 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
         # row, as a mask ignored or filled with 0 does; what it misses is the guard
         mistakes.sort(key=lambda m: m[0] not in ("mask-large", "mask-bias"))
     mistakes += [("online", ONLINE, dict(block=block), RIGHT)
-                 for block in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-                 if block < K.shape[-2]]
+                 for block in ONLINE_BLOCKS if block < K.shape[-2]]
     with np.errstate(all="ignore"):
         S = c * (np.asarray(Q, np.float64) @ _swap(np.asarray(K, np.float64)))
     top = float(np.where(True if mask is None else mask, S, -np.inf).max(initial=-np.inf))
@@ -1309,20 +1309,23 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # other case's draws stay as they were.
     # A sixth row, [20, 0, 0, 0] (1 - 6.2e-9), keeps T_q from 5, the d_k of most cases
     # (a scale of 1/sqrt(T_q) is named, and would be told a constant 1/sqrt(5)).
-    # A long row (st15a): T_k = 300, not a multiple of 64 or 128, so that code working
-    # in key blocks (of 8, 64 or 128, say) runs several, the last one short; every
+    # A long row (st15a; st16a: 300 keys let blocks of 300 or 512 pass): T_k = 1100,
+    # not a multiple of 64, 128, 256 or 512, so that code working in key blocks (of
+    # 8, 64, 128 or 512, say) runs several, the last one short; every
     # key's first entry grows along the row (queries' first entries 1 to 2.5), so each
-    # row's maximum grows from each block of 64 (or 128) keys to the next, and a
+    # row's maximum grows from each block of 64 (up to 512) keys to the next, and a
     # masked key here and there. An online softmax that forgets to rescale its running sum when the
     # running maximum grows, or D summed over the first keys only, shows. (Its own
     # generator: the other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
-    Q_l, K_l, V_l, dO_l = _inputs(rng_l, T_q=3, T_k=300)
+    Q_l, K_l, V_l, dO_l = _inputs(rng_l, T_q=3, T_k=1100)
     Q_l[:, 0] = 1.0 + 1.5 * rng_l.random(3)
-    K_l[:, 0] += np.linspace(0.0, 12.0, 300)
-    mask_l = rng_l.random((3, 300)) < 0.7
-    mask_l[:, 0] = True
-    long_note = ("; here a row of 300 keys (T_k = 300), whose maximum grows from key "
+    K_l *= 0.1  # (the drawn part small beside the growth: each block's maximum grows)
+    K_l[:, 0] += np.linspace(0.0, 12.0, 1100)
+    K_l[-1, 0] += 0.5  # and the short last block's (12 keys), its last key visible
+    mask_l = rng_l.random((3, 1100)) < 0.7
+    mask_l[:, 0] = mask_l[:, -1] = True
+    long_note = ("; here a row of 1100 keys (T_k = 1100), whose maximum grows from key "
                  "block to key block (of 64 keys): the softmax's maximum and sum, "
                  "and D, must run over all T_k keys of the row (code working in key "
                  "blocks rescales its running sum whenever the running maximum "
@@ -1354,7 +1357,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
         _run("one head, causal mask (central differences); a (T_k,) key mask; "
-             "an all-False one (an empty sequence); a masked row of 300 keys",
+             "an all-False one (an empty sequence); a masked row of 1100 keys",
              _all(_case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True),
                   _case(fn, Q, K, V, dO, key_mask),
                   _case(fn, Q, K, V, dO, no_key),
