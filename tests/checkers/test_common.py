@@ -37,7 +37,8 @@ def _sdpa_tau(Q, K, V, tau):
     # in NumPy: the checker fails an attempt that calls the library's own attention
     work = np.promote_types(Q.dtype, np.float32)  # float16 scores overflow when cold
     Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
-    S = Qw @ np.swapaxes(Kw, -1, -2) / (float(tau) * Q.shape[-1] ** 0.5)
+    # the factor as a Python float: tau sqrt(d_k) itself is inf in float32 past 3.4e38
+    S = (1 / (float(tau) * Q.shape[-1] ** 0.5)) * (Qw @ np.swapaxes(Kw, -1, -2))
     E = np.exp(S - S.max(axis=-1, keepdims=True))
     A = E / E.sum(axis=-1, keepdims=True)
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
