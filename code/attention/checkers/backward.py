@@ -108,7 +108,7 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from .attention import ONLINE_BLOCKS
+from .attention import KEY_PER_QUERY, ONLINE_BLOCKS, PER_BATCH  # the same mistakes, said alike
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
                       _boolean_index_hint, _fill_edge, _library_attention,
@@ -269,22 +269,6 @@ def _pinv_dS(p, D=None):
     """dS from dA = dO pinv(V), D from that dA (sum_j A_ij dA_ij) unless given."""
     dA = p.dO @ np.linalg.pinv(p.V)
     return p.A * (dA - (np.sum(p.A * dA, axis=-1, keepdims=True) if D is None else D))
-
-
-#: Said when a 3-D mask on 4-D inputs was given a head axis, as if one per batch item.
-PER_BATCH = ("the mask was read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D "
-             "scores broadcasts as (H, T_q, T_k), one per head (NumPy aligns shapes "
-             "from the right); use it as it is, np.where(mask, S, -np.inf)")
-
-
-#: Said when a (T_k,) key mask on self-attention was read as one flag per query.
-KEY_PER_QUERY = ("the (T_k,) mask was read as one flag per query (mask[:, None], or "
-                 "S[~mask] = -np.inf, which indexes a 2-D S's first axis, the "
-                 "queries): a 1-D mask is one flag per key, for every query; its one "
-                 "axis is the keys, the scores' last, and it broadcasts against them "
-                 "as it is (with "
-                 "T_q = T_k, as in self-attention, mask[:, None] broadcasts too, and "
-                 "hides queries instead of keys); use np.where(mask, S, -np.inf)")
 
 
 #: Said when the forward pass is an online softmax whose running sum was not
