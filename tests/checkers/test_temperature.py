@@ -1082,8 +1082,60 @@ def online_softmax_without_the_rescale(Q, K, V, tau, block=4096):
     return (acc / l).astype(Q.dtype), A.astype(Q.dtype)
 
 
+# Found by the student round st17b: a shift made only where exp() of the row maximum
+# would overflow, and floors on the scores or on the shift far below -1e5, passed.
+def shift_only_where_the_maximum_passes_709(Q, K, V, tau):
+    # (in float64 for every dtype: the float32 cases do not see it)
+    Qw, Kw, Vw = (x.astype(np.float64) for x in (Q, K, V))
+    S = _scaled(Qw, Kw, tau)
+    m = S.max(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        E = np.exp(np.where((m > 709.0) | (m < -708.0), S - m, S))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shift_only_where_exp_of_the_maximum_overflows(Q, K, V, tau):
+    Qw, Kw, Vw = _work(Q, K, V)
+    S = _scaled(Qw, Kw, tau)
+    m = S.max(axis=-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        e = np.exp(m)
+        E = np.exp(np.where(np.isinf(e) | (e < np.finfo(S.dtype).tiny), S - m, S))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def scores_floored_at_minus_1e9(Q, K, V, tau):
+    # "-1e9, like a mask's fill", as a floor on the scaled scores
+    Qw, Kw, Vw = _work(Q, K, V)
+    A = _softmax(np.maximum(_scaled(Qw, Kw, tau), -1e9))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shift_floored_at_minus_1e6(Q, K, V, tau):
+    Qw, Kw, Vw = _work(Q, K, V)
+    S = _scaled(Qw, Kw, tau)
+    m = np.maximum(S.max(axis=-1, keepdims=True), -1e6)
+    with np.errstate(all="ignore"):
+        E = np.exp(S - m)
+        A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+SUM_OVERFLOWS = ("the sum of exp overflows even when each exp does not: always "
+                 "subtract the row maximum")
+FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative "
+               "scores: softmax is shift-invariant, no floor is needed")
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st17b
+    (shift_only_where_the_maximum_passes_709, SUM_OVERFLOWS),
+    (shift_only_where_exp_of_the_maximum_overflows, SUM_OVERFLOWS),
+    (scores_floored_at_minus_1e9, FLOORED_FAR),
+    (shift_floored_at_minus_1e6, FLOORED_FAR),
     # found by the student round st16b
     (tau_cast_to_the_work_dtype, TAU_INF32),
     (online_softmax_without_the_rescale, "not rescaled by exp(m_old - m_new)"),
@@ -1380,6 +1432,14 @@ EXCLUSIVE = {
                           the_librarys_online_softmax,
                           the_librarys_torch_function_imported_inside},
     "PyTorch's built-in attention": {right_by_torch_sdpa},
+    # (a shift only where some score passes 709.78 is one only past a bound too)
+    "the sum of exp overflows": {shift_only_where_the_maximum_passes_709,
+                                 shift_only_where_exp_of_the_maximum_overflows,
+                                 shift_if_any_score_passes_709},
+    # (np.clip(S, -L, L) floors the scores too)
+    "no floor is needed": {scores_floored_at_minus_1e9, shift_floored_at_minus_1e6,
+                           clip_1e8, clip_1e10, clip_1e13, clip_1e15, clip_1e17,
+                           clip_1e30, clip_1e200},
 }
 
 
@@ -1994,3 +2054,30 @@ def test_the_rising_row_has_5003_keys_and_its_maximum_grows_in_every_block():
     assert np.abs(A_bad - A).max() > 1e-4 and np.abs(O_bad - O).max() > 1
     O64, A64 = online_softmax_without_the_rescale(q, K, V, t.COLD, block=64)
     assert np.abs(O64 - O).max() > 1
+
+
+def test_the_near_overflow_row_overflows_only_in_the_sum_and_the_far_row_is_finite():
+    # st17b: a shift made only where exp() of the row maximum would overflow passed
+    # (no row's exponentials were finite with an overflowing sum), and so did floors
+    # on the scores or the shift below -1e5 (no row lay farther down)
+    from attention.checkers import temperature as t
+
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K), (t.T_K, t.D_V)))
+    q = t._scaled_scores_row(K, t.NEAR_OVERFLOW, t.COLD)
+    S = _scores(q, K, t.COLD)
+    assert np.allclose(S, [t.NEAR_OVERFLOW], rtol=0, atol=1e-9)
+    assert S.max() < 709.0 < np.log(np.finfo(np.float64).max)
+    with np.errstate(over="ignore"):
+        E = np.exp(S)
+        assert np.isfinite(E).all() and np.isinf(E.sum())
+    assert np.all(shift_only_where_the_maximum_passes_709(q, K, V, t.COLD)[1] == 0)
+    assert np.isfinite(right(q, K, V, t.COLD)[1]).all()
+    q = 1e300 * t._scaled_scores_row(K, [s / 1e300 for s in t.VERY_NEGATIVE], t.COLD)
+    S = _scores(q, K, t.COLD)
+    assert np.isfinite(S).all() and np.allclose(S, [t.VERY_NEGATIVE], rtol=1e-9)
+    assert len(set(S[0])) == t.T_K and S.max() < -1e299
+    A = right(q, K, V, t.COLD)[1]
+    assert np.array_equal(A, [[1.0, 0.0, 0.0, 0.0]])
+    assert np.all(scores_floored_at_minus_1e9(q, K, V, t.COLD)[1] == 1 / t.T_K)
+    assert np.isnan(shift_floored_at_minus_1e6(q, K, V, t.COLD)[1]).all()

@@ -45,7 +45,12 @@ or one made only when the scores are large, gives 0/0 there), and on one whose e
 scaled score lies near -1e5 (a floor on the shift, np.maximum(row maximum, -700) or
 -300, gives 0/0 there, and scores clipped at any bound below 1e5 give uniform weights,
 named as a clip, or, when the same row near +1e5 is not uniform too, as a clip from
-below or NaN replaced by 1/T_k); the query at -1000 and one whose
+below or NaN replaced by 1/T_k), on one whose scaled scores lie near-equal just under
+float64's exp() limit, 708.7 to 708.9 (exp() of each is finite, their sum is not: a
+shift made only where exp() of the row maximum would overflow gives weights of 0
+there, and is named so), and on one whose every scaled score lies near -1e300,
+finite (any floor on the scores or on the shift, down to -1e300, gives uniform or
+NaN weights there, and is named so); the query at -1000 and one whose
 scaled scores reach 800 also at tau = 2 and 1e6, built for each tau (a shift made only
 when tau is small, or only when it is not large, gives inf/inf or 0/0 there).
 The inputs are float64 and the answers are compared to 1e-8, so an attempt that computes
@@ -259,6 +264,34 @@ LARGE = (800.0, 799.0, 790.0, 0.0)
 #: key, moves the weights by about 4e-3 there.
 SUBNORMAL = (-740.0, -741.0, -742.0, -760.0)
 SHIFT_TAUS = (2.0, 1e6)
+#: The scaled scores of a query whose best scores lie just under float64's exp()
+#: limit (709.78), near-equal, run at COLD: exp() of each is finite, but their sum
+#: overflows to inf (4 e^708.9 is about 2.7e308), so that a shift made only where the
+#: row maximum would overflow exp() (max > 709, np.isinf(np.exp(max))) gives weights
+#: of 0 there (st17b).
+NEAR_OVERFLOW = (708.9, 708.85, 708.8, 708.7)
+#: Said when an attempt's weights are exp() of the unshifted scores over their
+#: overflowed sum.
+SUM_OVERFLOWS = ("the sum of exp overflows even when each exp does not: always "
+                 "subtract the row maximum (here every scaled score lies just under "
+                 "709.78, where exp() of each is finite, but four of them sum past "
+                 "float64's largest number, 1.8e308, and E / inf is 0); subtract "
+                 "S.max(axis=-1, keepdims=True) on every row, not only where exp() of "
+                 "the maximum would overflow")
+#: The scaled scores of a query whose every score lies near -1e300 (finite, distinct;
+#: the softmax gives the first key all the weight), run at COLD: any floor on the
+#: scores (np.maximum(S, -L), L below 1e300) makes them all -L and the weights
+#: uniform, and any floor on the shift (np.maximum(row maximum, -L)) leaves exp() of
+#: every score 0 and the weights NaN (st17b).
+VERY_NEGATIVE = (-1e300, -1.1e300, -1.2e300, -1.5e300)
+#: Said when the weights of the row near -1e300 are uniform or NaN.
+FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative "
+               "scores: softmax is shift-invariant, no floor is needed (here every "
+               "scaled score lies near -1e300, finite; a floor on the scores, "
+               "np.maximum(S, -L), makes them all -L and the weights uniform, and a "
+               "floor on the shift, np.maximum(S.max(axis=-1, keepdims=True), -L), "
+               "leaves exp() of every score 0 and 0/0 NaN); subtract each row's own "
+               "maximum, with no bound")
 
 
 def _long_lead_row(g, tau):
@@ -1478,6 +1511,45 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
             return False, f"{head}: {UNIFORM_FAR_BELOW}"
         return ok, detail
 
+    Q_over = _scaled_scores_row(K, NEAR_OVERFLOW, COLD)
+    O_over, A_over = scaled_dot_product_attention(Q_over, K, V, temperature=COLD)
+    # (built at scores of size 1 and scaled: lstsq squares its target)
+    Q_vneg = 1e300 * _scaled_scores_row(K, [s / 1e300 for s in VERY_NEGATIVE], COLD)
+    O_vneg, A_vneg = scaled_dot_product_attention(Q_vneg, K, V, temperature=COLD)
+
+    reached = []  # (the rows before were right: the shift is right on them)
+
+    def sum_overflow_case():
+        reached.append(True)
+        ok, detail = _case(fn, Q_over, K, V, COLD, want_A=A_over, want_O=O_over,
+                           what="with scaled scores just under 709.78",
+                           shortcuts=ordinary_ok)
+        if ok:
+            return ok, detail
+        pair, _ = _attempt(fn, Q_over, K, V, COLD)
+        with np.errstate(all="ignore"):
+            E = np.exp(Q_over @ K.T / (COLD * np.sqrt(D_K)))
+            unshifted = E / E.sum(axis=-1, keepdims=True)
+            A = None if pair is None or np.shape(pair[1]) != unshifted.shape else \
+                np.asarray(pair[1], dtype=np.float64)
+        if A is not None and (np.array_equal(A, unshifted, equal_nan=True)
+                              or not np.isfinite(A).all() or not A.any()):
+            return False, f"{detail.split(': ', 1)[0]}: {SUM_OVERFLOWS}"
+        return ok, detail
+
+    def very_negative_case():
+        ok, detail = _case(fn, Q_vneg, K, V, COLD, want_A=A_vneg, want_O=O_vneg,
+                           what="with every score near -1e300", shortcuts=ordinary_ok)
+        if ok:
+            return ok, detail
+        pair, _ = _attempt(fn, Q_vneg, K, V, COLD)
+        with np.errstate(all="ignore"):
+            A = None if pair is None or np.shape(pair[1]) != A_vneg.shape else \
+                np.asarray(pair[1], dtype=np.float64)
+        if A is not None and (not np.isfinite(A).all() or np.all(A == 1 / T_K)):
+            return False, f"{detail.split(': ', 1)[0]}: {FLOORED_FAR}"
+        return ok, detail
+
     neg_hint = (": the shift must be each row's own maximum, also when every score is "
                 "negative: here every scaled score lies below -1000, so exp() of a score "
                 "not shifted (a shift by max(S.max(axis=-1, keepdims=True), 0), or one made "
@@ -1511,7 +1583,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                         f"below -1000 (tau = {COLD:g}, "
                         f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or near -1e5 (tau = "
                         f"{COLD:g}) or reach 800 (tau = "
-                        f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g})",
+                        f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or lie just under "
+                        f"709.78 or near -1e300 (tau = {COLD:g})",
                         _all(lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
                                            what="with rows far apart", hint=far_hint,
                                            shortcuts=ordinary_ok),
@@ -1520,10 +1593,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                            hint=neg_hint, shortcuts=ordinary_ok),
                              far_negative_case,
                              subnormal_case,
-                             *(c for t in SHIFT_TAUS for c in at_every_tau(t)))))
+                             *(c for t in SHIFT_TAUS for c in at_every_tau(t)),
+                             # (last: attempts that fail the others are told those)
+                             sum_overflow_case, very_negative_case)))
     # (float32's exp() limit is named for float32 and float16 inputs only to an attempt
     # that shifted the float64 rows right)
-    shift_ok = results[-1][1]
+    shift_ok = results[-1][1] or bool(reached)
 
     # A tie for the best score: the two tied keys share the weight, however cold.
     q_tie = Q[:1]
