@@ -799,8 +799,9 @@ def test_the_windows_table_is_the_held_out_edges_over_the_seeds(held):
     for opt in GRID:
         for name in HEADS:
             stem = f"ho_t_{opt}_{key[name]}"
-            # rv31: no prediction for the unscaled rows, whose "if" is not checked
-            want = "\u2014" if name == "unscaled" else cell(count[opt][name] * math.log10(16))
+            # rv37: the unscaled rows carry the count's prediction too (the prose then says
+            # that it fails there, and that its "if" fails at the start)
+            want = cell(count[opt][name] * math.log10(16))
             assert g_text(PAGE, f"{stem}_count") == want
             assert f"{{glue:text}}`{stem}_count`" in text
             for e in ("lo", "hi"):
@@ -832,12 +833,12 @@ def test_the_windows_table_is_the_held_out_edges_over_the_seeds(held):
     # its "if"
     assert "  - predicted move of the lowest (decades), 64 to 1024\n" in SOURCE
     assert "  - count, 64 to 1024" not in SOURCE
-    assert ("and the move of the lowest rate from $d_k = 64$ to 1024 that the count predicts, "
-            "in decades (none for the unscaled rows: the count rests on an \"if\", a gradient "
-            "reaching the scores that does not change with the width, which this page checks "
-            "for no head, and the unscaled head's scores, unlike the others', grow with the "
-            "width), to compare with the change from the lowest rate's 64 column to its 1024 "
-            "column:") in text
+    # rv37: every row carries the count's prediction; the "if" is checked (at the start)
+    # just above the table
+    assert "none for the unscaled rows" not in text
+    assert ("and the move of the lowest rate from $d_k = 64$ to 1024 that the count "
+            "predicts, in decades, to compare with the change from the lowest rate's 64 column "
+            "to its 1024 column:") in text
     assert "is not checked for them" not in text  # rv32: it is checked for no head
     # rv33: the count is of the example that made the step, and for the fixed design only
     assert ("The count is of the loss on the example that made the step, and the runs never see "
@@ -1295,9 +1296,24 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
     design's ("no rule for wider heads"): in the grown design the scaled head's lowest SGD
     rate falls from d_k = 64 to the widest, in every seed, where in the fixed one it stays."""
     text = " ".join(SOURCE.split())
+    W = _held_windows(held)
     assert "moves less than the count says" not in text
-    assert ("The table makes no prediction for the unscaled head, and this page does not "
-            "measure what sets its window.") in text
+    assert "The table makes no prediction for the unscaled head" not in text
+    # rv37: the count's prediction for the unscaled head, against its per-seed moves
+    assert ("For the unscaled head the count predicts a fall of "
+            "{glue:text}`ho_count_un_fall:.1f` decades, with both optimizers; its lowest rate "
+            "moves by {glue:text}`ho_sgd_un_lo_move_lo:+g` to "
+            "{glue:text}`ho_sgd_un_lo_move_hi:+g` decades with SGD and "
+            "{glue:text}`ho_adam_un_lo_move_lo:+g` to {glue:text}`ho_adam_un_lo_move_hi:+g` "
+            "with Adam, per seed: the count fails for this head, as its \"if\" does, and this "
+            "page does not measure what sets its window.") in text
+    assert g(PAGE, "ho_count_un_fall") == pytest.approx(math.log10(16))
+    for opt in GRID:
+        move = W["fixed", opt, "unscaled", 1024]["lo"] - W["fixed", opt, "unscaled", 64]["lo"]
+        assert (g(PAGE, f"ho_{opt}_un_lo_move_lo"), g(PAGE, f"ho_{opt}_un_lo_move_hi")) == (
+            pytest.approx(move.min()), pytest.approx(move.max()))
+        # "the count fails": every seed's move is at least two grid steps short of -1.2
+        assert move.min() > -math.log10(16) + 0.5
     assert ("These moves belong to the fixed design, where a head wider than "
             "$d_{\\text{model}}$ changes how the same $W_Q W_K^\\top$ is parametrised and, for "
             "the unscaled and $1/d_k$ heads, the scores' initial scale; they are no rule for "
@@ -1308,7 +1324,6 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
     # rv33: the grown design's fall is not the count's (its ||x||^2 acts only on the example
     # that made the step): no comparison with the count there
     assert "ho_count_grown_64_top" not in SOURCE and "ho_grown_sgd_sc_lo_fall`" not in SOURCE
-    W = _held_windows(held)
     big = held["widths"]["grown"][-1][1]
     fall = W["grown", "sgd", "scaled", 64]["lo"] - W["grown", "sgd", "scaled", big]["lo"]
     assert np.all(fall > 0) and g_bool(PAGE, "ho_grown_sgd_sc_lo_falls")
@@ -1390,3 +1405,58 @@ def test_rv25_wording_says_only_what_the_cells_show():
     assert "the scaled head's lowest rate stays put" not in summary  # rv31: cut
     sweep_src = (__import__("pathlib").Path(held_sweep.__file__)).read_text()
     assert "they do depend on which runs are stacked into the one call" in sweep_src
+
+
+def test_the_counts_if_at_the_start_is_the_gradient_reaching_each_rows_scores(held):
+    """rv37: the count's "if" (a gradient reaching the scores that does not change with the
+    width), measured at the sweep's starting weights on 4096 fresh rows: the norm of
+    dL_row/ds for each row, recomputed here in closed form (a (g - a.g) with g = dL/da),
+    not by autograd, in float64 from the same float32 draws."""
+    text = " ".join(SOURCE.split())
+    assert ("At the start, the scaled and $1/d_k$ heads' medians lie between "
+            "{glue:text}`ho_if_others_lo:.2f` and {glue:text}`ho_if_others_hi:.2f` at every "
+            "width and seed here: for them the \"if\" holds, at the start (this page does not "
+            "measure it later in training). For the unscaled head, whose scores grow with the "
+            "width, it fails: in every seed its median and its mean both fall from $d_k = 64$ "
+            "to 1024 and again to 4096") in text
+    n = 4096
+    assert g(PAGE, "ho_if_rows") == n
+    gen = torch.Generator().manual_seed(5)
+    X = torch.randn(n, T_K, D_MODEL, generator=gen)
+    V = torch.randn(n, T_K, D_V, generator=gen)
+    j = torch.randint(T_K, (n,), generator=gen)
+    x_q, v_t = X[torch.arange(n), j].double(), V[torch.arange(n), j].double()
+    X, V = X.double(), V.double()
+    stats = {}
+    for d_k in (64, 1024, 4096):
+        for seed in held["seeds"]:
+            gen = torch.Generator().manual_seed(seed)
+            W_Q = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).double()
+            W_K = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).double()
+            q, K = x_q @ W_Q, X @ W_K  # (n, d_k), (n, T_k, d_k)
+            raw = (K @ q[:, :, None])[..., 0]  # (n, T_k)
+            for name in HEADS:
+                a = torch.softmax(SCALE[name](d_k) * raw, dim=-1)
+                o = (a[:, :, None] * V).sum(1)
+                dA = (2 / D_V) * ((o - v_t)[:, None, :] * V).sum(-1)  # dL_row/da_j
+                ds = a * (dA - (a * dA).sum(-1, keepdim=True))
+                norm = ds.norm(dim=-1)
+                stats.setdefault((name, d_k), []).append((norm.median().item(), norm.mean().item()))
+    st = {k: np.array(v) for k, v in stats.items()}  # (seeds, 2)
+    others = np.concatenate([st[nm, d][:, 0] for nm in ("scaled", "1/d_k") for d in (64, 1024, 4096)])
+    assert g(PAGE, "ho_if_others_lo") == pytest.approx(others.min(), rel=1e-3)
+    assert g(PAGE, "ho_if_others_hi") == pytest.approx(others.max(), rel=1e-3)
+    assert others.max() < 1.5 * others.min()  # "the 'if' holds": within 50% at every width
+    un = {d: st["unscaled", d] for d in (64, 1024, 4096)}
+    for d in (64, 1024, 4096):
+        # the medians at 4096 are ~1e-10: float32 rounding of the page's scores moves them
+        assert g(PAGE, f"ho_if_un_med_{d}") == pytest.approx(un[d][:, 0].max(), rel=0.05)
+        assert g(PAGE, f"ho_if_un_mean_{d}") == pytest.approx(un[d][:, 1].max(), rel=1e-2)
+    assert np.all(un[1024] < un[64]) and np.all(un[4096] < un[1024])
+    assert g_bool(PAGE, "ho_if_un_falls")
+    # "the mean more slowly": per seed, the mean falls by less than the median
+    assert np.all(un[4096][:, 1] / un[64][:, 1] > un[4096][:, 0] / un[64][:, 0])
+    assert ("the median to at most {glue:text}`ho_if_un_med_1024:.1g` at 1024 and "
+            "{glue:text}`ho_if_un_med_4096:.1g` at 4096 (at most "
+            "{glue:text}`ho_if_un_med_64:.2f` at 64), the mean more slowly, to at most "
+            "{glue:text}`ho_if_un_mean_4096:.2f` at 4096.") in text
