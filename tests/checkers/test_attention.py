@@ -1024,6 +1024,58 @@ online_softmax_in_blocks_of_8_not_rescaled = _online(8)
 # st16a: passed while the long row was 300 keys (one block of 300 or more)
 online_softmax_in_blocks_of_300_not_rescaled = _online(300)
 online_softmax_in_blocks_of_512_not_rescaled = _online(512)
+# st17a: passed while the long row was 1100 keys (one block of 2048 or more)
+online_softmax_in_blocks_of_2048_not_rescaled = _online(2048)
+online_softmax_in_blocks_of_4096_not_rescaled = _online(4096)
+
+
+def _online_from_minus_inf(block):
+    """st17a: an online softmax, rescaled, whose running maximum starts at -inf:
+    while every key so far is masked, exp(m - m_new) is exp(-inf + inf) = NaN
+    (passed: every row of every case saw key 0 or 1)."""
+    def attempt(Q, K, V, mask=None):
+        work = np.promote_types(Q.dtype, np.float32)
+        q, k, v = (x.astype(work) for x in (Q, K, V))
+        S = _scores(q, k, mask)
+        m = np.full(S.shape[:-1] + (1,), -np.inf, work)
+        total = np.zeros_like(m)
+        with np.errstate(all="ignore"):
+            for b in range(0, S.shape[-1], block):
+                S_b = S[..., b:b + block]
+                m_new = np.maximum(m, S_b.max(-1, keepdims=True))
+                total = total * np.exp(m - m_new) + np.exp(S_b - m_new).sum(
+                    -1, keepdims=True)
+                m = m_new
+            empty = np.isneginf(m)
+            A = np.where(empty, 0.0, np.exp(S - np.where(empty, 0.0, m))
+                         / np.where(empty, 1.0, total))
+        return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"online_softmax_in_blocks_of_{block}_from_minus_inf"
+    return attempt
+
+
+online_softmax_in_blocks_of_64_from_minus_inf = _online_from_minus_inf(64)
+online_softmax_in_blocks_of_4_from_minus_inf = _online_from_minus_inf(4)
+online_softmax_in_blocks_of_2_from_minus_inf = _online_from_minus_inf(2)
+online_softmax_in_blocks_of_3_from_minus_inf = _online_from_minus_inf(3)
+
+
+def online_softmax_from_the_lowest_float(Q, K, V, mask=None):
+    """Right (st17a's fix): the running maximum starts at the dtype's lowest
+    number, so that a fully masked first block rescales by exp(0) = 1."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    lowest = np.finfo(work).min
+    m = np.full(S.shape[:-1] + (1,), lowest, work)
+    total = np.zeros_like(m)
+    for b in range(0, S.shape[-1], 64):
+        S_b = S[..., b:b + 64]
+        m_new = np.maximum(m, S_b.max(-1, keepdims=True))
+        total = total * np.exp(m - m_new) + np.exp(S_b - m_new).sum(-1, keepdims=True)
+        m = m_new
+    A = np.exp(S - m) / np.where(total == 0, 1.0, total)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def normalises_over_the_first_8_keys(Q, K, V, mask=None):  # st15a: passed
@@ -1120,12 +1172,20 @@ KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
 PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
             "broadcasts as (H, T_q, T_k), one per head")
 
+FIRST_BLOCK = "a row whose first key block is fully masked gives NaN"
+
 WRONG = [
+    (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048)"),
+    (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096)"),
+    (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_4_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_3_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_512_not_rescaled, ONLINE),
-    (normalises_over_the_first_8_keys, "a row of 1100 keys"),
+    (normalises_over_the_first_8_keys, "a row of 4999 keys"),
     (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
     (guards_only_masks_of_two_or_more_dimensions, "a fully masked row gives NaN"),
     (transposes_per_ndim_up_to_4, "here three, (2, 7, 2, T, d)"),
@@ -1251,7 +1311,13 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
-    ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
+    FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
+                  online_softmax_in_blocks_of_4_from_minus_inf,
+                  online_softmax_in_blocks_of_2_from_minus_inf,
+                  online_softmax_in_blocks_of_3_from_minus_inf},
+    ONLINE: {online_softmax_in_blocks_of_2048_not_rescaled,
+             online_softmax_in_blocks_of_4096_not_rescaled,
+             online_softmax_in_blocks_of_64_not_rescaled,
              online_softmax_in_blocks_of_8_not_rescaled,
              online_softmax_in_blocks_of_300_not_rescaled,
              online_softmax_in_blocks_of_512_not_rescaled},
@@ -1326,6 +1392,7 @@ if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some plat
 
 @pytest.mark.parametrize("fn", [correct_in_float32, correct_by_the_log_of_the_mask,
                                 fills_the_dtypes_min, online_softmax_rescaled,
+                                online_softmax_from_the_lowest_float,
                                 correct_with_nan_to_num_of_the_maximum] + [
     in_float32(f) for f in (correct_with_guards_by_any, correct_by_nan_to_num,
                             correct_with_finfo_min)])
@@ -1612,17 +1679,27 @@ def _rises_by_blocks(Q, K, mask, block):
 
 
 def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_inputs():
-    """What the masks page's checker paragraph lists (st15a): a masked row of
-    over a thousand keys, not a multiple of 64, 128, 256 or 512, whose maximum grows
-    from key block to key block (of 64, 128, 256 and 512 keys); a (T_k,) mask on self-attention; an
-    all-False (T_k,) mask; inputs with three leading dimensions."""
+    """What the masks page's checker paragraph lists (st15a, st17a): a masked row of
+    over four thousand keys, not a multiple of any block size, whose maximum grows
+    from key block to key block (of 64 to 4096 keys) in the rows that see key 0, and
+    a row that hides its first keys beyond the largest block, 4096, while seeing
+    later ones; a short row hiding its first 3 keys (a block of 2 or 3 sees none);
+    a (T_k,) mask on self-attention; an all-False (T_k,) mask; inputs with three
+    leading dimensions."""
     seen = _calls(correct_in_float32, checkers.check_scaled_dot_product_attention)
     long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
-    assert long and all(K.shape[-2] > 1000 and all(K.shape[-2] % b for b in
-                                                   (64, 128, 256, 512))
+    blocks = (64, 128, 256, 512, 1024, 2048, 4096)
+    assert long and all(K.shape[-2] > 4096 and all(K.shape[-2] % b for b in
+                                                   blocks + (100, 1000))
                         for _, K, _ in long)
-    assert any(all(_rises_by_blocks(Q, K, m, b) for b in (64, 128, 256, 512))
-               and not np.all(m) for Q, K, m in long)
+    assert any(all(_rises_by_blocks(Q[rows], K, m[rows], b) for b in blocks)
+               and not np.all(m) and rows.sum() >= 2
+               for Q, K, m in long for rows in [m[:, 0]])
+    assert any(np.any(m[:, :4097].any(-1) == False & m.any(-1))  # noqa: E712
+               for _, _, m in long)
+    hidden_first = [np.argmax(m, axis=-1) for _, K, m in seen
+                    if m is not None and np.ndim(m) == 2 and K.shape[-2] < 10]
+    assert any(np.any(first >= 3) for first in hidden_first)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)

@@ -7,11 +7,15 @@ The contract the exercise states, and this checker tests:
   and head dimensions (none, one as in (B, T, d), two, or three, (2, 7, 2, T, d): code
   written per ndim shows); returns O (..., T_q, d_v) and A (..., T_q, T_k), in that
   order;
-* every row counts all its keys: one masked case has T_k = 1100 (not a multiple of 64,
-  128, 256 or 512), each row's maximum growing from each block of 64 (up to 512)
-  keys to the next, so that code working in key blocks runs several (an online softmax that does
-  not rescale its running sum when the running maximum grows is named; a sum over the
-  first keys fails);
+* every row counts all its keys: one masked case has T_k = 4999 (prime: not a
+  multiple of any block size), each row's maximum growing from each block of 64 (up
+  to 4096) keys to the next, so that code working in key blocks runs several (an
+  online softmax that does not rescale its running sum when the running maximum
+  grows is named, with its block size; a sum over the first keys fails); its row 1
+  hides its first 4200 keys, more than the largest block, and a short case's rows
+  hide their first 3 and 2 keys, so that an online softmax whose running maximum
+  starts at -inf, and turns NaN (exp(-inf + inf)) on a fully masked first block, is
+  named (st17a: every row of every case saw key 0 or 1, and it passed);
 * scores Q K^T / sqrt(d_k) (one case at d_k = 10, not a square: a scale of
   1/int(np.sqrt(d_k)) is named); A is their softmax along the keys (each row sums to 1, in
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
@@ -161,7 +165,35 @@ ONLINE = ("the running sum was not rescaled when the running maximum grew: an on
 #: The key-block sizes whose online softmax without the rescale is named: powers of
 #: two and round sizes (st16a wrote 300 and 512).
 ONLINE_BLOCKS = (2, 4, 8, 10, 16, 32, 50, 64, 100, 128, 200, 256, 300, 500, 512, 1000,
-                 1024)
+                 1024, 2000, 2048, 4000, 4096)
+
+
+#: Said when a row whose first key block is fully masked turns NaN in an online
+#: softmax (st17a: its running maximum started at -inf, every row of every case
+#: saw key 0 or 1, and it passed).
+FIRST_BLOCK = ("a row whose first key block is fully masked gives NaN: with the "
+               "running maximum m started at -inf, the rescale exp(m_old - m_new) "
+               "is exp(-inf + inf) = NaN while every key so far is masked, and the "
+               "NaN stays in the running sum; start the running maximum at a finite "
+               "value (np.finfo(S.dtype).min) or skip blocks with no visible key")
+
+
+def _first_block_nan(A, mask) -> bool:
+    """Whether the rows of A (..., T_q, T_k) with NaN are exactly the rows whose first
+    b keys, b >= 2, are all masked and a later one is not (and there is such a row):
+    the NaN of FIRST_BLOCK, an online softmax in blocks of b."""
+    if mask is None:
+        return False
+    with np.errstate(all="ignore"):
+        nan = np.isnan(A).any(axis=-1)
+    if not nan.any():
+        return False
+    seen = np.broadcast_to(mask, nan.shape + A.shape[-1:])
+    has, first = seen.any(axis=-1), np.argmax(seen, axis=-1)
+    if not np.all(has[nan]):
+        return False
+    b = int(first[nan].min())
+    return b >= 2 and bool(np.array_equal(nan, has & (first >= b)))
 
 
 #: Said when an attempt that ran on one head raises on five-dimensional inputs.
@@ -170,6 +202,32 @@ FIVE_D_HINT = ("the inputs may have any number of leading axes (here three, "
                "whatever comes before them (np.swapaxes({X}, -1, -2), @, axis=-1, "
                "d_k = Q.shape[-1]), not on a list of cases per ndim or axes "
                "counted from the front")
+
+
+#: The long row's keys: above 4096, prime (a multiple of no block size), so that
+#: code working in key blocks (of up to 4096) runs several, the last one short.
+LONG_T_K = 4999
+#: Keys masked at the start of the long case's row 1: more than any block of
+#: ONLINE_BLOCKS, so that its first block, whatever its size, has no visible key.
+LONG_HIDDEN = 4200
+
+
+def _long_row(Q, K, rng) -> np.ndarray:
+    """Make (Q, K), of LONG_T_K keys, the long case (in place) and return its mask.
+    Every key's first entry grows along the row (the queries' first entries 1 to
+    2.5, the drawn part scaled by 0.1), so that each row's maximum grows from each
+    block of 64 (up to 4096) keys to the next, and the short last block's last key
+    (visible) is the highest; a key in three is masked, and row 1 hides its first
+    LONG_HIDDEN keys."""
+    T_q, T_k = Q.shape[-2], K.shape[-2]
+    Q[:, 0] = 1.0 + 1.5 * rng.random(T_q)
+    K *= 0.1  # (the drawn part small beside the growth: each block's maximum grows)
+    K[:, 0] += np.linspace(0.0, 40.0, T_k)
+    K[-1, 0] += 0.5
+    mask = rng.random((T_q, T_k)) < 0.7
+    mask[:, 0] = mask[:, -1] = True
+    mask[1, :LONG_HIDDEN] = False
+    return mask
 
 
 def _torch_builtins() -> dict:
@@ -445,7 +503,7 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
          "the exponentials are divided by the sum of the whole array (E.sum() without "
          "an axis): each row (one query over all keys) must sum to 1, "
          "E.sum(axis=-1, keepdims=True)", soft(total=lambda E: E.sum())),
-        *[("online", ONLINE, online(block))
+        *[("online", ONLINE + f" (here in key blocks of {block})", online(block))
           for block in ONLINE_BLOCKS
           if block < T_k],
         ("no-keepdims", nokeep_msg, soft(m=nokeep_max, total=row_sum_T)),
@@ -697,6 +755,8 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
             "arithmetic, as S + (~mask) * -inf? 0 * -inf is NaN, so every allowed "
             "score turns NaN; replace the masked scores instead, "
             "np.where(mask, S, -np.inf)")
+    if _first_block_nan(Af, mask):
+        return "first-block", FIRST_BLOCK
     if np.isnan(Af).any() or np.isnan(Of).any():
         return "", f"the result contains NaN where the reference has none: {_NAN_FROM_SCORES}"
     err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
@@ -1054,31 +1114,26 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # A non-square d_k = 10 (the others are 1, 4, 9 and 64, squares): a scale of
     # 1/int(np.sqrt(d_k)) = 1/3 shows (and differs from a constant 1/2).
     Q_5, K_5, V_5 = _inputs(rng_o, T_q=6, T_k=6, d_k=10, d_v=2)
-    # A long row (st15a; st16a: 300 keys let blocks of 300 or 512 pass): T_k = 1100,
-    # not a multiple of 64, 128, 256 or 512, so that code working in key blocks (of
-    # 8, 64, 128 or 512, say) runs several, the last one short; every
-    # key's first entry grows along the row (queries' first entries 1 to 2.5), so
-    # each row's maximum grows from each block of 64 (up to 512) keys to the next, and
-    # a masked key here and there. An online softmax that forgets to rescale its running sum when the
-    # running maximum grows, or a sum over the first keys only, shows. (Its own
-    # generator: the other cases' draws stay as they were.)
+    # A long row (st15a; st16a; st17a: 1100 keys let blocks of 2048 or 4096 pass):
+    # T_k = 4999 (_long_row), and a short one whose rows 1 and 2 hide their first 3
+    # and 2 keys: an online softmax that forgets to rescale its running sum, or that
+    # turns NaN on a fully masked first block, or a sum over the first keys only,
+    # shows. (Its own generator: the other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
-    Q_l, K_l, V_l = _inputs(rng_l, T_q=3, T_k=1100)
-    Q_l[:, 0] = 1.0 + 1.5 * rng_l.random(3)
-    K_l *= 0.1  # (the drawn part small beside the growth: each block's maximum grows)
-    K_l[:, 0] += np.linspace(0.0, 12.0, 1100)
-    K_l[-1, 0] += 0.5  # and the short last block's (12 keys), its last key visible
-    mask_l = rng_l.random((3, 1100)) < 0.7
-    mask_l[:, 0] = mask_l[:, -1] = True
+    Q_l, K_l, V_l = _inputs(rng_l, T_q=3, T_k=LONG_T_K)
+    mask_l = _long_row(Q_l, K_l, rng_l)
+    first_hidden = np.ones((T_q, T_k), dtype=bool)
+    first_hidden[1, :3] = first_hidden[2, :2] = False
     # A (T_k,) key mask on self-attention (T_q = T_k): read as one flag per query
     # (mask[:, None]) it broadcasts without an error, and shows; and an all-False
     # (T_k,) mask, an empty sequence: every row fully masked, zero weights.
     key_mask_sq = np.array([True, False, True, True, False, True])
     no_key = np.zeros(T_k, dtype=bool)
-    long_note = ("; here a row of 1100 keys (T_k = 1100), whose maximum grows from key "
-                 "block to key block (of 64 keys): the maximum and the sum must run "
-                 "over all T_k keys of the row (code working in key blocks rescales "
-                 "its running sum whenever the running maximum grows)")
+    long_note = (f"; here a row of {LONG_T_K} keys (T_k = {LONG_T_K}), whose maximum "
+                 "grows from key block to key block (of 64 to 4096 keys): the "
+                 "maximum and the sum must run over all T_k keys of the row (code "
+                 "working in key blocks rescales its running sum whenever the "
+                 "running maximum grows)")
     # Visible scores far above (st16a: np.minimum(S, 6e5) or 1e6 passed): at d_k = 2,
     # query 0's scores near 7.1e6, 0.71 apart (weights 0.14, 0.28, 0.58), query 1's
     # 0, 7.1e298 and 1.4e299 (one-hot): scores clipped from above below them tie.
@@ -1106,11 +1161,13 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             what="; the scores here exceed 700, where exp() overflows float64, and "
                  "query 2's all lie near -1000, where it underflows"),
             _case(fn, Q_top, K_top, V_top))),
-        _run("a causal mask, a (T_k,) key mask, and a masked row of 1100 keys: "
-             "masked keys get weight exactly 0",
+        _run(f"a causal mask, a (T_k,) key mask, and a masked row of {LONG_T_K} "
+             "keys; rows whose first keys are masked: masked keys get weight "
+             "exactly 0",
              _all(_case(fn, Q, K, V, causal_mask(T_q, T_k)),
                   _case(fn, Q, K, V, key_mask),
-                  _case(fn, Q_l, K_l, V_l, mask_l, what=long_note))),
+                  _case(fn, Q_l, K_l, V_l, mask_l, what=long_note),
+                  _case(fn, Q, K, V, first_hidden))),
     ]
     ran = not results[0][2].startswith("raised")  # the attempt ran on the first case
     # the large scores (no mask) failed on the shift: the far case's zero rows are
