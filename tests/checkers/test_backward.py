@@ -1093,14 +1093,17 @@ def rounds_A_to_float16(Q, K, V, dO, mask=None):
     return tuple(x.astype(dtype) for x in (c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO))
 
 
-def _online_weights(S, block, rescale=False):
+def _online_weights(S, block, rescale=False, from_minus_inf=False):
     """A softmax over key blocks of ``block`` (a running maximum m and sum l), the
-    running sum rescaled when m grows only if ``rescale`` (st15a forgot it)."""
+    running sum rescaled when m grows only if ``rescale`` (st15a forgot it); with
+    ``from_minus_inf`` (rescaled) the shift is m itself, -inf while every key so far
+    is masked, so that exp(m - m_new) is NaN there (st17a)."""
     m = np.full(S.shape[:-1] + (1,), -np.inf, S.dtype)
     total = np.zeros_like(m)
+    rescale = rescale or from_minus_inf
     for b in range(0, S.shape[-1], block):
         m_new = np.maximum(m, S[..., b:b + block].max(-1, keepdims=True))
-        shift = np.where(np.isneginf(m_new), 0.0, m_new)
+        shift = m_new if from_minus_inf else np.where(np.isneginf(m_new), 0.0, m_new)
         old = np.exp(m - shift) if rescale else 1.0
         total = total * old + np.exp(S[..., b:b + block] - shift).sum(-1, keepdims=True)
         m = m_new
@@ -1143,6 +1146,30 @@ online_softmax_in_blocks_of_300_not_rescaled = _backward_with(
 online_softmax_in_blocks_of_512_not_rescaled = _backward_with(
     "online_softmax_in_blocks_of_512_not_rescaled",
     lambda S: _online_weights(S, 512))
+# st17a: passed while the long row was 1100 keys (one block of 2048 or more)
+online_softmax_in_blocks_of_2048_not_rescaled = _backward_with(
+    "online_softmax_in_blocks_of_2048_not_rescaled",
+    lambda S: _online_weights(S, 2048))
+online_softmax_in_blocks_of_4096_not_rescaled = _backward_with(
+    "online_softmax_in_blocks_of_4096_not_rescaled",
+    lambda S: _online_weights(S, 4096))
+
+
+def _from_minus_inf(block):
+    def weights(S):
+        with np.errstate(all="ignore"):
+            A = _online_weights(S, block, from_minus_inf=True)
+        empty = np.isneginf(S.max(-1, keepdims=True))
+        return np.where(empty, 0.0, A)  # the guard at the end only (st17a)
+    return _backward_with(f"online_softmax_in_blocks_of_{block}_from_minus_inf",
+                          weights)
+
+
+# st17a: passed (every row of every case saw key 0 or 1)
+online_softmax_in_blocks_of_64_from_minus_inf = _from_minus_inf(64)
+online_softmax_in_blocks_of_4_from_minus_inf = _from_minus_inf(4)
+online_softmax_in_blocks_of_2_from_minus_inf = _from_minus_inf(2)
+online_softmax_in_blocks_of_3_from_minus_inf = _from_minus_inf(3)
 D_over_the_first_8_keys = _backward_with(
     "D_over_the_first_8_keys",
     guarded_softmax, lambda A, dA: (A * dA)[..., :8].sum(-1, keepdims=True))
@@ -1198,6 +1225,7 @@ def returns_masked_arrays(Q, K, V, dO, mask=None):  # st15a
 
 
 ONLINE = "the running sum was not rescaled when the running maximum grew"
+FIRST_BLOCK = "a row whose first key block is fully masked gives NaN"
 KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
 
 PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
@@ -1208,11 +1236,17 @@ WRONG = [
     (clips_scores_at_1e5, CLIPPED),
     (clips_scores_at_1e6, CLIPPED),
     (clips_scores_at_1e20, CLIPPED),
+    (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048)"),
+    (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096)"),
+    (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_4_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_3_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_512_not_rescaled, ONLINE),
-    (D_over_the_first_8_keys, "a row of 1100 keys"),
+    (D_over_the_first_8_keys, "a row of 4999 keys"),
     (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
     (guards_only_masks_of_two_or_more_dimensions, "softmax is 0/0 = NaN"),
     (transposes_per_ndim_up_to_4, "here three, (2, 3, 2, T, d)"),
@@ -1350,13 +1384,21 @@ WRONG = [
 EXCLUSIVE = {
     CLIPPED: {clips_scores_at_1e4, clips_scores_at_1e5, clips_scores_at_1e6,
               clips_scores_at_1e20},
-    ONLINE: {online_softmax_in_blocks_of_64_not_rescaled,
+    FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
+                  online_softmax_in_blocks_of_4_from_minus_inf,
+                  online_softmax_in_blocks_of_2_from_minus_inf,
+                  online_softmax_in_blocks_of_3_from_minus_inf},
+    ONLINE: {online_softmax_in_blocks_of_2048_not_rescaled,
+             online_softmax_in_blocks_of_4096_not_rescaled,
+             online_softmax_in_blocks_of_64_not_rescaled,
              online_softmax_in_blocks_of_8_not_rescaled,
              online_softmax_in_blocks_of_300_not_rescaled,
              online_softmax_in_blocks_of_512_not_rescaled},
     # (S[~mask] on a 2-D S reads a 1-D mask per query)
     KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square, boolean_indexing},
-    "'- D' term": {forgets_D},
+    # (D over the long row's first 8 keys, whose weights are near e^-50 there, is
+    # 0, as without the term; the long row's note says D runs over all T_k keys)
+    "'- D' term": {forgets_D, D_over_the_first_8_keys},
     "weights renormalised": {mask_after_the_softmax_renormalised},
     # eps 1e-14 moves the [29, 0, 0, 0] row's dQ by 1.6e-2 of its size: told so
     "a saturated row": {skips_rows_above_0_999, skips_rows_above_1_minus_1e_6,
@@ -1734,10 +1776,12 @@ def test_an_h_t_q_t_k_mask_on_4d_inputs_has_b_equal_h_and_heads_that_differ():
 
 
 def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_inputs():
-    """What the backward page's checker paragraph lists (st15a): a masked row of
-    over a thousand keys, not a multiple of 64, 128, 256 or 512, whose maximum grows
-    from key block to key block (of 64, 128, 256 and 512 keys); a (T_k,) mask on T_q = T_k; an all-False
-    (T_k,) mask; inputs with three leading dimensions."""
+    """What the backward page's checker paragraph lists (st15a, st17a): a masked
+    row of over four thousand keys, not a multiple of any block size, whose maximum
+    grows from key block to key block (of 64 to 4096 keys) in the rows that see key
+    0, a row hiding its first keys beyond 4096 and a short one hiding its first 3;
+    a (T_k,) mask on T_q = T_k; an all-False (T_k,) mask; inputs with three leading
+    dimensions."""
     seen = []
 
     def spy(Q, K, V, dO, mask=None):
@@ -1753,11 +1797,17 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
         return bool(np.all(np.diff(tops, axis=-1) > 0))
 
     long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
-    assert long and all(K.shape[-2] > 1000 and all(K.shape[-2] % b for b in
-                                                   (64, 128, 256, 512))
+    blocks = (64, 128, 256, 512, 1024, 2048, 4096)
+    assert long and all(K.shape[-2] > 4096 and all(K.shape[-2] % b for b in
+                                                   blocks + (100, 1000))
                         for _, K, _ in long)
-    assert any(all(rises(Q, K, m, b) for b in (64, 128, 256, 512)) and not np.all(m)
-               for Q, K, m in long)
+    assert any(all(rises(Q[m[:, 0]], K, m[m[:, 0]], b) for b in blocks)
+               and not np.all(m) and m[:, 0].sum() >= 2 for Q, K, m in long)
+    # a row hiding its first keys beyond the largest block (st17a), and a short one
+    # hiding its first 3
+    assert any(np.any(~m[:, :4097].any(-1) & m.any(-1)) for _, _, m in long)
+    assert any(np.any(np.argmax(m, axis=-1) >= 3) for _, K, m in seen
+               if m is not None and np.ndim(m) == 2 and K.shape[-2] < 10)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)

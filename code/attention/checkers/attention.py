@@ -178,17 +178,18 @@ FIRST_BLOCK = ("a row whose first key block is fully masked gives NaN: with the 
                "value (np.finfo(S.dtype).min) or skip blocks with no visible key")
 
 
-def _first_block_nan(A, mask) -> bool:
-    """Whether the rows of A (..., T_q, T_k) with NaN are exactly the rows whose first
-    b keys, b >= 2, are all masked and a later one is not (and there is such a row):
-    the NaN of FIRST_BLOCK, an online softmax in blocks of b."""
+def _first_block_nan(A, mask, T_k=None) -> bool:
+    """Whether the rows of A (..., T_q, T_k), or of dQ (..., T_q, d_k) given T_k, with
+    NaN are exactly the rows whose first b keys, b >= 2, are all masked and a later
+    one is not (and there is such a row): the NaN of FIRST_BLOCK, an online softmax
+    in blocks of b."""
     if mask is None:
         return False
     with np.errstate(all="ignore"):
         nan = np.isnan(A).any(axis=-1)
     if not nan.any():
         return False
-    seen = np.broadcast_to(mask, nan.shape + A.shape[-1:])
+    seen = np.broadcast_to(mask, nan.shape + (A.shape[-1] if T_k is None else T_k,))
     has, first = seen.any(axis=-1), np.argmax(seen, axis=-1)
     if not np.all(has[nan]):
         return False

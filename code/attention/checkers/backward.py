@@ -7,11 +7,13 @@ The contract the exercise states, and this checker tests:
   with leading batch and head dimensions (B, H), one (B,), or three, (2, 3, 2, T, d)
   (code written per ndim shows); each gradient has the shape of its input, and they
   are returned in the order (dQ, dK, dV);
-* every row counts all its keys: one masked case has T_k = 1100 (not a multiple of 64,
-  128, 256 or 512), each row's maximum growing from each block of 64 (up to 512)
-  keys to the next (an online softmax
-  that does not rescale its running sum when the running maximum grows is named; D
-  summed over the first keys fails);
+* every row counts all its keys: one masked case has T_k = 4999 (prime: not a
+  multiple of any block size), each row's maximum growing from each block of 64 (up
+  to 4096) keys to the next (an online softmax that does not rescale its running sum
+  when the running maximum grows is named, with its block size; D summed over the
+  first keys fails); its row 1 hides its first 4200 keys, and another case's rows
+  their first 3 and 2, so that an online softmax whose running maximum starts at
+  -inf, NaN on a fully masked first block, is named (st17a: it passed);
 * the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
   c = 1/sqrt(d_k), A = softmax(S) along the keys, O = A V; ``mask`` is boolean, True =
   "may attend", broadcasts to (..., T_q, T_k) as it is (the cases give it as (T_k,),
@@ -44,7 +46,8 @@ The contract the exercise states, and this checker tests:
 
 Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation), and with a (T_k,) mask, an all-False
-one and a masked row of 1100 keys; one head with T_q = T_k (where a missing transpose
+one, a masked row of 4999 keys and rows whose first keys are masked; one
+head with T_q = T_k (where a missing transpose
 does not change a shape, only the values), without and with a (T_k,) mask;
 one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
@@ -108,7 +111,8 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from .attention import KEY_PER_QUERY, ONLINE_BLOCKS, PER_BATCH  # the same mistakes, said alike
+from .attention import (FIRST_BLOCK, KEY_PER_QUERY, LONG_T_K, ONLINE_BLOCKS,  # said alike
+                        PER_BATCH, _first_block_nan, _long_row)
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
                       _boolean_index_hint, _fill_edge, _library_attention,
@@ -488,7 +492,8 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
         # every key masked (an empty sequence): a finite fill or bias flattens each
         # row, as a mask ignored or filled with 0 does; what it misses is the guard
         mistakes.sort(key=lambda m: m[0] not in ("mask-large", "mask-bias"))
-    mistakes += [("online", ONLINE, dict(block=block), RIGHT)
+    mistakes += [("online", ONLINE + f" (here in key blocks of {block})",
+                  dict(block=block), RIGHT)
                  for block in ONLINE_BLOCKS if block < K.shape[-2]]
     with np.errstate(all="ignore"):
         S = c * (np.asarray(Q, np.float64) @ _swap(np.asarray(K, np.float64)))
@@ -724,6 +729,8 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
                 "spread to every key; the contract gives such a query zero weights and a "
                 "zero output (guard the row maximum and the sum, as in "
                 "ex-numpy-attention), and then its gradients are 0")
+        elif "dQ" in nan and _first_block_nan(got[0], mask, K.shape[-2]):
+            messages.append(f"{', '.join(nan)} {verb} NaN: {FIRST_BLOCK}")
         elif mask is not None and not matched and \
                 all(np.isnan(got[i]).all() for i in map(NAMES.index, nan)):
             messages.append(
@@ -995,7 +1002,7 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note="",
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
             with np.errstate(all="ignore"):
                 detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
-            if what and ONLINE not in detail:
+            if what and ONLINE not in detail and FIRST_BLOCK not in detail:
                 detail += what
             if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
                 errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
@@ -1293,27 +1300,24 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # other case's draws stay as they were.
     # A sixth row, [20, 0, 0, 0] (1 - 6.2e-9), keeps T_q from 5, the d_k of most cases
     # (a scale of 1/sqrt(T_q) is named, and would be told a constant 1/sqrt(5)).
-    # A long row (st15a; st16a: 300 keys let blocks of 300 or 512 pass): T_k = 1100,
-    # not a multiple of 64, 128, 256 or 512, so that code working in key blocks (of
-    # 8, 64, 128 or 512, say) runs several, the last one short; every
-    # key's first entry grows along the row (queries' first entries 1 to 2.5), so each
-    # row's maximum grows from each block of 64 (up to 512) keys to the next, and a
-    # masked key here and there. An online softmax that forgets to rescale its running sum when the
-    # running maximum grows, or D summed over the first keys only, shows. (Its own
-    # generator: the other cases' draws stay as they were.)
+    # A long row (st15a; st16a; st17a: 1100 keys let blocks of 2048 or 4096 pass):
+    # T_k = 4999, the forward checker's (attention._long_row: each row's maximum
+    # grows from each block of 64, up to 4096, keys to the next; row 1 hides its
+    # first 4200 keys), and rows 1 and 2 of the first inputs hiding their first 3
+    # and 2 keys: an online softmax that forgets to rescale its running sum, or
+    # that turns NaN on a fully masked first block (its running maximum started at
+    # -inf), or D summed over the first keys only, shows. (Its own generator: the
+    # other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
-    Q_l, K_l, V_l, dO_l = _inputs(rng_l, T_q=3, T_k=1100)
-    Q_l[:, 0] = 1.0 + 1.5 * rng_l.random(3)
-    K_l *= 0.1  # (the drawn part small beside the growth: each block's maximum grows)
-    K_l[:, 0] += np.linspace(0.0, 12.0, 1100)
-    K_l[-1, 0] += 0.5  # and the short last block's (12 keys), its last key visible
-    mask_l = rng_l.random((3, 1100)) < 0.7
-    mask_l[:, 0] = mask_l[:, -1] = True
-    long_note = ("; here a row of 1100 keys (T_k = 1100), whose maximum grows from key "
-                 "block to key block (of 64 keys): the softmax's maximum and sum, "
-                 "and D, must run over all T_k keys of the row (code working in key "
-                 "blocks rescales its running sum whenever the running maximum "
-                 "grows)")
+    Q_l, K_l, V_l, dO_l = _inputs(rng_l, T_q=3, T_k=LONG_T_K)
+    mask_l = _long_row(Q_l, K_l, rng_l)
+    first_hidden = np.ones((T_q, T_k), dtype=bool)
+    first_hidden[1, :3] = first_hidden[2, :2] = False
+    long_note = (f"; here a row of {LONG_T_K} keys (T_k = {LONG_T_K}), whose maximum "
+                 "grows from key block to key block (of 64 to 4096 keys): the "
+                 "softmax's maximum and sum, and D, must run over all T_k keys of "
+                 "the row (code working in key blocks rescales its running sum "
+                 "whenever the running maximum grows)")
     # A (T_k,) key mask on the square inputs (T_q = T_k): read as one flag per query
     # (mask[:, None]) it broadcasts without an error, and shows; and an all-False
     # (T_k,) mask, an empty sequence: every query sees no key, all gradients zero.
@@ -1341,11 +1345,13 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
         _run("one head, causal mask (central differences); a (T_k,) key mask; "
-             "an all-False one (an empty sequence); a masked row of 1100 keys",
+             f"an all-False one (an empty sequence); a masked row of {LONG_T_K} "
+             "keys; rows whose first keys are masked",
              _all(_case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True),
                   _case(fn, Q, K, V, dO, key_mask),
                   _case(fn, Q, K, V, dO, no_key),
-                  _case(fn, Q_l, K_l, V_l, dO_l, mask_l, what=long_note))),
+                  _case(fn, Q_l, K_l, V_l, dO_l, mask_l, what=long_note),
+                  _case(fn, Q, K, V, dO, first_hidden))),
         _run("one head, T_q = T_k, without and with a (T_k,) key mask",
              _all(_case(fn, Qs, Ks, Vs, dOs), _case(fn, Qs, Ks, Vs, dOs, key_mask_sq))),
         _run("one head, large scores (near 7000; one query's near -1000); "
