@@ -113,7 +113,34 @@ def rho_squared_in_float32(d_k, rho, kurtosis=3.0):
 #: The float32 formula's name (st16b: it passed, no probe lay near rho = +-1 at a
 #: kurtosis near 1).
 FLOAT32_LOSES = "float32 loses the digits of 1 - rho^2"
+def normal_formula_between(lo, hi):
+    """st17b: the normal entries' formula for lo < d_k < hi only ("wide heads are
+    normal"), wrong only between widths probed before."""
+    def attempt(d_k, rho, kurtosis=3.0):
+        return (mean(d_k, rho), 1 + rho**2) if lo < d_k < hi else right(d_k, rho, kurtosis)
+    attempt.__name__ = f"normal_formula_between_{lo}_and_{hi}"
+    return attempt
+
+
+#: Bands of widths that held no probe before st17b, and each one's message.
+BANDS = [((300, 1000), "wrong at others (d_k = 316, 512, 562) with the same rho and "
+          "kurtosis: is a width treated apart?"),
+         ((400, 900), "wrong at others (d_k = 512, 562) with the same rho and kurtosis"),
+         ((5000, 8000), "wrong at others (d_k = 5623) with the same rho and kurtosis"),
+         ((9000, 10**6), "wrong at others (d_k = 10000, 16384, 17783, ..., 524288, "
+          "562341: 14 widths)"),
+         ((10**6 + 4, 10**9), "wrong at others (d_k = 1048576, 1778279, 3162278, ..., "
+          "316227766, 562341325: 12 widths)"),
+         ((10**9 + 8, 10**12), "and wrong at others (d_k = 1778279410, 3162277660, "
+          "5623413252"),
+         ((10**12 + 1, 10**15), "and wrong at others (d_k = 1778279410039, "
+          "3162277660168, 5623413251903")]
+
+
 WRONG = [
+    # found by the student round st17b: right except for widths between the ones
+    # probed (300 < d_k < 1000 passed), caught by the fixed probes alone
+    *((normal_formula_between(*band), word) for band, word in BANDS),
     # found by the student round st16b
     (formula_in_float32, FLOAT32_LOSES),
     (formula_in_torchs_default_dtype, FLOAT32_LOSES),
@@ -323,8 +350,8 @@ WRONG = [
     # past every width probed; from 64 up it was told of rho = +-1)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 256, wrong at d_k = 1024, 4096, "
-     "8192, 1000003, 1048576, 1e9 + 7, 1e12, 1e15: the scaled variance does not "
+     "right only at the probed widths up to d_k = 256, wrong at d_k = 316, 512, 562, "
+     "..., 562341325190349, 1e15: 65 widths: the scaled variance does not "
      "depend on d_k: q.k is a sum of d_k independent terms q_m k_m"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 300
                                  else var(d_k, rho, kurtosis)),
@@ -332,8 +359,8 @@ WRONG = [
      "limit theorem), but not its variance"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k >= 64
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 32, wrong at d_k = 64, 128, 256, "
-     "1024, 4096, 8192"),
+     "right only at the probed widths up to d_k = 56, wrong at d_k = 64, 100, 128, "
+     "..., 562341325190349, 1e15: 70 widths"),
     # a kurtosis looked up in a table of the kurtoses probed before (and 2)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis if kurtosis in (
         1.0, 1.8, 2.0, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
@@ -345,9 +372,9 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho) if d_k in (1, 2, 3, 4, 5, 16, 64, 256)
                                  else rho * d_k / math.sqrt(d_k + 1), var(d_k, rho, kurtosis)),
      # (at 10^6 + 3 and 2^20, rho d_k / sqrt(d_k + 1) is rho sqrt(d_k) to 5e-7)
-     "right at some widths (d_k = 1, 2, 3, 5, 16, 64, 256, 1000003, 1048576, 1e15) and "
+     "right at some widths (d_k = 1, 2, 3, ..., 1048576, 1e15: 14 widths) and "
      "wrong at others "
-     "(d_k = 7, 8, 32, 128, 1024, 4096, 8192) with the same rho and kurtosis"),
+     "(d_k = 6, 7, 8, ..., 262144, 316228: 33 widths) with the same rho and kurtosis"),
     # the library's own answer in a thread of the attempt's
     (lambda d_k, rho, kurtosis: _in_a_thread(attention.score_moments, d_k, rho, kurtosis),
      "calls the library's own attention.score_moments"),
@@ -360,7 +387,7 @@ WRONG = [
      "has mean 0"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis)
                                  + 2 * rho * math.sqrt(1 - rho**2)),
-     "your variance is negative at 30 of these settings (-0.6 at d_k = 1, rho = -0.8, "
+     "your variance is negative at 60 of these settings (-0.6 at d_k = 1, rho = -0.8, "
      "kurtosis = 1), and a variance never is"),
     # the precedence slip 1 + rho^2 kurtosis - 2: negative wherever rho^2 kurtosis < 1
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * kurtosis - 2),
@@ -394,12 +421,13 @@ WRONG = [
     # the normal formula at widths off the probed grid (passed: never probed)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2)
      if d_k in (6, 7, 8, 32, 128, 512, 2048) else right(d_k, rho, kurtosis),
-     "wrong at others (d_k = 7, 8, 32, 128) with the same rho and kurtosis: is a "
-     "width treated apart?"),
+     "wrong at others (d_k = 6, 7, 8, 32, 128, 512, 2048) with the same rho and "
+     "kurtosis: is a width treated apart?"),
     # the normal formula past 4096 (passed: the widest width probed was 4096)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2) if d_k > 4096
      else right(d_k, rho, kurtosis),
-     "right only at the probed widths up to d_k = 4096, wrong at d_k = 8192"),
+     "right only at the probed widths up to d_k = 4096, wrong at d_k = 5623, 8192, "
+     "10000, ..., 562341325190349, 1e15: 56 widths"),
     # rho clipped at 1 - 1e-12 (was told the variance was clipped at 2e-12)
     (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -1 + 1e-12, 1 - 1e-12)),
                                       kurtosis),
@@ -427,8 +455,9 @@ WRONG = [
     # past d_k = 10,000 (passed: the widest width probed was 8192)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 10_000
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 8192, wrong at d_k = 1000003, "
-     "1048576, 1e9 + 7, 1e12, 1e15: the scaled variance does not depend on d_k: "
+     "right only at the probed widths up to d_k = 10000, wrong at d_k = 16384, "
+     "17783, 31623, ..., 562341325190349, 1e15: 53 widths: the scaled variance does "
+     "not depend on d_k: "
      "q.k is a sum of d_k independent terms q_m k_m, each of one variance at every "
      "width (Var(q_m^2) = kurtosis - 1 at every width), and dividing by sqrt(d_k) "
      "divides their sum's variance by d_k; a wide "
@@ -436,21 +465,23 @@ WRONG = [
      "but not its variance, which keeps the entries' kurtosis at every width"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 10**6
                                  else var(d_k, rho, kurtosis)),
-     "wrong at d_k = 1000003, 1048576, 1e9 + 7, 1e12, 1e15: the scaled variance does "
-     "not depend on d_k"),
+     "right only at the probed widths up to d_k = 1000000, wrong at d_k = 1000003, "
+     "1048576, 1778279, ..., 562341325190349, 1e15: 39 widths: the scaled variance "
+     "does not depend on d_k"),
     # the same past 2^20 only at powers of 2 ("head widths are powers of 2")
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2
                                  if d_k > 10_000 and not d_k & (d_k - 1)
                                  else var(d_k, rho, kurtosis)),
-     "wrong at others (d_k = 1048576) with the same rho and kurtosis: is a width "
-     "treated apart?"),
+     "wrong at others (d_k = 16384, 32768, 65536, 131072, 262144, 524288, 1048576) "
+     "with the same rho and kurtosis: is a width treated apart?"),
     # found by the student round st14b (each passed: the fixed settings stopped at
     # d_k = 10^6 + 3, 2^20, kurtosis 1e8 and, there, |rho| = 3e-7)
     # the normal entries' formula past d_k = 2e6
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 if d_k > 2_000_000
                                  else var(d_k, rho, kurtosis)),
-     "right only at the probed widths up to d_k = 1048576, wrong at d_k = 1e9 + 7, "
-     "1e12, 1e15: the scaled variance does not depend on d_k"),
+     "right only at the probed widths up to d_k = 1778279, wrong at d_k = 3162278, "
+     "5623413, 10000000, ..., 562341325190349, 1e15: 36 widths: the scaled variance "
+     "does not depend on d_k"),
     # a variance of 1 for |rho| < 2e-7
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1.0 if abs(rho) < 2e-7
                                  else var(d_k, rho, kurtosis)),
@@ -597,12 +628,16 @@ def test_the_pages_say_the_range_of_kurtoses_the_checker_probes():
     assert max(d for d, _, _ in every) == 10**15 and DRAWN > 0
     variance = " ".join((chapters / "variance.md").read_text().split())
     exercises = " ".join((chapters / "exercises.md").read_text().split())
-    assert "widths up to $10^{15}$ and kurtoses from 1 to $10^{20}$ among them (and a " \
-           "few drawn afresh on each call)" in variance
+    assert "a width in every quarter decade from 1 to $10^{15}$ and kurtoses from 1 to " \
+           "$10^{20}$ among them (and a few drawn afresh on each call)" in variance
     assert "10,000" not in variance.split(":label: ex-score-moments")[1].split(
         "{solution-start}")[0]
-    assert "kurtoses from 1 to $10^{20}$ and widths up to $10^{15}$ among them, a few " \
-           "drawn afresh on each call" in exercises
+    assert "kurtoses from 1 to $10^{20}$ and a width in every quarter decade from 1 to " \
+           "$10^{15}$ among them, a few drawn afresh on each call" in exercises
+    # (st17b) a width in every quarter decade, the fixed settings alone
+    for i in range(60):
+        lo, hi = round(10 ** (i / 4)), round(10 ** ((i + 1) / 4))
+        assert any(lo <= d <= hi for d, _, _ in every), (lo, hi)
 
 
 def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus_1():
@@ -691,7 +726,7 @@ def test_tiny_correlations_at_the_largest_kurtosis_and_widths_past_a_million_are
     assert len(tells) >= 4 and not moments._same(1.0, 1.0 + min(tells))
     assert max(moments.KURTOSES) == 1e8  # within the range the pages quote
     wide = {d for d, _, _ in moments.PROBES if d > 10_000}
-    assert wide == {2**20, 10**6 + 3}
+    assert {2**20, 10**6 + 3} <= wide and max(wide) == 2**20
     # at kurtoses other than 3 and rho != 0, where the normal formula is wrong
     for d in wide:
         settings = [(r, k) for dd, r, k in moments.PROBES if dd == d]
@@ -846,3 +881,25 @@ def test_the_page_says_the_checker_probes_rho_near_1():
             "computed in `float32` loses its digits)") in page
     assert min(1 - abs(r) for r in moments.NEAR_ONE_RHOS) < 1e-7
     assert checkers.check_scaled_score_moments(formula_in_float32, verbose=False) is False
+
+
+def test_every_quarter_decade_of_widths_and_every_power_of_2_holds_a_fixed_probe():
+    # st17b: a formula wrong only for 300 < d_k < 1000 passed 33 of 40 calls (no fixed
+    # width lay between 256 and 1024; only a drawn one could catch it)
+    from attention.checkers import moments
+
+    widths = {d for d, _, _ in moments.PROBES + moments.FAR_PROBES}
+    for i in range(60):  # [10^(i/4), 10^((i+1)/4)] from 1 to 1e15
+        lo, hi = round(10 ** (i / 4)), round(10 ** ((i + 1) / 4))
+        assert any(lo <= d <= hi for d in widths), (lo, hi)
+    assert {2**j for j in range(21)} <= widths
+    # each gap width at settings where the normal formula, and 1, are wrong
+    for d, r, k in moments.GAP_PROBES + moments.FAR_GAP_PROBES:
+        assert not moments._same(var(d, r, k), 1 + r**2) and not moments._same(
+            var(d, r, k), 1.0)
+    # the widths a sampled estimate could not finish are called after the check that
+    # the answer is the same on every call
+    assert max(d for d, _, _ in moments.PROBES) == 2**20
+    # and the second moment's form is right there (rho^2 d_k at most 1e7)
+    for p in moments.FAR_GAP_PROBES:
+        assert moments._same(second_moment_form(*p)[1], var(*p)), p

@@ -11,7 +11,8 @@ among them, so that a rho rounded or clipped short of +-1, or a variance taken a
 |rho| below any bound from 1e-9 up, shows), at widths from 1 to 1e15 (1, 2, 3, 5, 16, 64 and
 256 at every setting; 1024 and 4096, past 300, 7, 8, 32, 128 and 8192, off those grids, 2^20
 and 10^6 + 3, far past them, and 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4, at a few settings
-only, so that the normal entries' formula taken for wide heads past any width up to 1e15, or
+only, and a width in every quarter decade from 1 to 1e15 and every power of 2 up to 2^20
+(GAP_D_KS: 316, 512 and 562 between 256 and 1024, say), so that the normal entries' formula taken for wide heads past any width up to 1e15, or
 a formula right only at the widths probed, shows: the formula must hold at every width;
 and 1e15 at rho = +-1 with kurtosis 1 and at rho = 0.5, where the second moment's form
 E[s^2] - (E s)^2 loses every digit to cancellation even in float64, and is told so), for
@@ -108,6 +109,20 @@ SMALL_RHO_PROBES = tuple((d, r, 1e8) for d in (2, 64) for r in SMALL_RHOS)
 #: heads past any width up to about a million ("the central limit theorem") shows.
 HUGE_D_KS = (2**20, 10**6 + 3)
 HUGE_PROBES = tuple((d, r, k) for d in HUGE_D_KS for r in OFF_RHOS for k in OFF_KURTOSES)
+#: Widths in every gap of the grids above and below (st17b: a formula wrong only
+#: for 300 < d_k < 1000 passed, no width lying between 256 and 1024): every quarter
+#: decade from 1 to 1e15, round(10^(i/4)) (2, 3, 6, 10, 18, 32, 56, 100, 178, 316,
+#: 562, 1000, ...), and every power of 2 up to 2^20, those not probed already. Up to
+#: 2^20 at OFF_RHOS and OFF_KURTOSES (4 settings each); past it, called with the far
+#: settings (after the check that the answer is the same on every call), at
+#: rho = +-1e-4 with kurtoses 1e4 and 1e8, as FAR_D_KS are (rho^2 d_k at most 1e7).
+GAP_D_KS = tuple(sorted(({round(10 ** (i / 4)) for i in range(61)}
+                         | {2**j for j in range(21)})
+                        - set(D_KS + WIDE_D_KS + OFF_D_KS + HUGE_D_KS)))
+GAP_PROBES = tuple((d, r, k) for d in GAP_D_KS if d <= 2**20 for r in OFF_RHOS
+                   for k in OFF_KURTOSES)
+FAR_GAP_PROBES = tuple((d, r, k) for d in GAP_D_KS if d > 2**20 for r in (1e-4, -1e-4)
+                       for k in (1e4, 1e8))
 #: Far settings, run after the check that the answer is the same on every call (a
 #: sampled estimate stops there, before a call at d_k = 1e15 that it could not finish),
 #: where a formula costs nothing: widths 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4 and
@@ -129,7 +144,8 @@ CANCEL_PROBES = ((10**15, 1.0, 1.0), (10**15, -1.0, 1.0), (10**15, 0.5, 3.0),
                  (10**15, 0.5, 7.7))
 FAR_PROBES = tuple((d, r, k) for d in FAR_D_KS for r in (1e-4, -1e-4) for k in (1e4, 1e8)) \
     + tuple((d, r, k) for d in (2, 64) for r in OFF_RHOS for k in FAR_KURTOSES) \
-    + tuple((d, r, TINY_KURTOSIS) for d in (2, 64) for r in TINY_RHOS) + CANCEL_PROBES
+    + tuple((d, r, TINY_KURTOSIS) for d in (2, 64) for r in TINY_RHOS) + CANCEL_PROBES \
+    + FAR_GAP_PROBES
 #: Settings drawn afresh on every call, after the far ones, DRAWN of them for each of the
 #: three comparisons (the mean; the variance for normal entries; for others): d_k
 #: log-uniform from 1 to 1e15, |rho| log-uniform from 1e-9 to 1 with either sign (but at
@@ -149,7 +165,7 @@ NEAR_ONE_PROBES = tuple((16, r, k) for r in NEAR_ONE_RHOS for k in NEAR_ONE_KURT
 PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
     tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
     tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
-    SMALL_RHO_PROBES + HUGE_PROBES
+    SMALL_RHO_PROBES + HUGE_PROBES + GAP_PROBES
 
 
 def _d_text(d: int) -> str:
@@ -157,7 +173,19 @@ def _d_text(d: int) -> str:
     if d < 10**9:
         return str(d)
     e = len(str(d)) - 1
+    if d - 10**e >= 1000:  # (a width off the round ones: all its digits)
+        return str(d)
     return f"1e{e}" + (f" + {d - 10**e}" if d > 10**e else "")
+
+
+def _widths_text(ds) -> str:
+    """Widths as a message lists them: all of them up to eight, else the first three
+    and the last two, and how many."""
+    ds = sorted(ds)
+    if len(ds) <= 8:
+        return ", ".join(map(_d_text, ds))
+    return (", ".join(map(_d_text, ds[:3])) + ", ..., "
+            + ", ".join(map(_d_text, ds[-2:])) + f": {len(ds)} widths")
 
 
 def _fresh_seed() -> int:
@@ -409,7 +437,7 @@ def _wide_only(which: int, wrong: list, probes=PROBES) -> str:
     if wide and wide[0] > 5 and wide == [d for d in widths if d >= wide[0]]:
         return (f"right only at the probed widths up to d_k = "
                 f"{_d_text(max(d for d in widths if d < wide[0]))}, wrong at d_k = "
-                f"{', '.join(map(_d_text, wide))}: {why}")
+                f"{_widths_text(wide)}: {why}")
     return ""
 
 
@@ -425,8 +453,8 @@ def _some_widths(which: int, wrong: list, probes=PROBES) -> str:
     right = {d for d, r, k in probes if (r, k) in bad} - set(wide)
     if not wide or not right - {1}:
         return ""
-    return (f"right at some widths (d_k = {', '.join(map(_d_text, sorted(right)))}) and "
-            f"wrong at others (d_k = {', '.join(map(_d_text, wide))}) with the same rho "
+    return (f"right at some widths (d_k = {_widths_text(right)}) and "
+            f"wrong at others (d_k = {_widths_text(wide)}) with the same rho "
             f"and kurtosis: is a width treated apart? The formula {why}")
 
 
