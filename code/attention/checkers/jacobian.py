@@ -11,11 +11,15 @@ softmax([25, 0, 0, 0]), softmax([29, 0, 0, 0]) and softmax([33, 0, 0, 0]), large
 weights 0.999, 0.926, 1 - 6e-9, 1 - 4e-11, 1 - 8e-13 and 1 - 1.4e-14; at the last two
 a relative 1e-3 and 1e-2, which a.g summed in another order needs there), whose J is
 small but not 0 (zeros returned above a threshold on a.max(), even 1 - 1e-13, and
-weights below 1e-13 flushed to 0 are named). The saturated rows stop there, at
-1 - 1.4e-14: from softmax([37, 0, 0, 0]) on, a.max() is exactly 1.0 in float64, and the
-right formula a * (g - a.g) is itself off there by a relative 8e-3 to 2.5 (over twenty
-standard normal g, seed 0; a.g rounds to the top key's g), so no tolerance tells a shortcut
-from it, and an attempt that returns zeros when a.max() == 1.0 passes. Both return plain
+weights below 1e-13 flushed to 0 are named); and softmax([40, 0, 0, 0]), whose
+largest weight is exactly 1.0 in float64 and whose others are 4.2e-18: there J's
+entries -a_i a_j and a_j (1 - a_j) and J g's a_j (g_j - a.g) off the top key are
+exactly computable in float64 (within a few roundings of the exact ones), and only
+the top key's a_1 (1 - a_1) and a_1 (g_1 - a.g), differences of numbers near 1, are
+not, so each entry is compared with ROUNDINGS roundings of the size of the terms it
+is the difference of (relatively for the small entries, absolutely for the top
+key's): zeros returned where a.max() == 1.0, or above 1 - 1e-15, are named (st17a:
+they passed while the rows stopped at 1 - 1.4e-14). Both return plain
 float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
 cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``), each against a
@@ -774,8 +778,54 @@ def _saturated(func: Callable, args: dict, want, mistakes, what: str,
     return _untouched_then(func, args, want, mistakes, what, atol=atol)
 
 
+#: A row whose largest weight rounds to exactly 1.0 in float64, its others 4.2e-18
+#: (st17a: zeros returned where a.max() == 1.0, or above 1 - 1e-15, passed).
+ROUNDED_ONE = (np.array([40.0, 0.0, 0.0, 0.0]), "softmax([40, 0, 0, 0])")
+#: Tolerance on each entry of J (or J g) at ROUNDED_ONE, in roundings of the terms it
+#: is the difference of (a_i delta_ij and a_i a_j; a_i g_i and a_i (a.g)): a small
+#: entry, -a_i a_j or a_j (1 - a_j), is then compared relatively, the top key's
+#: a_1 (1 - a_1), 1 - 1 in float64, absolutely.
+ROUNDINGS = 64
+#: Said when J (or J g) at ROUNDED_ONE lost its small entries.
+SATURATED_NOT_ZERO = (
+    "at {label} the largest weight rounds to exactly 1.0 in float64, but the "
+    "other weights are {low:.1e}, not 0: saturated rows are not zero: their "
+    "small entries a_j(1-a_j) ~ {low:.0e} must be kept{vjp}; compute {of} the "
+    "same way on every row, with no test of a.max() (not even a.max() == 1.0) "
+    "and no threshold on the weights")
+
+
+def _entrywise(func: Callable, args: dict, want, scale, mistakes,
+               what: str, of: str) -> tuple[bool, str]:
+    """func on ROUNDED_ONE, each entry within ROUNDINGS roundings of the size
+    ``scale`` of the terms it is the difference of."""
+    got = _on_copies(func, args)
+    ok, detail = _diagnose(got, want, [], what, atol=np.inf)
+    if not ok:
+        return ok, detail
+    arr = np.asarray(got, dtype=np.float64)
+    err = np.abs(arr - want)
+    bad = err > ROUNDINGS * np.finfo(float).eps * scale
+    if not bad.any():
+        return True, ""
+    a = args["a"]
+    low = float(a[a < 0.5].max())
+    if np.all(arr[bad] == 0):
+        return False, (f"{what} is 0 where {of} is not (up to {float(err.max()):.2g}): "
+                       + SATURATED_NOT_ZERO.format(
+                           label=ROUNDED_ONE[1], low=low, of=of,
+                           vjp="" if of == "J" else ", and J g's a_j (g_j - a.g)"))
+    named = _named(arr, mistakes, lambda x, y: np.array_equal(x, y))
+    worst = np.unravel_index(np.argmax(np.where(bad, err / scale, 0)), err.shape)
+    return False, (f"{what} differs from the reference at entry {list(map(int, worst))} "
+                   f"by {float(err[worst]):.2g}, where that entry is "
+                   f"{float(want[worst]):.2g}: each entry of a saturated row is "
+                   "exact to a few roundings" + (f": {named}" if named else ""))
+
+
 def _saturated_jacobian(jacobian: Callable) -> tuple[bool, str]:
-    """J on each of SATURATED_ROWS (its entries from about 5e-15 to 7e-2)."""
+    """J on each of SATURATED_ROWS (its entries from about 5e-15 to 7e-2), then on
+    ROUNDED_ONE entry by entry."""
     for s, label in SATURATED_ROWS:
         a = softmax(s)
         ok, detail = _saturated(jacobian, dict(a=a), softmax_jacobian(a),
@@ -783,20 +833,26 @@ def _saturated_jacobian(jacobian: Callable) -> tuple[bool, str]:
                                 rtol=_rtol(s))
         if not ok:
             return ok, detail
-    return True, ""
+    a = softmax(ROUNDED_ONE[0])
+    scale = np.diag(a) + np.outer(a, a)
+    return _entrywise(jacobian, dict(a=a), softmax_jacobian(a), scale,
+                      _jacobian_mistakes(a), f"J of {ROUNDED_ONE[1]}", "J")
 
 
 def _saturated_vjp(vjp: Callable) -> tuple[bool, str]:
-    """J g on each of SATURATED_ROWS."""
+    """J g on each of SATURATED_ROWS, then on ROUNDED_ONE entry by entry."""
+    g = np.array([0.3, -1.0, 2.0, 0.5])
     for s, label in SATURATED_ROWS:
         a = softmax(s)
-        g = np.array([0.3, -1.0, 2.0, 0.5])[:a.size]
-        ok, detail = _saturated(vjp, dict(a=a, g=g), softmax_vjp(a, g),
-                                _vjp_mistakes(a, g), f"VJP of {label}",
+        ok, detail = _saturated(vjp, dict(a=a, g=g[:a.size]), softmax_vjp(a, g[:a.size]),
+                                _vjp_mistakes(a, g[:a.size]), f"VJP of {label}",
                                 rtol=_rtol(s))
         if not ok:
             return ok, detail
-    return True, ""
+    a = softmax(ROUNDED_ONE[0])
+    scale = a * (np.abs(g) + a @ np.abs(g))
+    return _entrywise(vjp, dict(a=a, g=g), softmax_vjp(a, g), scale,
+                      _vjp_mistakes(a, g), f"VJP of {ROUNDED_ONE[1]}", "J g")
 
 
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
