@@ -104,17 +104,22 @@ test-deps: $(VENV)/.test-installed chromium
 # The pages execute (two at a time) while the library and checker tests run; then the page
 # tests read the glued values from those executions. Tests marked slow (the training page's
 # reruns with other seeds) are left to make test. PAGES="variance masks" executes and tests
-# only those pages (with the library and checker tests).
+# only those pages, with the library tests and the tests of the checkers those pages import
+# (tests/checkers/test_MODULE.py for the checkers/MODULE.py that defines each check_*
+# function a page imports, and the checkers' shared test_common.py and test_engine.py).
 PAGES ?=
 CHECK_PAGES := $(foreach p,$(PAGES),chapters/$(p).md)
 CHECK_PAGE_TESTS := $(if $(PAGES),$(foreach p,$(PAGES),$(wildcard tests/pages/test_$(subst -,_,$(p)).py)),tests/pages)
+PAGE_CHECKERS = $(sort $(foreach f,$(shell grep -ho 'from attention.checkers import check_[a-z_]*' $(CHECK_PAGES) /dev/null | sed 's/.* //'),\
+  $(patsubst code/attention/checkers/%,tests/checkers/test_%,$(shell grep -l '^def $(f)\b' code/attention/checkers/*.py))))
+CHECK_CHECKER_TESTS = $(if $(PAGES),tests/checkers/test_common.py tests/checkers/test_engine.py $(PAGE_CHECKERS),tests/checkers)
 
-check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once; PAGES="a b" for some).
+check: $(VENV)/.test-installed  ## The quick loop, no book build: library, checkers and every page's numbers (each page run once; PAGES="a b" for some, with their checkers).
 	@for page in $(CHECK_PAGES); do test -f $$page || { echo "no page $$page (PAGES names files in chapters/ without .md)"; exit 2; }; done
 	$(BIN)/ruff check --quiet .
 	@mkdir -p $(CHECK)
 	@$(PY) -m tools.notebooks --out $(CHECK) $(CHECK_PAGES) > $(CHECK)/run-all.log 2>&1 & run_all=$$!; \
-	$(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/lib tests/checkers tests/bench --durations=5; lib=$$?; \
+	$(BIN)/pytest -n 2 --dist loadfile -m "not slow" -q tests/lib $(CHECK_CHECKER_TESTS) tests/bench --durations=5; lib=$$?; \
 	wait $$run_all; echo "Run All of $(if $(PAGES),$(PAGES),every page):"; cat $(CHECK)/run-all.log; \
 	grep -q "^FAIL" $(CHECK)/run-all.log && ran=1 || ran=0; pages=0; \
 	if [ -n "$(strip $(CHECK_PAGE_TESTS))" ]; then \

@@ -189,3 +189,25 @@ def test_nothing_outside_the_tests_imports_the_tests():
     if re.search(r"-m tests\.", makefile):
         offenders.append("Makefile")
     assert not offenders, f"these import the test package: {offenders}"
+
+
+def _check_tests(pages: str) -> list[str]:
+    """The test paths the quick loop's first pytest runs for make check PAGES=pages."""
+    dry = subprocess.run(["make", "-n", "check", f"PAGES={pages}"], cwd=harness.ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    line = next(x for x in dry.splitlines() if "pytest -n 2" in x and "tests/lib" in x)
+    return [w for w in line.split() if w.startswith("tests/")]
+
+
+def test_make_check_pages_runs_the_checker_tests_of_the_checkers_those_pages_import():
+    shared = ["tests/checkers/test_common.py", "tests/checkers/test_engine.py"]
+    assert _check_tests("variance") == ["tests/lib", *shared, "tests/checkers/test_moments.py", "tests/bench"]
+    assert _check_tests("backward saturation") == [
+        "tests/lib", *shared, "tests/checkers/test_backward.py", "tests/checkers/test_jacobian.py", "tests/bench"]
+    # masks and the exercises page both import the attention checker: one run of its tests
+    assert _check_tests("masks exercises") == ["tests/lib", *shared, "tests/checkers/test_attention.py", "tests/bench"]
+    assert _check_tests("soft-retrieval") == ["tests/lib", *shared, "tests/checkers/test_temperature.py", "tests/bench"]
+    assert _check_tests("training") == ["tests/lib", *shared, "tests/bench"]
+    # without PAGES, every checker test
+    dry = subprocess.run(["make", "-n", "check"], cwd=harness.ROOT, capture_output=True, text=True, check=True).stdout
+    assert " tests/lib tests/checkers tests/bench " in dry
