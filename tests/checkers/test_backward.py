@@ -1224,8 +1224,26 @@ def returns_masked_arrays(Q, K, V, dO, mask=None):  # st15a
                  for g in correct(Q, K, V, dO, mask))
 
 
+def _zeroes_dS_where(pick, name):
+    def attempt(Q, K, V, dO, mask=None):
+        w = np.promote_types(Q.dtype, np.float32)
+        q, k, v, do = (x.astype(w) for x in (Q, K, V, dO))
+        c = 1 / math.sqrt(Q.shape[-1])
+        S = c * q @ swap(k)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        A = guarded_softmax(S)
+        dS = A * (do @ swap(v) - np.sum(do * (A @ v), axis=-1, keepdims=True))
+        dS = np.where(pick(A.max(-1, keepdims=True)), 0.0, dS)
+        return tuple(x.astype(Q.dtype) for x in (c * dS @ k, c * swap(dS) @ q,
+                                                 swap(A) @ do))
+    attempt.__name__ = name
+    return attempt
+
+
 ONLINE = "the running sum was not rescaled when the running maximum grew"
 FIRST_BLOCK = "a row whose first key block is fully masked gives NaN"
+SATURATED_ONE = "saturated rows are not zero: their small entries a_j(1-a_j) ~ 4e-18"
 KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
 
 PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
@@ -1247,6 +1265,10 @@ WRONG = [
     (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_512_not_rescaled, ONLINE),
     (D_over_the_first_8_keys, "a row of 4999 keys"),
+    (_zeroes_dS_where(lambda m: m == 1.0, "zeroes_dS_where_A_max_is_1"),
+     SATURATED_ONE),  # st17a: passed
+    (_zeroes_dS_where(lambda m: m > 1 - 1e-15, "zeroes_dS_past_1_minus_1e_15"),
+     SATURATED_ONE),  # st17a: passed
     (reads_a_key_mask_per_query_when_square, KEY_PER_QUERY),
     (guards_only_masks_of_two_or_more_dimensions, "softmax is 0/0 = NaN"),
     (transposes_per_ndim_up_to_4, "here three, (2, 3, 2, T, d)"),
@@ -1814,30 +1836,31 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
     assert any(Q.ndim == 5 for Q, _, _ in seen)
 
 
-def test_a_backward_pass_that_zeroes_rows_where_A_max_is_1_passes():
-    """The docstring: the saturated rows stop at [32, 0, 0, 0]; from [37, 0, 0, 0] on
-    A.max() is exactly 1.0 (not at [36, 0, 0, 0]), and a backward pass that zeroes
-    such rows passes (st15a)."""
+def test_a_backward_pass_that_zeroes_rows_where_A_max_is_1_fails_and_is_named(capsys):
+    """The docstring (st17a; st15a found it passing): from [37, 0, 0, 0] on A.max() is
+    exactly 1.0 (not at [36, 0, 0, 0]); the query at [40, 0, 0, 0] rejects a
+    backward pass that zeroes such rows, or rows above 1 - 1e-15, and names it."""
     def top(s):
         a = np.exp(np.array([s, 0.0, 0.0, 0.0]) - s)
         return (a / a.sum()).max()
 
-    assert top(36.0) < 1.0 and top(37.0) == 1.0
+    assert top(36.0) < 1.0 and top(37.0) == 1.0 and top(40.0) == 1.0
+    for attempt in (_zeroes_dS_where(lambda m: m == 1.0, "at_1"),
+                    _zeroes_dS_where(lambda m: m > 1 - 1e-15, "past_1_minus_1e_15")):
+        failures = _failures(attempt, capsys)
+        assert len(failures) == 1 and SATURATED_ONE in failures[0], failures
 
-    def zeroes_one_hot_rows(Q, K, V, dO, mask=None):
-        w = np.promote_types(Q.dtype, np.float32)
-        q, k, v, do = (x.astype(w) for x in (Q, K, V, dO))
-        c = 1 / math.sqrt(Q.shape[-1])
-        S = c * q @ swap(k)
-        if mask is not None:
-            S = np.where(mask, S, -np.inf)
-        A = guarded_softmax(S)
-        dS = A * (do @ swap(v) - np.sum(do * (A @ v), axis=-1, keepdims=True))
-        dS = np.where(A.max(-1, keepdims=True) == 1.0, 0.0, dS)
-        return tuple(x.astype(Q.dtype) for x in (c * dS @ k, c * swap(dS) @ q,
-                                                 swap(A) @ do))
 
-    assert checkers.check_attention_backward(zeroes_one_hot_rows, verbose=False)
+def test_right_ways_pass_the_row_whose_largest_weight_is_1():
+    """D from its definition, in long double, or dS expanded as A dA - A D: within
+    the few roundings each entry allows at [40, 0, 0, 0]."""
+    from attention.checkers import backward as module
+
+    Q, K = np.array([[40.0]]), np.array([[1.0], [0.0], [0.0], [0.0]])
+    rng = np.random.default_rng(3)
+    V, dO = rng.standard_normal((4, 3)), rng.standard_normal((1, 3))
+    for fn in (correct, correct_with_D_from_its_definition):
+        assert module._rounded_one_case(fn, Q, K, V, dO)() == (True, "")
 
 
 def test_the_cases_hold_visible_scores_far_above_where_a_clip_would_cut():

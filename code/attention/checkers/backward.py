@@ -57,9 +57,13 @@ to [32, 0, 0, 0], largest weights 1 - 3.7e-4 to 1 - 3.8e-14), whose dQ is compar
 row by row, each to a relative 1e-4 of its own size (9.3e-3 at [29, 0, 0, 0] and 0.19
 at [32, 0, 0, 0], where one rounding of A is more; a backward pass that skips rows
 above a threshold on A.max(), even 1 - 1e-13, or flushes weights below 1e-13 or dS
-below 1e-14 to 0, shows; the rows stop there: from [37, 0, 0, 0] on, A.max() is exactly
-1.0 in float64, and such a row's dS, the softmax's VJP of dA, is itself off by the
-page's formulas there (the Jacobian checker's docstring), so a backward pass that zeroes the rows where A.max() == 1.0 passes); one with masked keys
+below 1e-14 to 0, shows; and one query at [40, 0, 0, 0], whose largest weight is
+exactly 1.0 in float64 and whose others are 4.2e-18: its small keys' dS_j, dK's rows
+and dV's are exact to a few roundings there, and only dQ and the top key's dK,
+differences of numbers near 1, are not, so each entry is compared with ROUNDINGS
+roundings of the size of its terms (relatively for the small keys, absolutely for the
+top key's): a backward pass that zeroes dS where A.max() == 1.0, or above 1 - 1e-15,
+or flushes weights below 1e-15, is named (st17a: these passed); one with masked keys
 far above the others (masking after the softmax underflows; one scores near 1e300, which a finite bias added to it, such as -1e9, leaves
 on top) and one query's visible keys near -1e12, then near -1e300, finite (below a
 finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped from
@@ -1150,6 +1154,75 @@ def _saturated_case(fn, Q, K, V, dO):
     return case
 
 
+#: Tolerance on each gradient's entry at a row whose largest weight is exactly 1.0,
+#: in roundings of the size of the terms it is made of (_term_sizes).
+ROUNDINGS = 64
+
+#: Said when such a row's small gradient is lost (st17a: a backward pass that
+#: zeroes dS where A.max() == 1.0, or above 1 - 1e-15, passed).
+SATURATED_ONE = (
+    "at scores [40, 0, 0, 0] the largest weight rounds to exactly 1.0 in float64, "
+    "but the other weights are {low:.1e}, not 0, and so are their dS_j = "
+    "A_j (dA_j - D) and dK's rows for those keys (up to {dK:.1e}): saturated "
+    "rows are not zero: their small entries a_j(1-a_j) ~ {low:.0e} must be kept; "
+    "compute dS the same way on every row, with no test of A.max() (not even "
+    "A.max() == 1.0) and no threshold on the weights")
+
+
+def _term_sizes(Q, K, V, dO):
+    """The size of the terms each entry of dQ, dK and dV is a sum or difference of
+    (float64; their rounding is ROUNDINGS of these): dA_ij of sum_k |dO_ik| |V_jk|,
+    D_i of sum_k |dO_ik| (A |V|)_ik, dS_ij of A_ij (those of dA_ij and D_i), and the
+    gradients of c |dS| |K|, c |dS|^T |Q| and A^T |dO|."""
+    p = _parts(Q, K, V, dO)
+    a = np.abs
+    sdA = a(p.dO) @ _swap(a(p.V))
+    sD = np.sum(a(p.dO) * (p.A @ a(p.V)), axis=-1, keepdims=True) + \
+        np.sum(p.A * sdA, axis=-1, keepdims=True)
+    sdS = p.A * (sdA + sD)
+    return p.c * (sdS @ a(p.K)), p.c * (_swap(sdS) @ a(p.Q)), _swap(p.A) @ a(p.dO)
+
+
+def _rounded_one_case(fn, Q, K, V, dO):
+    """One head, one query whose largest weight is exactly 1.0 in float64 (scores
+    [40, 0, 0, 0], d_k = 1): each gradient's entry within ROUNDINGS roundings of the
+    size of its terms (_term_sizes): dK's rows of the small keys and dV's relatively,
+    dQ and dK's row of the top key, differences of numbers near 1, absolutely."""
+    def case():
+        try:
+            got, dtypes = _call(fn, Q, K, V, dO, None)
+        except Rejected as exc:
+            return False, str(exc)
+        except Exception as exc:
+            return False, f"raised {type(exc).__name__}: {exc}{_error_hint(exc)}"
+        ref = _gradients(Q, K, V, dO)
+        sizes = _term_sizes(Q, K, V, dO)
+        for name, g, r, size in zip(NAMES, got, ref, sizes):
+            if g.shape != r.shape:
+                return False, f"{name} has shape {g.shape}, expected {r.shape}"
+            if not np.isfinite(g).all():
+                return False, f"{name} contains NaN or inf where the reference is finite"
+        bad = [np.abs(g - r) > ROUNDINGS * np.finfo(float).eps * size
+               for g, r, size in zip(got, ref, sizes)]
+        if not any(b.any() for b in bad):
+            wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes)))
+            return not wrong, wrong
+        A = _parts(Q, K, V, dO).A
+        small = A[0] < 0.5
+        dK = got[1]
+        if bad[1][small].any() and np.all(dK[small] == 0):
+            return False, SATURATED_ONE.format(
+                low=float(A[0][small].max()), dK=float(np.abs(ref[1][small]).max()))
+        names = [n for n, b in zip(NAMES, bad) if b.any()]
+        return False, (f"{', '.join(names)} {'differs' if len(names) == 1 else 'differ'} "
+                       "from the reference by more than a few roundings at scores "
+                       "[40, 0, 0, 0], where the largest weight is exactly 1.0 in "
+                       "float64 and the others 4.2e-18: the small keys' entries of "
+                       "dS (and dK) are exact to a few roundings there; compute dS "
+                       "the same way on every row")
+    return case
+
+
 def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error="", rtol=RTOL_FLOAT16,
                 what=""):
     """float16 inputs: float16 gradients, finite, within a relative ``rtol`` of the
@@ -1341,6 +1414,12 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     drawn, apart = rng_o.standard_normal((4, 3)), \
         np.random.default_rng(32).standard_normal((2, 3))
     dO_sat = np.vstack([drawn[:2], apart[1:], drawn[2:], apart[:1] / 4])
+    # And a query at [40, 0, 0, 0], whose largest weight is exactly 1.0 in float64
+    # and the others 4.2e-18 (st17a: dS zeroed where A.max() == 1.0 passed): its
+    # small keys' dS_j, and dK's rows, are exact to a few roundings; its dQ and the
+    # top key's dK, differences of numbers near 1, are not (compared absolutely).
+    Q_one = np.array([[40.0]])
+    dO_one = np.random.default_rng(40).standard_normal((1, 3))
     one_head = [
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
@@ -1355,9 +1434,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, T_q = T_k, without and with a (T_k,) key mask",
              _all(_case(fn, Qs, Ks, Vs, dOs), _case(fn, Qs, Ks, Vs, dOs, key_mask_sq))),
         _run("one head, large scores (near 7000; one query's near -1000); "
-             "saturated rows (scores [9, 0, 0, 0] to [32, 0, 0, 0])",
+             "saturated rows (scores [9, 0, 0, 0] to [40, 0, 0, 0])",
              _all(_case(fn, Q_big, K_big, V, dO),
                   _saturated_case(fn, Q_sat, K_sat, V_sat, dO_sat),
+                  _rounded_one_case(fn, Q_one, K_sat, V_sat, dO_one),
                   # (after the saturated rows: a floor on the weights or an eps
                   # is told there, before query 1's near 1e300 blow dK up)
                   _case(fn, Q_top, K_top, V_top, dO_top))),
