@@ -1123,6 +1123,30 @@ def shift_floored_at_minus_1e6(Q, K, V, tau):
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def no_shift_epsilon_1e_300_in_the_sum(Q, K, V, tau):
+    # "an epsilon so that 0/0 cannot happen", instead of the shift (was told the
+    # shift by another maximum than each row's own)
+    Qw, Kw, Vw = _work(Q, K, V)
+    with np.errstate(all="ignore"):
+        E = np.exp(_scaled(Qw, Kw, tau))
+        A = E / (E.sum(axis=-1, keepdims=True) + 1e-300)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def no_shift_nan_made_uniform(Q, K, V, tau):
+    # no shift, and the NaN it gives replaced by 1/T_k (was told "divide the
+    # exponentials by their row sums", which it does)
+    Qw, Kw, Vw = _work(Q, K, V)
+    with np.errstate(all="ignore"):
+        E = np.exp(_scaled(Qw, Kw, tau))
+        A = E / E.sum(axis=-1, keepdims=True)
+    A = np.where(np.isnan(A), 1 / A.shape[-1], A)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+NOT_SHIFTED = ("the exponentials were not shifted by each row's own maximum: exp() of a "
+               "scaled score past 709.78")
+
 SUM_OVERFLOWS = ("the sum of exp overflows even when each exp does not: always "
                  "subtract the row maximum")
 FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative "
@@ -1136,6 +1160,13 @@ WRONG = [
     (shift_only_where_exp_of_the_maximum_overflows, SUM_OVERFLOWS),
     (scores_floored_at_minus_1e9, FLOORED_FAR),
     (shift_floored_at_minus_1e6, FLOORED_FAR),
+    (no_shift_epsilon_1e_300_in_the_sum, NOT_SHIFTED + " overflows to inf (and inf/inf "
+     "is NaN), and where every score of a row lies below about -745 exp() underflows to "
+     "0 on every key (0/0); an epsilon in the row sums, E / (E.sum(axis=-1, "
+     "keepdims=True) + eps), makes the 0/0 rows zeros"),
+    (no_shift_nan_made_uniform, NOT_SHIFTED + " overflows to inf (and inf/inf is NaN), "
+     "and where every score of a row lies below about -745 exp() underflows to 0 on "
+     "every key (0/0); replacing the NaN weights by 1/T_k"),
     # found by the student round st16b
     (tau_cast_to_the_work_dtype, TAU_INF32),
     (online_softmax_without_the_rescale, "not rescaled by exp(m_old - m_new)"),
@@ -1437,6 +1468,8 @@ EXCLUSIVE = {
                                  shift_only_where_exp_of_the_maximum_overflows,
                                  shift_if_any_score_passes_709},
     # (np.clip(S, -L, L) floors the scores too)
+    "the exponentials were not shifted": {no_shift_epsilon_1e_300_in_the_sum,
+                                          no_shift_nan_made_uniform},
     "no floor is needed": {scores_floored_at_minus_1e9, shift_floored_at_minus_1e6,
                            clip_1e8, clip_1e10, clip_1e13, clip_1e15, clip_1e17,
                            clip_1e30, clip_1e200},

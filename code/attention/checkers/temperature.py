@@ -734,6 +734,51 @@ def _power_of_the_weights(A, Q, K, tau) -> str:
             f"{1 / tau:.6g}), and 0/0 is NaN; divide the scores by tau before exp()")
 
 
+#: Said when the weights are exp() of the scaled scores not shifted, over their sums
+#: (NaN, where exp() overflowed or a row underflowed, kept, made 0 by an epsilon in the
+#: sums, or replaced by 1/T_k).
+NOT_SHIFTED = ("the exponentials were not shifted by each row's own maximum: exp() "
+               "of a scaled score past 709.78 "
+               "overflows to inf (and inf/inf is NaN), and where every score of a row "
+               "lies below about -745 exp() underflows to 0 on every key (0/0)")
+_NOT_SHIFTED_HOW = {
+    "eps": ("; an epsilon in the row sums, E / (E.sum(axis=-1, keepdims=True) + eps), "
+            "makes the 0/0 rows zeros and leaves inf/inf NaN"),
+    "uniform": ("; replacing the NaN weights by 1/T_k (np.where(np.isnan(A), 1 / T_k, "
+                "A), or np.nan_to_num) gives keys whose exp() overflowed 1/T_k each and "
+                "rows that do not sum to 1"),
+}
+_NOT_SHIFTED_FIX = ("; subtract S.max(axis=-1, keepdims=True) on every row first: then "
+                    "no exp() overflows, every row sum is at least 1, and neither an "
+                    "epsilon nor a replacement of NaN is needed")
+
+
+def _not_shifted(A, Q, K, tau) -> str:
+    """What weights are told that are exp() of the scaled scores, not shifted, over
+    their row sums, where that gives NaN somewhere (kept NaN, or made 0 on rows whose
+    sum underflowed to 0, or replaced by 1/T_k); "" otherwise."""
+    with np.errstate(all="ignore"):
+        S = _raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1]))
+        E = np.exp(S)
+        total = E.sum(axis=-1, keepdims=True)
+        U = E / total
+    A = np.asarray(A, dtype=np.float64)
+    bad = ~np.isfinite(U)
+    if A.shape != U.shape or not bad.any() or not np.allclose(
+            A[~bad], U[~bad], rtol=1e-9, atol=1e-12):
+        return ""
+    rest, zero_row = A[bad], np.broadcast_to(total == 0, U.shape)[bad]
+    if np.all(np.isnan(rest)):  # (any other shift gives that NaN too: not told)
+        return ""
+    if zero_row.any() and np.all(np.where(zero_row, rest == 0, np.isnan(rest))):
+        how = "eps"
+    elif np.all(rest == 1 / A.shape[-1]):
+        how = "uniform"
+    else:
+        return ""
+    return NOT_SHIFTED + _NOT_SHIFTED_HOW[how] + _NOT_SHIFTED_FIX
+
+
 def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
                    shortcuts: bool = False) -> tuple[bool, str]:
     """Compare an attempt's weights with ``want`` and name the mistake if there is one;
@@ -749,6 +794,8 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
         return False, detail
     if not np.isfinite(A).all():
         power = _power_of_the_weights(A, Q, K, tau) if shortcuts else ""
+        if not power and _not_shifted(A, Q, K, tau):
+            return False, f"{detail}: {_not_shifted(A, Q, K, tau)}"
         return False, (f"{what}: {power}" if power else detail)
     if np.all(A == 1 / A.shape[-1]) and tau > float(np.finfo(np.float32).max) and not shortcuts:
         return False, f"{detail}: {_TAU_INF_IN_FLOAT32.format(tau=tau)}"
@@ -771,7 +818,8 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     if shortcut:
         return False, f"{detail}: {shortcut}"
     if not np.allclose(A.sum(axis=-1), 1.0, atol=1e-6):
-        return False, detail + ": " + _why_rows_do_not_sum_to_one(A, want, tau)
+        why = _not_shifted(A, Q, K, tau) or _why_rows_do_not_sum_to_one(A, want, tau)
+        return False, detail + ": " + why
     # Mistakes are told apart by how far their weights lie from uniform: when hot, every
     # softmax lies within 1e-7 of 1/T_k, and a fixed tolerance would name the first.
     # (and a mistake's weights are reproduced to rounding, relative too: two mistakes
@@ -1023,7 +1071,11 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
         if not ok:
             if hint and pair[1] is not None and np.isnan(np.asarray(pair[1], dtype=float)).any() \
                     and _POWER not in detail:
-                detail += hint
+                # (the case's own hint names a shift made only on some rows, or a
+                # floor on it, better than "not shifted"; not so the hint that
+                # presumes a shift by another maximum)
+                if NOT_SHIFTED not in detail or OWN_MAXIMUM not in hint:
+                    detail = detail.split(": " + NOT_SHIFTED)[0] + hint
             return False, detail
     if want_O is not None:
         ok, detail = _check_output(pair, Q, K, V, tau, want_O, f"output {what}", atol,
@@ -1517,6 +1569,26 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Q_vneg = 1e300 * _scaled_scores_row(K, [s / 1e300 for s in VERY_NEGATIVE], COLD)
     O_vneg, A_vneg = scaled_dot_product_attention(Q_vneg, K, V, temperature=COLD)
 
+    def far_rows_case():
+        ok, detail = _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
+                           what="with rows far apart", hint=far_hint,
+                           shortcuts=ordinary_ok)
+        if ok or "contains NaN" not in detail:
+            return ok, detail
+        # NaN as exp() not shifted gives it, and zeros on the row whose every
+        # exponential underflows (0/0 without an epsilon in the sums): an epsilon
+        # added to the sums instead of the shift
+        pair, _ = _attempt(fn, Q_neg, K, V, COLD)
+        with np.errstate(all="ignore"):
+            A = None if pair is None or np.shape(pair[1]) != A_neg.shape else \
+                np.asarray(pair[1], dtype=np.float64)
+        if A is not None and np.all(A == 0):
+            return False, (f"{detail.split(': ', 1)[0]}: {NOT_SHIFTED}"
+                           f"{_NOT_SHIFTED_HOW['eps']} (your weights are 0 on every "
+                           f"key of a row whose scaled scores all lie below "
+                           f"{NEGATIVE[0]:g}){_NOT_SHIFTED_FIX}")
+        return ok, detail
+
     reached = []  # (the rows before were right: the shift is right on them)
 
     def sum_overflow_case():
@@ -1585,9 +1657,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                         f"{COLD:g}) or reach 800 (tau = "
                         f"{SHIFT_TAUS[0]:g}, {SHIFT_TAUS[1]:g}) or lie just under "
                         f"709.78 or near -1e300 (tau = {COLD:g})",
-                        _all(lambda: _case(fn, Q_far, K, V, COLD, want_A=A_far, want_O=O_far,
-                                           what="with rows far apart", hint=far_hint,
-                                           shortcuts=ordinary_ok),
+                        _all(far_rows_case,
                              lambda: _case(fn, Q_neg, K, V, COLD, want_A=A_neg, want_O=O_neg,
                                            what="with every score below -1000",
                                            hint=neg_hint, shortcuts=ordinary_ok),
