@@ -1173,8 +1173,36 @@ PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores 
             "broadcasts as (H, T_q, T_k), one per head")
 
 FIRST_BLOCK = "a row whose first key block is fully masked gives NaN"
+LOG_SUM_EXP = ("exp(S - logsumexp) loses digits when scores are ~1e6: subtract the "
+               "row maximum first, then normalise")
+NEAR_ZERO = "the result is (almost) zero"
+
+
+def weights_from_the_log_sum_exp(Q, K, V, mask=None):  # st17a: told float32
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    m = S.max(-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0, m)
+    L = m + np.log(np.exp(S - m).sum(-1, keepdims=True))
+    with np.errstate(all="ignore"):
+        A = np.where(np.isneginf(L), 0.0, np.exp(S - L))
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def returns_zeros(Q, K, V, mask=None):  # st17a: told float32
+    O, A = correct_in_float32(Q, K, V, mask)
+    return 0 * O, 0 * A
+
+
+def returns_a_tiny_multiple(Q, K, V, mask=None):  # st17a: told float32
+    O, A = correct_in_float32(Q, K, V, mask)
+    return (1e-30 * O).astype(Q.dtype), (1e-30 * A).astype(Q.dtype)
 
 WRONG = [
+    (weights_from_the_log_sum_exp, LOG_SUM_EXP),
+    (returns_zeros, NEAR_ZERO),
+    (returns_a_tiny_multiple, NEAR_ZERO),
     (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048)"),
     (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096)"),
     (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
@@ -1311,6 +1339,8 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
+    LOG_SUM_EXP: {weights_from_the_log_sum_exp},
+    NEAR_ZERO: {returns_zeros, returns_a_tiny_multiple},
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
                   online_softmax_in_blocks_of_4_from_minus_inf,
                   online_softmax_in_blocks_of_2_from_minus_inf,
@@ -1335,7 +1365,10 @@ EXCLUSIVE = {
                             adds_minus_1e9_and_zeroes_empty_rows,
                             adds_float32_min_and_zeroes_empty_rows,
                             adds_float64_min_and_zeroes_empty_rows},
-    "maximum before exp()": {naive_softmax, nan_to_num_hides_the_overflow,
+    # (on the large scores, no shift and np.nan_to_num give zeros in every row, as
+    # a result that is all zeros does: that case cannot tell them apart)
+    "maximum before exp()": {returns_zeros, returns_a_tiny_multiple,
+                             naive_softmax, nan_to_num_hides_the_overflow,
                              nan_to_num_on_the_exponentials,
                              shifts_only_when_a_score_passes_709,
                              # (the masked float16 case's visible scores near
@@ -1496,6 +1529,7 @@ def test_no_other_wrong_attempt_is_told_its_scores_were_clipped(fn, phrase, caps
 # Attempts whose every failing case must name their mistake (each was told another
 # mistake's name, or none, on some case before).
 EVERY_LINE = [
+    (weights_from_the_log_sum_exp, LOG_SUM_EXP),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
@@ -1738,3 +1772,12 @@ def test_the_cases_hold_visible_float64_scores_far_above_where_a_clip_would_cut(
                                     & (S[..., -1] - S[..., -2] < 1.0)))
         near_1e299 |= bool(np.any(S[..., -1] > 1e299))
     assert near_1e7 and near_1e299
+
+
+@pytest.mark.parametrize("fn", [returns_zeros, returns_a_tiny_multiple])
+def test_a_result_that_is_almost_zero_is_never_told_float32(fn, capsys):
+    # st17a: all-zero (and 1e-30-scaled) results were told "every entry is a float32
+    # number": zeros are numbers of every precision
+    failures = _failures(fn, capsys)
+    assert failures and not any("float32 number" in line or "computed in float32"
+                                in line for line in failures), failures

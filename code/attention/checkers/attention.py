@@ -760,9 +760,30 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         return "first-block", FIRST_BLOCK
     if np.isnan(Af).any() or np.isnan(Of).any():
         return "", f"the result contains NaN where the reference has none: {_NAN_FROM_SCORES}"
+    top = float(np.abs(A_ref).max(initial=0.0))
+    with np.errstate(all="ignore"):
+        row_max = _fill(_S(Q, K), mask).max(axis=-1)
+    underflow = bool(np.any(row_max[np.isfinite(row_max)] < -700))  # a shift's zeros
+    if top > 0 and not underflow and np.abs(Af).max(initial=0.0) <= 1e-20 * top and \
+            np.abs(Of).max(initial=0.0) <= 1e-20 * max(np.abs(O_ref).max(), 1e-300):
+        # zeros are float32 numbers too: say what they are (st17a)
+        return "near-zero", (
+            f"the result is (almost) zero: every weight is at most "
+            f"{float(np.abs(Af).max()):.1g} and every output entry at most "
+            f"{float(np.abs(Of).max()):.1g}, where the reference's weights reach "
+            f"{top:.2g}: were the results multiplied by 0 or by a tiny factor, or "
+            "never filled in (np.zeros_like)?")
     err = float(max(np.abs(Af - A_ref).max(), np.abs(Of - O_ref).max()))
+    if Q.dtype == np.float64 and not _same(Af, A_ref, 1e-13) and \
+            np.abs(Af - _lse_weights(_fill(_S(Q, K), mask))).max() <= 1e-2 * err:
+        S_m = np.broadcast_to(_fill(_S(Q, K), mask), Af.shape)
+        worst = np.unravel_index(np.argmax(np.abs(Af - A_ref)), Af.shape)[:-1]
+        return "log-sum-exp", LOG_SUM_EXP.format(
+            top=f"near {float(S_m[worst].max()):.2g}".replace("e+0", "e"),
+            sums=float(np.abs(Af.sum(axis=-1) - 1)[
+                np.broadcast_to(A_ref.sum(axis=-1) > 0.5, Af.shape[:-1])].max()))
     in_float32 = Q.dtype == np.float64 and _float32_valued(Af, A_ref) and \
-        _float32_valued(Of, O_ref)
+        _float32_valued(Of, O_ref) and bool(np.any(Af))  # (0 is every dtype's)
     if in_float32 and _same(Af, A_ref, 1e-3):
         return "float32", (
             f"the weights and the output agree with the reference only to {err:.1e}, "
@@ -820,6 +841,25 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
     return "", (f"the weights differ from the reference by up to {err:.3g}"
                 + (" (every entry is a float32 number: float64 inputs need float64 "
                    "throughout)" if in_float32 else ""))
+
+
+#: Said when float64 weights are exp(S - L), L the log-sum-exp (st17a: told float32).
+LOG_SUM_EXP = (
+    "the weights are exp(S - L) with L = m + log(sum exp(S - m)), the row's "
+    "log-sum-exp: at scores {top} S - L cancels (L is rounded to float64's step "
+    "there), so each weight is off by a few of those steps and a row sums to 1 "
+    "within {sums:.1e} only: exp(S - logsumexp) loses digits when scores are ~1e6: "
+    "subtract the row maximum first, then normalise, E = exp(S - m), A = E / "
+    "E.sum(-1, keepdims=True)")
+
+
+def _lse_weights(S):
+    """exp(S - logsumexp(S)) along the last axis, a row with no visible key 0."""
+    m = S.max(axis=-1, keepdims=True)
+    m = np.where(np.isneginf(m), 0.0, m)
+    with np.errstate(all="ignore"):
+        L = m + np.log(np.exp(S - m).sum(axis=-1, keepdims=True))
+        return np.where(np.isneginf(L), 0.0, np.exp(S - L))
 
 
 def _epsilon(A, Q, K, mask, seen) -> float:
