@@ -1530,6 +1530,9 @@ def test_no_other_wrong_attempt_is_told_its_scores_were_clipped(fn, phrase, caps
 # mistake's name, or none, on some case before).
 EVERY_LINE = [
     (weights_from_the_log_sum_exp, LOG_SUM_EXP),
+    # st17a: told "subtract the row max" (an overflow's NaN) before FIRST_BLOCK
+    (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),

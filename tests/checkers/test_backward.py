@@ -1890,3 +1890,13 @@ def test_the_cases_hold_visible_scores_far_above_where_a_clip_would_cut():
     f16 = [top_rows(Q, K, m)[0] for Q, K, m in seen if Q.dtype == np.float16]
     assert any(np.any((t > 65504) & (t < 7e4)) for t in f16)
     assert any(np.any(t > 5e5) for t in f16)
+
+
+@pytest.mark.parametrize("fn", [online_softmax_in_blocks_of_64_from_minus_inf,
+                                online_softmax_in_blocks_of_2_from_minus_inf])
+def test_a_first_block_nan_is_named_on_every_failing_case(fn, capsys):
+    # st17a: the NaN of a fully masked first block was told "usually exp() of a
+    # score that overflowed (subtract each row's maximum first)"
+    failures = _failures(fn, capsys)
+    assert failures and all(FIRST_BLOCK in line and "overflowed" not in line
+                            for line in failures), failures
