@@ -141,6 +141,17 @@ WRONG = [
     # found by the student round st17b: right except for widths between the ones
     # probed (300 < d_k < 1000 passed), caught by the fixed probes alone
     *((normal_formula_between(*band), word) for band, word in BANDS),
+    # the kurtosis clipped at 1e16 (was told "small |rho|": at 1e20 only tiny rhos were
+    # probed), the answers rounded to 6 decimals (was told float32) and the variance
+    # to 8 (passed)
+    (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 1e16)),
+     "(kurtosis 1e20 as 1e+16): the kurtosis was clipped (above 1e+16 it becomes the "
+     "bound"),
+    (lambda d_k, rho, kurtosis: tuple(round(x, 6) for x in right(d_k, rho, kurtosis)),
+     "your answer here is the formula's rounded to between 4 and 7 decimals: near "
+     "rho = +-1 at kurtosis near 1 the variance is small"),
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), round(var(d_k, rho, kurtosis), 8)),
+     "your answer here is the formula's rounded to between 7 and 8 decimals"),
     # found by the student round st16b
     (formula_in_float32, FLOAT32_LOSES),
     (formula_in_torchs_default_dtype, FLOAT32_LOSES),
@@ -235,7 +246,7 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(max(kurtosis, 1), 6))),
      "the kurtosis was clipped (above 6 it becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 6.0))),
-     "(kurtosis 7.7 as 6, 9 as 6, 25 as 6, 123.4 as 6, 400 as 6, 10000 as 6, 1e8 as 6, 1e12 as 6, 1e15 as 6): the kurtosis was clipped"),
+     "(kurtosis 7.7 as 6, 9 as 6, 25 as 6, 123.4 as 6, 400 as 6, 10000 as 6, 1e8 as 6, 1e12 as 6, 1e15 as 6, 1e20 as 6): the kurtosis was clipped"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis))),
      "the kurtosis was rounded (to a whole number)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, int(kurtosis))),
@@ -243,18 +254,18 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), 1 + rho**2 * {
         1.0: -1, 1.8: -0.2, 2.5: 0.5, 3.0: 1, 4.5: 2.5, 6.0: 4}.get(kurtosis, 1)),
      "(kurtosis 1.37 as 3, 2.3456789 as 3, 2.37 as 3, 7.7 as 3, 9 as 3, 25 as 3, 123.4 as 3, "
-     "400 as 3, 10000 as 3, 1e8 as 3, 1e12 as 3, 1e15 as 3): right only at kurtosis 1, 1.8, 2.5, 3, 4.5, 6: "
+     "400 as 3, 10000 as 3, 1e8 as 3, 1e12 as 3, 1e15 as 3, 1e20 as 3): right only at kurtosis 1, 1.8, 2.5, 3, 4.5, 6: "
      "was a value looked up per kurtosis"),
     # found by the student round st5b: right at every kurtosis of two decimals, or up to 9
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 2))),
      "(kurtosis 2.3456789 as 2.35): the kurtosis was rounded (to two decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 9.0))),
-     "(kurtosis 25 as 9, 123.4 as 9, 400 as 9, 10000 as 9, 1e8 as 9, 1e12 as 9, 1e15 as 9): the kurtosis was clipped (above 9 it "
+     "(kurtosis 25 as 9, 123.4 as 9, 400 as 9, 10000 as 9, 1e8 as 9, 1e12 as 9, 1e15 as 9, 1e20 as 9): the kurtosis was clipped (above 9 it "
      "becomes the bound"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, round(kurtosis, 3))),
      "(kurtosis 2.3456789 as 2.346): the kurtosis was rounded (to three decimals)"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 20.0))),
-     "(kurtosis 25 as 20, 123.4 as 20, 400 as 20, 10000 as 20, 1e8 as 20, 1e12 as 20, 1e15 as 20): the kurtosis was clipped "
+     "(kurtosis 25 as 20, 123.4 as 20, 400 as 20, 10000 as 20, 1e8 as 20, 1e12 as 20, 1e15 as 20, 1e20 as 20): the kurtosis was clipped "
      "(above 20"),
     # the kurtosis given to the noise term: right at rho = +-1 only, where it vanishes
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1)
@@ -300,7 +311,7 @@ WRONG = [
      "or the per-term mean E[q_m k_m] = rho was not subtracted"),
     # the kurtosis clipped at 500 (past every kurtosis probed before 10,000)
     (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 500.0)),
-     "(kurtosis 10000 as 500, 1e8 as 500, 1e12 as 500, 1e15 as 500): the kurtosis was clipped (above 500"),
+     "(kurtosis 10000 as 500, 1e8 as 500, 1e12 as 500, 1e15 as 500, 1e20 as 500): the kurtosis was clipped (above 500"),
     # rho rounded to one decimal (every rho probed before 0.123456 had one)
     (lambda d_k, rho, kurtosis: right(d_k, round(rho, 1), kurtosis),
      "0.123456 as 0.1, 0.1234567891 as 0.1): rho was rounded (to one decimal)"),
@@ -310,7 +321,7 @@ WRONG = [
     # found by the student round st7b
     # the kurtosis clipped at 1e4 (the largest probed before 1e8)
     (lambda d_k, rho, kurtosis: right(d_k, rho, min(kurtosis, 1e4)),
-     "(kurtosis 1e8 as 10000, 1e12 as 10000, 1e15 as 10000): the kurtosis was clipped (above 10000 it becomes the bound"),
+     "(kurtosis 1e8 as 10000, 1e12 as 10000, 1e15 as 10000, 1e20 as 10000): the kurtosis was clipped (above 10000 it becomes the bound"),
     # rho clipped 1e-9 short of +-1: the variance moves by 2e-9 only, and was told clipped
     (lambda d_k, rho, kurtosis: right(d_k, float(np.clip(rho, -1 + 1e-9, 1 - 1e-9)), kurtosis),
      "(rho -1 as -0.999999999, 1 as 0.999999999): rho was clipped (beyond +-0.999999999"),
@@ -365,7 +376,7 @@ WRONG = [
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis if kurtosis in (
         1.0, 1.8, 2.0, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 9.0, 25.0, 400.0, 1e4, 1e8)
         else 3.0)),
-     "(kurtosis 1.37 as 3, 7.7 as 3, 123.4 as 3, 1e12 as 3, 1e15 as 3): right only at kurtosis 1, 1.8, "
+     "(kurtosis 1.37 as 3, 7.7 as 3, 123.4 as 3, 1e12 as 3, 1e15 as 3, 1e20 as 3): right only at kurtosis 1, 1.8, "
      "2.3456789, 2.37, 2.5, 3, 4.5, 6, 9, 25, 400, 10000, 1e8: was a value looked up "
      "per kurtosis"),
     # a mean right at the widths probed before (and at the sampling checks' 4) only
@@ -489,13 +500,13 @@ WRONG = [
      "1e-09, 1e-08, 1e-07): the formula holds for every rho, however small"),
     # the kurtosis clipped at 1e9
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, min(kurtosis, 1e9))),
-     "(kurtosis 1e12 as 1e+09, 1e15 as 1e+09): the kurtosis was clipped (above 1e+09 it "
+     "(kurtosis 1e12 as 1e+09, 1e15 as 1e+09, 1e20 as 1e+09): the kurtosis was clipped (above 1e+09 it "
      "becomes the bound"),
     # exact at the checker's own kurtoses, the normal entries' formula at any other
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), var(d_k, rho, kurtosis) if kurtosis in (
         1.0, 1.37, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 7.7, 9.0, 25.0, 123.4, 400.0,
         1e4, 1e8) else 1 + rho**2),
-     "(kurtosis 1e12 as 3, 1e15 as 3): right only at kurtosis 1, 1.37, 1.8, 2.3456789, "
+     "(kurtosis 1e12 as 3, 1e15 as 3, 1e20 as 3): right only at kurtosis 1, 1.37, 1.8, 2.3456789, "
      "2.37, 2.5, 3, 4.5, 6, 7.7, 9, 25, 123.4, 400, 10000, 1e8: was a value looked up"),
     # (1 - rho)^2 for the noise term's 1 - rho^2 (was told to fix the rho |q|^2 term)
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * (kurtosis - 1) + (1 - rho)**2),
@@ -868,7 +879,12 @@ def test_near_rho_1_at_kurtosis_1_float32_is_off_and_float64_is_not():
         assert moments._same(float(np.float32(right(*p)[1])), want)
     wrong = [p for p in moments.NEAR_ONE_PROBES
              if not moments._same(float(formula_in_float32(*p)[1]), var(*p))]
-    assert {p[2] for p in wrong} == {1.0} and len(wrong) == 3
+    assert {p[2] for p in wrong} == {1.0} and len(wrong) == 4
+    # (st17b) at 0.99987654321, kurtosis 1, a variance rounded to 8 decimals is off
+    # by more than the tolerance
+    p = (16, 0.99987654321, 1.0)
+    assert p in moments.NEAR_ONE_PROBES
+    assert not moments._same(round(var(*p), 8), var(*p))
 
 
 def test_the_page_says_the_checker_probes_rho_near_1():
