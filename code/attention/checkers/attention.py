@@ -849,8 +849,8 @@ LOG_SUM_EXP = (
     "log-sum-exp: at scores {top} S - L cancels (L is rounded to float64's step "
     "there), so each weight is off by a few of those steps and a row sums to 1 "
     "within {sums:.1e} only: exp(S - logsumexp) loses digits when scores are ~1e6: "
-    "subtract the row maximum first, then normalise, E = exp(S - m), A = E / "
-    "E.sum(-1, keepdims=True)")
+    "subtract the row maximum first, then normalise: E = exp(S - m), and A = E "
+    "divided by the row's sum of E")
 
 
 def _lse_weights(S):
