@@ -1147,6 +1147,10 @@ def no_shift_nan_made_uniform(Q, K, V, tau):
 NOT_SHIFTED = ("the exponentials were not shifted by each row's own maximum: exp() of a "
                "scaled score past 709.78")
 
+def tau_off_between_2_and_5(Q, K, V, tau):
+    # st17b: wrong only between the checker's temperatures 2 and 5 (passed)
+    return right(Q, K, V, 1.01 * tau if 2 < tau < 5 else tau)
+
 SUM_OVERFLOWS = ("the sum of exp overflows even when each exp does not: always "
                  "subtract the row maximum")
 FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative "
@@ -1160,6 +1164,8 @@ WRONG = [
     (shift_only_where_exp_of_the_maximum_overflows, SUM_OVERFLOWS),
     (scores_floored_at_minus_1e9, FLOORED_FAR),
     (shift_floored_at_minus_1e6, FLOORED_FAR),
+    (tau_off_between_2_and_5, "weights at other sizes at tau = 3.2 differs from the "
+     "reference by up to 0.00178: your weights are softmax(c Q K^T) with c = 0.1547"),
     (no_shift_epsilon_1e_300_in_the_sum, NOT_SHIFTED + " overflows to inf (and inf/inf "
      "is NaN), and where every score of a row lies below about -745 exp() underflows to "
      "0 on every key (0/0); an epsilon in the row sums, E / (E.sum(axis=-1, "
@@ -2114,3 +2120,13 @@ def test_the_near_overflow_row_overflows_only_in_the_sum_and_the_far_row_is_fini
     assert np.array_equal(A, [[1.0, 0.0, 0.0, 0.0]])
     assert np.all(scores_floored_at_minus_1e9(q, K, V, t.COLD)[1] == 1 / t.T_K)
     assert np.isnan(shift_floored_at_minus_1e6(q, K, V, t.COLD)[1]).all()
+
+
+def test_the_temperatures_between_the_others_fill_every_quarter_decade():
+    # st17b: an attempt wrong only for 2 < tau < 5 passed
+    from attention.checkers import temperature as t
+
+    taus = set(t.BETWEEN_TAUS) | set(t.TAUS) | {t.COLD, t.LONG_TAU, t.OTHER_TAU, 1.5}
+    for i in range(-12, 8):  # [10^(i/4), 10^((i+1)/4)] from 1e-3 to 100
+        lo, hi = 10 ** (i / 4), 10 ** ((i + 1) / 4)
+        assert any(lo * 0.99 <= x <= hi * 1.01 for x in taus), (lo, hi)

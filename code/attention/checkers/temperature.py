@@ -36,7 +36,11 @@ is not seen); hot, at tau = 100, 1e3, 1e6 and 1e7 on the checker's inputs, where
 differ from 1/T_k by about 3e-8, and at 1e8 and 1e10 on scores of about 1e4 (entries of
 size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
 from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on the
-scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows; with Q, K and V left unchanged;
+scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows,
+and there at every quarter decade of tau from 0.0018 to 56 that the other cases leave out
+(BETWEEN_TAUS), so that an attempt right only at the temperatures probed elsewhere shows
+(one wrong only between 1e3 and 1e6, or between 1e-9 and 1e-3, where the weights of
+these inputs are nearly uniform or one-hot, is not seen); with Q, K and V left unchanged;
 and, cold, on two further queries whose scores lie far apart, on a query whose best
 scaled scores lie near -740 (exp() of them is subnormal in float64: a shift made only
 where exp() would overflow or underflow on every key is off by about 4e-3 there), and
@@ -190,6 +194,11 @@ SQUARE_FITS = {EXTREME_HOT: 1e150, EXTREME_COLD: 1e-150}
 #: two scale mistakes agree (at 0.8 = d_k / T_q, tau^2 T_q = tau d_k: d_k read from the
 #: axis of T_q looked like tau inside the square root).
 OTHER, OTHER_TAU = ((2,), 5, 3, 4, 6), 0.7
+#: Temperatures between the others, every quarter decade from 1e-3 to 100 but 0.01 (0.0018,
+#: 0.0032, ..., 56), run at the other sizes after them, so that an attempt right only
+#: at the temperatures probed elsewhere shows (st17b: one wrong only for
+#: 2 < tau < 5, or 0.01 < tau < 0.3, passed).
+BETWEEN_TAUS = tuple(float(f"{10 ** (i / 4):.2g}") for i in range(-11, 8) if i != -8)
 #: Sizes that allow a mistake: T_q = T_k = SQUARE (Q = K = V, of width SQUARE_D), where
 #: a causal mask applied to square scores shows, and T_k = d_k = SQUARE_D (T_q = 3,
 #: d_v = 2), where K used as it is (as if given transposed) shows.
@@ -1853,9 +1862,23 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         S_s = Qs @ Qs.T / (OTHER_TAU * np.sqrt(SQUARE_D))
         causal_A = _softmax(np.where(np.tri(SQUARE, dtype=bool), S_s, -np.inf))
         flat_A = _softmax(Qt @ Kt / (OTHER_TAU * np.sqrt(SQUARE_D)))
+    between = [(t, *scaled_dot_product_attention(Qo, Ko, Vo, temperature=t))
+               for t in BETWEEN_TAUS]
+
+    def between_the_taus():
+        for t, O_t, A_t in between:
+            ok, detail = _case(fn, Qo, Ko, Vo, t, want_A=A_t, want_O=O_t,
+                               what=f"at other sizes at tau = {t:g}",
+                               shortcuts=ordinary_ok)
+            if not ok:
+                return ok, detail
+        return True, ""
+
     results.append(_run(f"other sizes ({lead[0]}, T_q = {T_q}, d_k = {d_k}), T_k = {T_k}, "
                         f"d_v = {d_v}, values of size {V_SIZE:g}, tau = {OTHER_TAU:g}; "
-                        f"T_q = T_k = {SQUARE} with Q = K = V, and T_k = d_k = {SQUARE_D}",
+                        f"T_q = T_k = {SQUARE} with Q = K = V, and T_k = d_k = {SQUARE_D}; "
+                        f"and there tau = {BETWEEN_TAUS[0]:g} to {BETWEEN_TAUS[-1]:g}, "
+                        "between the others",
                         _all(lambda: _case(fn, Qo, Ko, Vo, OTHER_TAU, want_A=A_o, want_O=O_o,
                                            what="at other sizes", shortcuts=ordinary_ok),
                              lambda: _shape_trap_case(fn, Qs, Qs, Qs, OTHER_TAU,
@@ -1863,7 +1886,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                                       causal_A, CAUSAL),
                              lambda: _shape_trap_case(fn, Qt, Kt, Vt, OTHER_TAU,
                                                       "with T_k = d_k", flat_A,
-                                                      UNTRANSPOSED))))
+                                                      UNTRANSPOSED),
+                             # (last: attempts that fail the others are told those)
+                             between_the_taus)))
 
     # float32 inputs: float32 results, to float32 precision.
     Q32, K32, V32 = (x.astype(np.float32) for x in _qkv(rng, T_q=4, T_k=6, d_k=3, d_v=5))
