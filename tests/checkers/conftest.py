@@ -33,3 +33,38 @@ def raw_capsys(capsys):
 @pytest.fixture
 def capsys(capsys):  # noqa: F811 - pytest's own, unwrapped
     return _Unwrapping(capsys)
+
+
+class CheckerRun(NamedTuple):
+    """One run of a checker on an attempt: its verdict, its report as printed (``out``; the
+    same joined as a reader reads it, ``text``) and the warnings it left behind."""
+
+    result: object
+    out: str
+    warnings: tuple
+
+    @property
+    def text(self) -> str:
+        return re.sub(r"\n    ", " ", self.out)
+
+
+_RUNS: dict = {}
+
+
+def run_once(check, *attempt) -> CheckerRun:
+    """``check(*attempt)``, run once per test process (the checkers are deterministic with
+    their random draws off): the WRONG tables' attempts are asserted on by several tests
+    (the phrase, no other mistake's name, the column width, no warning left), and each
+    reads this one run instead of running the attempt again."""
+    import contextlib
+    import io
+    import warnings
+
+    key = (check, attempt)
+    if key not in _RUNS:
+        printed = io.StringIO()
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
+            warnings.simplefilter("always")
+            result = check(*attempt)
+        _RUNS[key] = CheckerRun(result, printed.getvalue(), tuple(caught))
+    return _RUNS[key]

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib
 import math
-import re
 
 import numpy as np
 import pytest
 
 import attention
 from attention import checkers
+from tests.checkers.conftest import run_once
 
 SQRT = math.sqrt
 
@@ -1411,12 +1411,12 @@ EXCLUSIVE = {
 }
 
 
-def _failures(fn, capsys) -> list[str]:
-    assert checkers.check_scaled_dot_product_attention(fn) is False
-    out = capsys.readouterr().out
-    # A wrapped message continues on lines indented by four spaces.
-    text = re.sub(r"\n    ", " ", out)
-    return [line for line in text.splitlines() if line.startswith("✗")]
+def _failures(fn, capsys=None) -> list[str]:
+    """The failing lines of the checker's one run on fn (see conftest.run_once), each
+    joined whole (a wrapped message continues on lines indented by four spaces)."""
+    run = run_once(checkers.check_scaled_dot_product_attention, fn)
+    assert run.result is False
+    return [line for line in run.text.splitlines() if line.startswith("✗")]
 
 
 if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some platforms
@@ -1472,17 +1472,16 @@ def test_the_batch_hint_appears_only_when_the_two_dimensional_case_passed(capsys
     assert not any("np.swapaxes" in line for line in _failures(always_fails, capsys))
 
 
-def test_every_printed_line_fits_the_book_column(raw_capsys):
+def test_every_printed_line_fits_the_book_column():
     for fn, _ in WRONG:
-        checkers.check_scaled_dot_product_attention(fn)
-    out = raw_capsys.readouterr().out
-    assert max(len(line) for line in out.splitlines()) <= 76
+        out = run_once(checkers.check_scaled_dot_product_attention, fn).out
+        assert max(len(line) for line in out.splitlines()) <= 76, fn.__name__
 
 
-def test_the_checker_leaves_no_warnings_behind(recwarn):
+def test_the_checker_leaves_no_warnings_behind():
     for fn, _ in WRONG:
-        checkers.check_scaled_dot_product_attention(fn, verbose=False)
-    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+        run = run_once(checkers.check_scaled_dot_product_attention, fn)
+        assert not [w for w in run.warnings if issubclass(w.category, RuntimeWarning)], fn.__name__
 
 
 def test_an_attempt_computed_in_float32_for_float64_inputs_is_told_so(capsys):

@@ -13,6 +13,7 @@ import pytest
 
 import attention
 from attention import checkers
+from tests.checkers.conftest import run_once
 
 
 def swap(X):
@@ -1504,11 +1505,12 @@ EXCLUSIVE = {
 }
 
 
-def _failures(fn, capsys) -> list[str]:
-    assert checkers.check_attention_backward(fn) is False
-    out = capsys.readouterr().out
-    text = re.sub(r"\n    ", " ", out)  # a wrapped message continues on indented lines
-    return [line for line in text.splitlines() if line.startswith("✗")]
+def _failures(fn, capsys=None) -> list[str]:
+    """The failing lines of the checker's one run on fn (see conftest.run_once), each
+    joined whole (a wrapped message continues on lines indented by four spaces)."""
+    run = run_once(checkers.check_attention_backward, fn)
+    assert run.result is False
+    return [line for line in run.text.splitlines() if line.startswith("✗")]
 
 
 if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some platforms
@@ -1609,17 +1611,16 @@ def test_the_checker_inputs_have_all_sizes_different():
     assert len(set(sizes)) == len(sizes) == 6
 
 
-def test_every_printed_line_fits_the_book_column(raw_capsys):
+def test_every_printed_line_fits_the_book_column():
     for fn, _ in WRONG:
-        checkers.check_attention_backward(fn)
-    out = raw_capsys.readouterr().out
-    assert max(len(line) for line in out.splitlines()) <= 76
+        out = run_once(checkers.check_attention_backward, fn).out
+        assert max(len(line) for line in out.splitlines()) <= 76, fn.__name__
 
 
-def test_the_checker_leaves_no_warnings_behind(recwarn):
+def test_the_checker_leaves_no_warnings_behind():
     for fn, _ in WRONG:
-        checkers.check_attention_backward(fn, verbose=False)
-    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+        run = run_once(checkers.check_attention_backward, fn)
+        assert not [w for w in run.warnings if issubclass(w.category, RuntimeWarning)], fn.__name__
 
 
 def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(capsys):

@@ -11,6 +11,7 @@ import pytest
 
 import attention
 from attention import checkers
+from tests.checkers.conftest import run_once
 
 
 def right(d_k, rho, kurtosis=3.0):
@@ -515,16 +516,23 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize("attempt, word", WRONG)
-def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(
-        attempt, word, capsys, monkeypatch):
-    # on the fixed settings alone: the ones drawn afresh on each call only add coverage
+def _check_on_the_fixed_settings(attempt):
+    """The checker on its fixed settings alone (the ones drawn afresh on each call only add
+    coverage): what each wrong attempt must fail."""
     from attention.checkers import moments
 
-    monkeypatch.setattr(moments, "_draw", lambda seed: ())
-    assert checkers.check_scaled_score_moments(attempt) is False
-    out = capsys.readouterr().out
-    assert word in out, out
+    drawn, moments._draw = moments._draw, lambda seed: ()
+    try:
+        return checkers.check_scaled_score_moments(attempt)
+    finally:
+        moments._draw = drawn
+
+
+@pytest.mark.parametrize("attempt, word", WRONG)
+def test_each_plausible_wrong_attempt_is_rejected_with_a_message_that_names_it(attempt, word):
+    run = run_once(_check_on_the_fixed_settings, attempt)  # see conftest
+    assert run.result is False
+    assert word in run.text, run.text
 
 
 def test_the_right_formula_passes_every_check(capsys):
@@ -783,7 +791,7 @@ def test_the_far_settings_reach_1e15_and_1e20_and_only_the_cancel_probes_cancel(
         assert moments._same(second_moment_form(*p)[1], var(*p)) == (p not in cancel), p
 
 
-def test_no_message_prints_the_variances_closed_form(capsys, monkeypatch):
+def test_no_message_prints_the_variances_closed_form():
     # st15b: a wrong attempt was handed the answer, "1 + rho^2 (kurtosis - 2)"; the
     # messages name a step (Var(q_m^2) = kurtosis - 1) instead
     import ast
@@ -799,10 +807,8 @@ def test_no_message_prints_the_variances_closed_form(capsys, monkeypatch):
     texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
              and isinstance(n.value, str) and id(n) not in docs]
     assert texts and not [t for t in texts if closed.search(" ".join(t.split()))]
-    monkeypatch.setattr(moments, "_draw", lambda seed: ())
     for attempt, _ in WRONG:
-        checkers.check_scaled_score_moments(attempt)
-        out = " ".join(capsys.readouterr().out.split())
+        out = " ".join(run_once(_check_on_the_fixed_settings, attempt).out.split())
         assert "1 + rho^2 (kurtosis - 2)" not in out and not closed.search(out), out
 
 

@@ -10,6 +10,7 @@ import torch
 
 import attention
 from attention import checkers
+from tests.checkers.conftest import run_once
 
 
 def _softmax(S, axis=-1):
@@ -1395,9 +1396,10 @@ WRONG = [
 
 
 @pytest.mark.parametrize("attempt, keyword", WRONG, ids=[f.__name__ for f, _ in WRONG])
-def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mistake(attempt, keyword, capsys):
-    assert checkers.check_attention_with_temperature(attempt) is False
-    report = capsys.readouterr().out
+def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mistake(attempt, keyword):
+    run = run_once(checkers.check_attention_with_temperature, attempt)  # see conftest
+    assert run.result is False
+    report = run.text
     failed = [line for line in report.splitlines() if line.startswith("✗")]
     assert failed, report
     assert any(keyword in line for line in failed), report
@@ -1483,9 +1485,8 @@ EXCLUSIVE = {
 
 
 @pytest.mark.parametrize("attempt", [f for f, _ in WRONG], ids=[f.__name__ for f, _ in WRONG])
-def test_no_wrong_attempt_is_told_another_mistakes_name(attempt, capsys):
-    checkers.check_attention_with_temperature(attempt)
-    report = capsys.readouterr().out
+def test_no_wrong_attempt_is_told_another_mistakes_name(attempt):
+    report = run_once(checkers.check_attention_with_temperature, attempt).text
     for phrase, owners in EXCLUSIVE.items():
         if attempt not in owners:
             assert phrase not in report, (attempt.__name__, phrase)
