@@ -32,9 +32,11 @@ from .forward import _score_scale
 
 __all__ = ["blocked_attention", "blocked_attention_backward"]
 
-# A block holds about BLOCK_ENTRIES scores (2^20 float32 = 4 MiB), but never fewer than
-# MIN_BLOCK_ROWS rows, because thinner matrix products run well below BLAS's best rate.
-BLOCK_ENTRIES = 1 << 20
+# A block holds about BLOCK_ENTRIES scores (2^16 float32 = 256 KiB, small enough to stay in
+# a core's cache between the steps that read it), but never fewer than MIN_BLOCK_ROWS rows,
+# because thinner matrix products run well below BLAS's best rate. `make bench` times the
+# forward pass against the least NumPy work of the same arithmetic at each T.
+BLOCK_ENTRIES = 1 << 16
 MIN_BLOCK_ROWS = 512
 
 def blocked_attention(Q, K, V, mask=None, temperature: float = 1.0, *,
