@@ -138,7 +138,46 @@ BANDS = [((300, 1000), "wrong at others (d_k = 316, 512, 562) with the same rho 
           "3162277660168, 5623413251903")]
 
 
+def _band(what, lo, hi, factor=1.01, of=None):
+    """st18b: right except where ``of(d_k, rho, kurtosis)`` lies between lo and hi
+    (|rho| by default), where the mean (what = 0) or variance (1) is ``factor`` off."""
+    of = of or (lambda d_k, rho, kurtosis: abs(rho))
+
+    def attempt(d_k, rho, kurtosis=3.0):
+        pair = list(right(d_k, rho, kurtosis))
+        if lo < of(d_k, rho, kurtosis) < hi:
+            pair[what] *= factor
+        return tuple(pair)
+    return attempt
+
+
+def _kurtosis(d_k, rho, kurtosis):
+    return kurtosis
+
+
 WRONG = [
+    # found by the student round st18b: wrong only on a band of rho, of the kurtosis or
+    # of tiny rho that no fixed probe hit (each passed 30 calls of 30, or nearly)
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1 + rho**2)
+     if 0.8 < abs(rho) < 0.99 else right(d_k, rho, kurtosis),
+     "right at most settings, but wrong at |rho| from 0.85 to 0.95 (at some of them), "
+     "and there 1 + rho^2 is the answer for normal entries only"),
+    (_band(1, 0.55, 0.75), "within 1% of the formula wherever it differs"),
+    (_band(1, 0.8, 0.99), "within 1% of the formula wherever it differs"),
+    (_band(0, 0.55, 0.75), "within 1% of the formula wherever it differs"),
+    (_band(1, 10, 20, of=_kurtosis), "variance at d_k = 3, rho = -0.8, kurtosis = "
+     "17.78: got 11.2102, expected 11.0992"),
+    (_band(1, 1e8, 1e12, of=_kurtosis), "your variance is the formula at another "
+     "kurtosis than the one given (kurtosis 1.778e8 as 1.79578e+08"),
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1.0 if abs(rho) < 5e-10
+                                     else var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 1e-09, but wrong for small |rho| (|rho| = "
+     "1e-12, 1e-10): the formula holds for every rho, however small"),
+    (lambda d_k, rho, kurtosis=3.0: (0.0 if abs(rho) < 1e-9 else mean(d_k, rho),
+                                     var(d_k, rho, kurtosis)),
+     "right at rho = 0 and for |rho| >= 1e-09, but wrong for small |rho| (|rho| = "
+     "1e-12, 1e-10): the formula holds for every rho, however small; an approximation "
+     "for small |rho| is not the exact mean"),
     # found by the student round st17b: right except for widths between the ones
     # probed (300 < d_k < 1000 passed), caught by the fixed probes alone
     *((normal_formula_between(*band), word) for band, word in BANDS),
@@ -764,12 +803,16 @@ def test_the_settings_drawn_afresh_lie_in_the_stated_ranges_and_the_right_forms_
         assert [k for _, _, k in drawn[:moments.DRAWN]] == [3.0] * moments.DRAWN
         for d, r, k in drawn:
             assert isinstance(d, int) and 1 <= d <= 10**15 and 1.0 <= k <= 1e15
-            assert 1e-9 <= abs(r) <= 1.0 and r**2 * d <= 1e6 * (1 + 1e-12)
+            assert 1e-15 <= abs(r) <= 1.0 and r**2 * d <= 1e6 * (1 + 1e-12)
             want = np.array(moments.score_moments(d, r, k))
             for form in (right(d, r, k), second_moment_form(d, r, k),
                          tuple(np.float32(x) for x in right(d, r, k))):
                 assert moments._same(np.array(form, float), want), (seed, d, r, k)
     assert moments._draw(1) == moments._draw(1) != moments._draw(2)
+    # st18b: half of the correlations drawn are uniform on [-1, 1] (ordinary ones, 0.8 <
+    # |rho| < 0.99 among them), the others log-uniform down to 1e-15
+    rhos = [abs(r) for seed in range(300) for d, r, _ in moments._draw(seed) if d < 1e6]
+    assert min(rhos) < 1e-12 and sum(0.8 < r < 0.99 for r in rhos) > 20
 
 
 def test_the_far_settings_reach_1e15_and_1e20_and_only_the_cancel_probes_cancel():

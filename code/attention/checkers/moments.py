@@ -6,9 +6,11 @@ The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of 
 independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled
 score q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for
 positive and negative rho (from -1 to 1, small ones down to 3e-8, and 3e-7, 1e-6, 1e-5 and
-1e-4 at kurtosis 1e8, and 1e-9, -1e-8 and 1e-7 at kurtosis 1e20, 0.123456 and 0.1234567891
-among them, so that a rho rounded or clipped short of +-1, or a variance taken as 1 for
-|rho| below any bound from 1e-9 up, shows), at widths from 1 to 1e15 (1, 2, 3, 5, 16, 64 and
+1e-4 at kurtosis 1e8, and 1e-12, 1e-10, 1e-9, -1e-8 and 1e-7 at kurtosis 1e20, at d_k = 1e15
+too, 0.123456 and 0.1234567891 among them, and every 0.05 from -1 to 1 with +-0.99 and
++-0.999, so that a rho rounded or clipped short of +-1, a variance taken as 1 for |rho|
+below any bound from 1e-12 up, a mean taken as 0 below any bound from 1e-12 up, or a
+formula wrong only on a band of rho wider than 0.05 (or between 0.95 and 1) shows), at widths from 1 to 1e15 (1, 2, 3, 5, 16, 64 and
 256 at every setting; 1024 and 4096, past 300, 7, 8, 32, 128 and 8192, off those grids, 2^20
 and 10^6 + 3, far past them, and 1e9 + 7, 1e12 and 1e15 at rho = +-1e-4, at a few settings
 only, and a width in every quarter decade from 1 to 1e15 and every power of 2 up to 2^20
@@ -18,7 +20,8 @@ and 1e15 at rho = +-1 with kurtosis 1 and at rho = 0.5, where the second moment'
 E[s^2] - (E s)^2 loses every digit to cancellation even in float64, and is told so), for
 normal entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
 decimals, 1.37, 7.7 and 123.4 between the others, and 1e12, 1e15 and 1e20 at a few settings,
-compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
+and every quarter decade from 1 to 1e20 at two, so that a variance wrong only on a band of
+kurtoses wider than a quarter decade shows, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
 clipped at any bound up to 1e15 (and, at rho = -0.8 and 0.5 with kurtosis 1e20, up to
 1e20), or looked up in a table of the other kurtoses, shows; a rho
 clipped short of +-1, even by 1e-9, is named as such; where the formula is exactly 0, the
@@ -28,7 +31,8 @@ agrees with sampled scores for random-sign and Laplace entries. The far settings
 1e9 + 7 up, kurtoses from 1e12 up, rho = 1e-9 to 1e-7) are called only once the answer has
 been the same on every call, so that an estimate sampling d_k entries per score stops
 before them. After them, a few settings drawn afresh on every call (DRAWN per comparison,
-log-uniform: d_k from 1 to 1e15, |rho| from 1e-9 to 1 with rho^2 d_k at most 1e6, the
+log-uniform: d_k from 1 to 1e15, |rho| uniform on [0, 1] for half of them and log-uniform
+from 1e-15 to 1 for the others, with rho^2 d_k at most 1e6, the
 kurtosis from 1 to 1e15) add coverage: every mistake the tests name shows on the fixed
 settings, and a failure on a drawn one prints it and the seed that draws it again; a right
 answer's report is the same on every call. When an attempt fails, the
@@ -141,6 +145,32 @@ FAR_GAP_PROBES = tuple((d, r, k) for d in GAP_D_KS if d > 2**20 for r in (1e-4, 
 FAR_D_KS = (10**9 + 7, 10**12, 10**15)
 FAR_KURTOSES = (1e12, 1e15)
 TINY_RHOS, TINY_KURTOSIS = (1e-9, -1e-8, 1e-7), 1e20
+#: Tinier correlations still at kurtosis 1e20 (st18b: a variance of 1 for |rho| < 5e-10
+#: and a mean of 0 for |rho| < 1e-9 passed): rho^2 (kurtosis - 2) is 1 and 1e-4 at
+#: rho = +-1e-10 and +-1e-12, above the tolerance, and at d_k = 1e15 the mean
+#: rho sqrt(d_k) is 3.2e-3 and 3.2e-5, above its 1e-9; with TINY_RHOS there too.
+TINIER_RHOS = (1e-10, -1e-10, 1e-12, -1e-12)
+TINY_PROBES = tuple((d, r, TINY_KURTOSIS) for d in (2, 64, 10**15)
+                    for r in TINY_RHOS + TINIER_RHOS
+                    if d == 10**15 or r in TINIER_RHOS)
+#: A fine grid of correlations over [-1, 1] (st18b: the normal entries' formula for
+#: 0.8 < |rho| < 0.99, and a variance 1% off for 0.55 < |rho| < 0.75, passed: between
+#: 0.5 and 1 only -0.8 and the near-one values were probed): every 0.05, both signs,
+#: and +-0.99 and +-0.999, those not in RHOS, at kurtoses 1, 1.37, 3 and 7.7 and
+#: widths 3 and 64.
+FINE_RHOS = tuple(sorted(({round(i / 20, 2) for i in range(-20, 21)}
+                          | {0.99, -0.99, 0.999, -0.999}) - set(RHOS)))
+FINE_PROBES = tuple((d, r, k) for d in (3, 64) for r in FINE_RHOS
+                    for k in (1.0, 1.37, 3.0, 7.7))
+#: Kurtoses on a grid with no gap wider than a quarter decade from 1 to 1e20
+#: (st18b: a variance 1% off for 10 < kurtosis < 20, or 1e8 < kurtosis < 1e12,
+#: passed): every quarter decade, 10^(i/4) to four digits (1.778, 3.162, 5.623, 10,
+#: 17.78, ...), those not probed already, at rho = -0.8 (d_k = 3) and 0.5 (d_k = 64);
+#: up to 1e8 with the fixed settings, past it with the far ones.
+GAP_KURTOSES = tuple(sorted({float(f"{10 ** (i / 4):.4g}") for i in range(1, 81)}
+                            - {*KURTOSES, *FAR_KURTOSES, TINY_KURTOSIS}))
+GAP_KURTOSIS_PROBES = tuple((d, r, k) for k in GAP_KURTOSES
+                            for d, r in ((3, -0.8), (64, 0.5)))
 #: And at d_k = 1e15, rho = +-1 with kurtosis 1 (where the variance is exactly 0) and
 #: rho = 0.5 at kurtoses 3 and 7.7: there rho^2 d_k is 1e15 and 2.5e14, so that the
 #: second moment's form E[s^2] - (E s)^2 loses every digit to cancellation even in
@@ -154,8 +184,9 @@ FAR_PROBES = tuple((d, r, k) for d in FAR_D_KS for r in (1e-4, -1e-4) for k in (
     + FAR_GAP_PROBES
 #: Settings drawn afresh on every call, after the far ones, DRAWN of them for each of the
 #: three comparisons (the mean; the variance for normal entries; for others): d_k
-#: log-uniform from 1 to 1e15, |rho| log-uniform from 1e-9 to 1 with either sign (but at
-#: most 1e3 / sqrt(d_k), so that rho^2 d_k stays at most 1e6: see FAR_PROBES), the
+#: log-uniform from 1 to 1e15, |rho| with either sign, for half of them uniform on
+#: [0, 1] and for the others log-uniform from 1e-15 to 1 (but at most 1e3 / sqrt(d_k),
+#: so that rho^2 d_k stays at most 1e6: see FAR_PROBES), the
 #: kurtosis log-uniform from 1 to 1e15 (3 for normal entries). They only add coverage:
 #: every mistake the tests name is seen on the fixed settings; a failure on a drawn one
 #: prints the setting and the seed that draws it again.
@@ -174,6 +205,10 @@ PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
     tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
     tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
     SMALL_RHO_PROBES + HUGE_PROBES + GAP_PROBES
+#: The grids of st18b (FINE_PROBES, GAP_KURTOSIS_PROBES, TINY_PROBES), called with the
+#: far settings and compared once the fixed and far ones agree: an attempt wrong there
+#: is diagnosed on them all (one wrong before is told as before, on those alone).
+GRID_PROBES = tuple(dict.fromkeys(FINE_PROBES + GAP_KURTOSIS_PROBES + TINY_PROBES))
 
 
 def _d_text(d: int) -> str:
@@ -208,7 +243,9 @@ def _draw(seed: int) -> tuple:
     out = []
     for i in range(2 * DRAWN):
         d = max(1, int(10 ** rng.uniform(0, 15)))
-        size = min(10 ** rng.uniform(-9, 0), 1e3 / math.sqrt(d))
+        # half of them |rho| uniform on [0, 1], half log-uniform from 1e-15 to 1
+        size = rng.uniform(0, 1) if i % 2 else 10 ** rng.uniform(-15, 0)
+        size = min(size, 1e3 / math.sqrt(d))
         k = 3.0 if i < DRAWN else float(10 ** rng.uniform(0, 15))
         out.append((d, float(rng.choice((-1.0, 1.0)) * size), k))
     return tuple(out)
@@ -216,7 +253,7 @@ def _draw(seed: int) -> tuple:
 
 def _k_text(k: float) -> str:
     """A kurtosis as the report prints it: 2.3456789, 10000, 1e8."""
-    return f"{k:.10g}" if k < 1e6 else f"{k:.0e}".replace("e+0", "e").replace("e+", "e")
+    return f"{k:.10g}" if k < 1e6 else f"{k:.4g}".replace("e+0", "e").replace("e+", "e")
 
 
 # Settings called a second time: a formula gives the same answer, a sampled estimate does not.
@@ -813,6 +850,15 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     if replaced:
         return False, f"{replaced}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
+    # a mistake made on a band of settings only (st18b: the normal entries' formula
+    # for 0.8 < |rho| < 0.99), named where it is wrong
+    named = _named(g_w, [(m, lambda f=f: _col(values, which, wrong, f))
+                         for m, f in formulas], _same)
+    if named and not (_wide_only(which, all_wrong, every)
+                      or _some_widths(which, all_wrong, every)):  # (widths told below)
+        bad = sorted({abs(r) for _, r, _ in wrong})
+        return False, (f"right at most settings, but wrong at |rho| from {bad[0]:g} to "
+                       f"{bad[-1]:g} (at some of them), and there {named}; {detail}")
     # relative, or within 1e-4 near 0 (a mean rounded to four decimals at rho = 3e-8)
     if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w) + 1e-4):
         big = np.abs(r_w) >= 0.01
@@ -953,13 +999,15 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     extra: dict = {}  # the drawn settings' answers (kept out of the diagnosis)
     failed: list = []  # (setting, what went wrong) of a call that failed there
     near: dict = {}  # the answers at NEAR_ONE_PROBES (kept out of the diagnosis too)
+    grid: dict = {}  # the answers at GRID_PROBES (diagnosed once the others agree)
 
     def further(stable: bool) -> None:
         if stable and not failed and not extra:
-            for p in FAR_PROBES + NEAR_ONE_PROBES + drawn:
+            far, near_one, on_grid = set(FAR_PROBES), set(NEAR_ONE_PROBES), set(GRID_PROBES)
+            for p in FAR_PROBES + GRID_PROBES + NEAR_ONE_PROBES + drawn:
                 try:
-                    (values if p in FAR_PROBES else near if p in NEAR_ONE_PROBES
-                     else extra)[p] = _call(fn, *p)
+                    (values if p in far else grid if p in on_grid
+                     else near if p in near_one else extra)[p] = _call(fn, *p)
                 except Exception as exc:  # noqa: BLE001 - reported by the comparisons
                     failed.append((p, exc))
                     break
@@ -981,6 +1029,11 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
                                what)
         if not ok:
             return ok, detail
+        # (after: float32's formula is told so there)
+        on_grid = [p for p in grid if kind(p[2])]
+        if not _same(_col(grid, which, on_grid), _col(grid, which, on_grid, _ref(which))):
+            every = {**values, **grid}
+            return _diagnose(every, which, [p for p in every if kind(p[2])], what)
         for p in (p for p in extra if kind(p[2])):
             got, want = extra[p][which], score_moments(*p)[which]
             if not _same(got, want):
