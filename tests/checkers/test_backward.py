@@ -786,6 +786,27 @@ def float16_in_float32_cast_back(Q, K, V, dO, mask=None):
     return tuple(x.astype(Q.dtype) for x in g)
 
 
+def _fills_in_float32(fill):
+    def fills(Q, K, V, dO, mask=None):
+        """The page's steps in float32 (float16 inputs too), masked scores given
+        a finite fill when the work is float32 (-inf in float64), empty rows not
+        zeroed: their weights are uniform (st18a: passed, empty rows were
+        checked in float64 only)."""
+        w = np.promote_types(Q.dtype, np.float32)
+        Qw, Kw, Vw, dOw = (x.astype(w) for x in (Q, K, V, dO))
+        c, A, O = _guarded_forward(Qw, Kw, Vw, mask,
+                                   fill=fill if w == np.float32 else -np.inf)
+        return tuple(x.astype(Q.dtype)
+                     for x in _backward_from(c, A, O, Qw, Kw, Vw, dOw))
+    return fills
+
+
+fills_float32_min_in_float32 = _fills_in_float32(np.finfo(np.float32).min)
+fills_float32_min_in_float32.__name__ = "fills_float32_min_in_float32"
+fills_minus_1e9_in_float32 = _fills_in_float32(-1e9)
+fills_minus_1e9_in_float32.__name__ = "fills_minus_1e9_in_float32"
+
+
 def float64_unless_float32(Q, K, V, dO, mask=None):  # st7a: float16 in, float64 out
     dtype = Q.dtype
     g = correct_in_dtype(*(x.astype(np.float64) for x in (Q, K, V, dO)), mask)
@@ -1384,6 +1405,8 @@ WRONG = [
     (returns_None_for_dK, "dK is None"),
     (nan_for_a_query_with_no_visible_key, "whose every key is masked"),
     (minus_1e9_for_masked_scores, "got uniform weights"),
+    (fills_float32_min_in_float32, "got uniform weights"),  # st18a: passed
+    (fills_minus_1e9_in_float32, "got uniform weights"),  # st18a: passed
     (D_from_the_unmasked_forward_pass, "D comes from the unmasked forward pass"),
     (dK_without_the_mask, "dK is the gradient of unmasked attention"),
     (mask_applied_after_the_softmax, "multiplies the weights after the softmax"),
@@ -1457,9 +1480,14 @@ EXCLUSIVE = {
     "mask is inverted": {inverts_the_mask},
     "instead of -inf": {masks_with_zero},
     "wrong axis": {softmax_over_queries},
+    # (in float16, eps = 1e-12 and a clamp at -1e13 are 0 and -inf: a float16
+    # query with no visible key is 0/0 there, st18a's float16 empty rows)
     "softmax is 0/0 = NaN": {nan_for_a_query_with_no_visible_key,
-                             guards_only_masks_of_two_or_more_dimensions, uses_dot_T},
-    "uniform weights": {minus_1e9_for_masked_scores,
+                             guards_only_masks_of_two_or_more_dimensions, uses_dot_T,
+                             normalises_with_eps_1e_12,
+                             clamps_the_row_maximum_at_minus_1e13},
+    "uniform weights": {minus_1e9_for_masked_scores, fills_float32_min_in_float32,
+                        fills_minus_1e9_in_float32,
                         zeroes_empty_rows_only_for_a_full_shape_mask},
     "unmasked forward pass": {D_from_the_unmasked_forward_pass},
     "after the softmax": {mask_applied_after_the_softmax},
@@ -1577,14 +1605,20 @@ def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
 def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
     # the all-False (T_k,) mask (an empty sequence), the padding case (one sequence
     # of length 0) and the full mask's case
+    # (and the float32 and float16 queries that see no key, st18a)
     failures = _failures(nan_for_a_query_with_no_visible_key, capsys)
-    assert len(failures) == 3 and "an empty sequence" in failures[0], failures
+    assert len(failures) == 4 and "an empty sequence" in failures[0], failures
+    assert failures[3].startswith("✗ float32 inputs") and \
+        "0/0 = NaN" in failures[3], failures
     assert "one sequence empty" in failures[1], failures
     assert "see no key" in failures[2], failures
     # -1e9 for -inf fails there, and where a query's visible keys score below -1e9
+    # (and the float32 and float16 queries that see no key, st18a)
     failures = _failures(minus_1e9_for_masked_scores, capsys)
-    assert len(failures) == 4 and "see no key" in failures[3], failures
+    assert len(failures) == 5 and "see no key" in failures[3], failures
     assert "one sequence empty" in failures[2], failures
+    assert failures[4].startswith("✗ float32 inputs") and \
+        "uniform weights" in failures[4], failures
     assert "an empty sequence" in failures[0] and "uniform weights" in failures[0]
     assert failures[1].startswith("✗ masked keys") and "allowed score below" in failures[1]
 

@@ -78,8 +78,10 @@ B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows), and with a (B
 mask; a full (B, H, T_q, T_k) mask in
 which some queries see no key, and an (H, T_q, T_k) mask on inputs with B = H = 3, whose
 heads' masks differ; and float32 inputs with scores above 100 (float32's exp()
-overflows above 88.7), with a causal mask and without one, compared with the inputs'
-exact gradients, and float16 inputs, whose gradients must be float16: at small scores
+overflows above 88.7), with a causal mask and without one, and at small scores with
+the (B, H, T_q, T_k) mask in which some queries see no key (st18a: empty rows were
+checked in float64 only, and a finite fill in float32 that left them uniform passed),
+compared with the inputs' exact gradients, and float16 inputs (with that mask too), whose gradients must be float16: at small scores
 within 1e-2, and with scores from 15 to 36 (d_k = 8; float16's exp() overflows above
 11.1) and near 9600 (d_k = 64; the raw products pass 65504) within 2e-3, which only a
 computation in float32 cast back meets; and, masked, with visible scores near -65600
@@ -206,6 +208,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
         S = np.minimum(S, clip)
     if mask is not None and mask_mode.startswith("bias"):
         S = S + np.where(mask, 0.0, bias)
+        if work == np.float32:  # the sum rounded as float32 inputs' attempt rounds it
+            S = S.astype(np.float32).astype(np.float64)
     elif mask is not None and mask_mode not in ("ignored", "after"):
         keep = ~np.asarray(mask) if mask_mode == "inverted" else np.asarray(mask)
         S = np.where(keep, S, {"zero": 0.0, "large": -1e9, "fill": fill,
@@ -454,7 +458,10 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
                "amount, so a masked key scoring far above the others stays on top"
                + (", and a query whose every key is masked keeps the weights it would "
                   "have without the mask" if mode == "bias" else ""),
-               dict(mask_mode=mode, bias=-b), RIGHT)
+               # (-1e4 rounded in float32 as float32 inputs' attempt does;
+               # -1e9 there erases the scores: uniform weights, told so)
+               dict(mask_mode=mode, bias=-b, work=work if b == 1e4 else np.float64),
+               RIGHT)
               for b, mode in ((1e4, "bias"), (1e4, "bias-zeroed"), (1e9, "bias"),
                               (1e9, "bias-zeroed"),
                               # float64's most negative number: it flattens a query
@@ -1540,11 +1547,18 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              "(H, T_q, T_k) one, B = H = 3",
              _all(_case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint),
                   _case(fn, Qhh, Khh, Vhh, dOhh, mask_h, on_error=batch_hint))),
-        _run("float32 inputs, causal mask and none, scores above 100 (float32 "
-             "gradients); float16 inputs give float16 gradients (to a relative 1e-2)",
+        _run("float32 inputs, causal mask and none, scores above 100, and queries "
+             "that see no key (float32 gradients); float16 inputs give float16 "
+             "gradients (to a relative 1e-2), some queries seeing no key",
              _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
                   _case(fn, *f32, on_error=batch_hint),
+                  # (st18a: empty rows were checked in float64 only, so a finite
+                  # fill in float32 with no zeroing of the empty rows passed; at
+                  # small scores, where a masked score of 0 is not told apart)
+                  _case(fn, *(x.astype(np.float32) for x in (Qb, Kb, Vb, dOb)),
+                        empty, on_error=batch_hint),
                   _dtype_case(fn, *f16, on_error=batch_hint),
+                  _dtype_case(fn, *f16, empty, on_error=batch_hint),
                   _dtype_case(fn, *f16_mid, on_error=batch_hint, rtol=RTOL_FLOAT16_HIGH,
                               what=" (scores 15 to 36, d_k = 8)" + high_note),
                   _dtype_case(fn, *f16_high, rtol=RTOL_FLOAT16_HIGH,
