@@ -628,6 +628,31 @@ def output_from_uniform_weights_then_zeroed(Q, K, V, mask=None):
     return O.astype(Q.dtype), A.astype(Q.dtype)
 
 
+def _fills_in_float32(fill, name):
+    def fills(Q, K, V, mask=None):
+        """The solution's steps in float32 (float16 inputs too), masked scores
+        given a finite fill for float32 inputs (-inf for the others), empty rows
+        not zeroed: uniform weights (st18a: passed 15/15, no float32 row was
+        fully masked)."""
+        w = np.promote_types(Q.dtype, np.float32)
+        Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+        S = (Qw @ np.swapaxes(Kw, -1, -2)) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            S = np.where(mask, S, fill if Q.dtype == np.float32 else -np.inf)
+        m = S.max(axis=-1, keepdims=True)
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+        t = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(t == 0, 1.0, t)
+        return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+    fills.__name__ = name
+    return fills
+
+
+fills_float32_min_in_float32 = _fills_in_float32(np.finfo(np.float32).min,
+                                                 "fills_float32_min_in_float32")
+fills_minus_1e9_in_float32 = _fills_in_float32(-1e9, "fills_minus_1e9_in_float32")
+
+
 def correct_by_the_log_of_the_mask(Q, K, V, mask=None):
     """S + log(mask): exactly -inf where masked, 0 elsewhere (st4a: right)."""
     work = np.promote_types(Q.dtype, np.float32)
@@ -1303,6 +1328,8 @@ WRONG = [
     (row_maximum_before_the_mask, "maximum is taken before the mask is applied"),
     (naive_softmax, "maximum before exp()"),
     (fills_minus_1e9, "large negative number"),
+    (fills_float32_min_in_float32, "large negative number"),  # st18a: passed
+    (fills_minus_1e9_in_float32, "large negative number"),  # st18a: passed
     (masks_after_softmax, "after the softmax and the weights renormalised"),
     (inverted_mask, "mask is inverted"),
     (wrong_axis, "runs along the wrong axis"),
@@ -1356,7 +1383,9 @@ EXCLUSIVE = {
     KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square,
                     puts_the_new_mask_axis_in_the_middle, boolean_indexing},
     "large negative number": {fills_minus_1e9, masks_with_minus_100,
-                              uniform_weights_for_an_empty_row},
+                              uniform_weights_for_an_empty_row,
+                              fills_float32_min_in_float32,
+                              fills_minus_1e9_in_float32},
     "mask is inverted": {inverted_mask, where_with_arguments_swapped},
     "runs along the wrong axis": {wrong_axis},
     "maximum of the whole array": {shifts_by_the_global_maximum},

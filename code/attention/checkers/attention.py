@@ -60,7 +60,8 @@ The contract the exercise states, and this checker tests:
   (a masked float32 and a masked float16 case: a float64 fill or bias, as
   ``np.finfo(np.float64).min``, is named), and float32 ones
   the values of the inputs' exact attention to 1e-5 (with scores above 88.7, where
-  float32's exp() overflows);
+  float32's exp() overflows, and a fully masked row: a finite fill in float32 that
+  leaves it uniform is named, st18a);
 * the inputs and the mask are left unchanged (no ``Q /= ...`` on the caller's array);
 * O and A are NumPy arrays (not lists, not ``np.ma`` masked arrays, whose hidden
   entries still hold numbers), computed in NumPy: an attempt that runs the
@@ -1265,7 +1266,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, pad, on_error=batched_error())),
         _run("float32 inputs give float32 results, scores near 180, with and "
-             "without a causal mask", _dtype_case(
+             "without a causal mask; a fully masked row", _dtype_case(
                  fn, Q32, K32, V32,
                  value_case=_all(
                      _case(fn, Q32, K32, V32, atol=1e-5, exact_reference=True,
@@ -1273,7 +1274,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                                 "exp() overflows"),
                      _case(fn, Q32, K32, V32, causal_mask(T_q, T_k), atol=1e-5,
                            exact_reference=True,
-                           what="; with a causal mask, scores above 88.7")))),
+                           what="; with a causal mask, scores above 88.7"),
+                     # (st18a: no float32 row was fully masked, so a finite
+                     # fill in float32 with no zeroing of empty rows passed)
+                     _case(fn, *(x.astype(np.float32) for x in (Q, K, V)),
+                           empty_row, atol=1e-5, exact_reference=True)))),
         _run("float16 inputs give float16 results", _dtype_case(fn, Q16, K16, V16)),
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
