@@ -653,6 +653,40 @@ fills_float32_min_in_float32 = _fills_in_float32(np.finfo(np.float32).min,
 fills_minus_1e9_in_float32 = _fills_in_float32(-1e9, "fills_minus_1e9_in_float32")
 
 
+def _floors_the_exponent(c):
+    def floors(Q, K, V, mask=None):
+        """'No underflow': exp(max(S - m, -c)), the mask applied after exp()
+        (st18a: -25 to -700 passed; -15 to -20 were told float32)."""
+        w = np.promote_types(Q.dtype, np.float32)
+        Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+        S = (Qw @ np.swapaxes(Kw, -1, -2)) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        m = S.max(axis=-1, keepdims=True)
+        E = np.exp(np.maximum(S - np.where(np.isneginf(m), 0.0, m), -c))
+        if mask is not None:
+            E = np.where(mask, E, 0.0)
+        t = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(t == 0, 1.0, t)
+        return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+    floors.__name__ = f"floors_the_exponent_at_minus_{c}"
+    return floors
+
+
+def _flushes_weights(eps):
+    def flushes(Q, K, V, mask=None):
+        """Weights below eps set to 0 (st18a: told float32)."""
+        O, A = correct_in_float32(Q, K, V, mask)
+        A = np.where(A < eps, 0, A).astype(A.dtype)
+        return (A @ V.astype(A.dtype)).astype(Q.dtype), A
+    flushes.__name__ = f"flushes_weights_below_{eps:.0e}".replace("-", "_")
+    return flushes
+
+
+FLOORS = {c: _floors_the_exponent(c) for c in (15, 18, 20, 25, 30, 60, 100, 700)}
+FLUSHES = {eps: _flushes_weights(eps) for eps in (1e-9, 1e-12)}
+
+
 def correct_by_the_log_of_the_mask(Q, K, V, mask=None):
     """S + log(mask): exactly -inf where masked, 0 elsewhere (st4a: right)."""
     work = np.promote_types(Q.dtype, np.float32)
@@ -1329,6 +1363,11 @@ WRONG = [
     (naive_softmax, "maximum before exp()"),
     (fills_minus_1e9, "large negative number"),
     (fills_float32_min_in_float32, "large negative number"),  # st18a: passed
+    *[(FLOORS[c], "small weights were floored: exp(max(S - m, -c))")
+      for c in (25, 30, 60, 100, 700)],  # st18a: passed
+    *[(FLOORS[c], "small weights were floored or flushed")
+      for c in (15, 18, 20)],  # st18a: told float32
+    *[(FLUSHES[eps], "small weights were flushed to 0") for eps in FLUSHES],
     (fills_minus_1e9_in_float32, "large negative number"),  # st18a: passed
     (masks_after_softmax, "after the softmax and the weights renormalised"),
     (inverted_mask, "mask is inverted"),
@@ -1382,6 +1421,9 @@ EXCLUSIVE = {
     "largest |S|": {shifts_by_the_largest_magnitude},
     KEY_PER_QUERY: {reads_a_key_mask_per_query_when_square,
                     puts_the_new_mask_axis_in_the_middle, boolean_indexing},
+    "small weights were floored:": {FLOORS[c] for c in (25, 30, 60, 100, 700)},
+    "small weights were floored or": set(FLOORS.values()) | set(FLUSHES.values()),
+    "small weights were flushed to 0": set(FLUSHES.values()),
     "large negative number": {fills_minus_1e9, masks_with_minus_100,
                               uniform_weights_for_an_empty_row,
                               fills_float32_min_in_float32,

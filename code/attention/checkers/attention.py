@@ -76,7 +76,13 @@ The contract the exercise states, and this checker tests:
   log-softmax siblings) is refused where the profiler of
   ``_engine._refusing_the_library`` sees the call (its blind spots are listed there);
 * float64 inputs give float64 results too (long double ones are told so, and float32
-  ones are told their dtype).
+  ones are told their dtype);
+* a key far below its row's maximum keeps its own weight: one query's keys lie 40,
+  80 and 708 below its maximum (weights 4.2e-18, 1.8e-35, 3.3e-308), compared
+  relatively (to 1e-6), so that a floor on the exponent, exp(max(S - m, -c)) with
+  c up to 708, or weights flushed to 0, is named (st18a: they passed, and a floor
+  that the other cases reject was told float32; float32 is named only when no row
+  has a flushed weight or floored ties).
 
 Blind spots: attention written from PyTorch's other operations (``torch.exp`` of
 scores formed from tensors made from the inputs, divided by their sum) is not refused;
@@ -796,6 +802,15 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
     short = Af.sum(axis=-1)[seen] < 1 - 1e-13  # rows summing to less than 1
     if Q.dtype == np.float64 and _same(Af, A_ref, 1e-5) and _same(Of, O_ref, 1e-5) and \
             not short.all():
+        if _floored_or_flushed(Af, A_ref, mask):
+            # (st18a: floors on the exponent at -20, -18 or -15, or weights
+            # flushed below 1e-9, were told float32 in float64 work)
+            return "precision", (
+                f"the weights and the output agree with the reference only to "
+                f"{err:.1e}, and each row of A sums to 1, but the entries are not "
+                "float32 numbers: small weights were floored or flushed, as "
+                "exp(np.maximum(S - m, -c)) or np.where(A < eps, 0, A) do; no "
+                "floor or threshold is needed, exp() underflows to 0 by itself")
         return "precision", (
             f"the weights and the output agree with the reference only to {err:.1e}, "
             "and each row of A sums to 1: precision was lost on the way, as when a "
@@ -924,6 +939,70 @@ def _case(fn, Q, K, V, mask=None, *, atol=1e-8, what="", on_error="", notes=None
                 not np.any(A[~np.broadcast_to(mask, A.shape)]):
             extra = ""  # a text about the fill, for weights on no masked key
         return False, f"{_other_dtype(Q, O=O, A=A)}{detail}{extra}"
+    return case
+
+
+def _floored_or_flushed(A, A_ref, mask=None) -> bool:
+    """Whether some row of weights A has a visible key's weight flushed to 0, or
+    several keys whose right weights lie below that row's smallest weight all given
+    that weight (a floor), where the reference has no such tie: a floor or flush,
+    not float32's rounding (which moves every weight a little)."""
+    if A.shape != A_ref.shape:
+        return False
+    visible = np.ones(A.shape, dtype=bool) if mask is None else \
+        np.broadcast_to(mask, A.shape)
+    rows, refs = A.reshape(-1, A.shape[-1]), A_ref.reshape(-1, A.shape[-1])
+    for a, r, seen in zip(rows, refs, visible.reshape(-1, A.shape[-1])):
+        if not seen.any() or not np.isfinite(a).all():
+            continue
+        if np.any((a == 0) & (r > 0)):
+            return True
+        floor = a[seen].min()
+        low = seen & (r < floor * (1 - 1e-6))
+        if np.any(low) and np.all(np.abs(a[low] - floor) <= 1e-9 * floor):
+            return True
+    return False
+
+
+#: Said when the weights of keys far below their row's maximum are floored.
+FLOORED = ("small weights were floored: exp(max(S - m, -c)) (or a floor on the "
+           "weights) gives a key far below its row's maximum more weight than "
+           "exp() does (here keys 40, 80 and 708 below the maximum: weights "
+           "{want}, yours {got}); no floor is needed, exp() of a very negative "
+           "number underflows to 0 by itself")
+#: Said when those weights are flushed to 0.
+FLUSHED = ("small weights were flushed to 0, as np.where(A < eps, 0, A) does "
+           "(here keys 40, 80 and 708 below the maximum: weights {want}, yours "
+           "{got}); no threshold is needed, exp() gives each key its own weight")
+SMALL_RTOL = 1e-6  # relative, on weights 4.2e-18 to 9.9e-305: rounding is 1e-15
+
+
+def _small_weights_case(fn):
+    """One query whose keys lie 0, 40, 80 and 708 below its maximum (d_k = 1, V = I,
+    float64): weights 1, 4.2e-18, 1.8e-35 and 3.3e-308 (the last still a normal
+    number), far below the absolute tolerance of the other cases, compared
+    relatively (st18a: a floor on the exponent, exp(max(S - m, -25)) and down to
+    -700, passed; one at -708 or below changes nothing here)."""
+    Q, K, V = np.array([[1.0]]), np.array([[0.0], [-40.0], [-80.0], [-708.0]]), np.eye(4)
+
+    def case():
+        plain = _case(fn, Q, K, V)()
+        if not plain[0]:
+            return plain
+        O, A = _call(fn, Q, K, V, None)
+        O_ref, A_ref = scaled_dot_product_attention(Q, K, V)
+        Af, Of = (np.asarray(x, dtype=np.float64) for x in (A, O))
+        if all(np.all(np.abs(x - r) <= SMALL_RTOL * np.abs(r))
+               for x, r in ((Af, A_ref), (Of, O_ref))):
+            return True, ""
+        want, got = (", ".join(f"{v:.2g}" for v in x[0, 1:]) for x in (A_ref, Af))
+        if np.any(Af[0, 1:] == 0):
+            return False, FLUSHED.format(want=want, got=got)
+        if np.any(Af[0, 1:] > (1 + SMALL_RTOL) * A_ref[0, 1:]):
+            return False, FLOORED.format(want=want, got=got)
+        return False, (f"the small weights (keys 40, 80 and 708 below the row's "
+                       f"maximum) are {got}, not {want}: exp(S - m) gives each "
+                       "its own weight, compared relatively here")
     return case
 
 
@@ -1198,11 +1277,12 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
 
     results = [
         _run("weights and output, one head, no mask", _case(fn, Q, K, V)),
-        _run("large scores (queries 1000 times longer; one near -1000)", _all(_case(
+        _run("large scores (queries 1000 times longer; one near -1000); keys "
+             "40 to 708 below their row's maximum", _all(_case(
             fn, Q_big, K_big, V,
             what="; the scores here exceed 700, where exp() overflows float64, and "
                  "query 2's all lie near -1000, where it underflows"),
-            _case(fn, Q_top, K_top, V_top))),
+            _case(fn, Q_top, K_top, V_top), _small_weights_case(fn))),
         _run(f"a causal mask, a (T_k,) key mask, and a masked row of {LONG_T_K} "
              "keys; rows whose first keys are masked: masked keys get weight "
              "exactly 0",
