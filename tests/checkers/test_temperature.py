@@ -904,7 +904,8 @@ UNIFORM_ROWS = ("some rows of your weights (1 of 3) are exactly 1/T_k, uniform, 
 #: The far hint's naming of every shift but the right one (st8b: it blamed one maximum
 #: for the whole array for a row mean's, a row minimum's and the raw scores' maximum).
 OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum, not "
-               "the unscaled scores' maximum, not one maximum for the whole array)?")
+               "the unscaled scores' maximum subtracted from the scaled scores, not "
+               "one maximum for the whole array)?")
 
 
 # Found by the student round st11b.
@@ -1152,6 +1153,54 @@ def tau_off_between_2_and_5(Q, K, V, tau):
     # st17b: wrong only between the checker's temperatures 2 and 5 (passed)
     return right(Q, K, V, 1.01 * tau if 2 < tau < 5 else tau)
 
+def tau_rounded_to_2_digits(Q, K, V, tau):
+    # st18b: every tau probed was a decimal of one or two digits (passed)
+    return right(Q, K, V, float(f"{tau:.2g}"))
+
+
+def tau_rounded_to_4_digits(Q, K, V, tau):
+    return right(Q, K, V, float(f"{tau:.4g}"))
+
+
+def tau_rounded_to_6_digits(Q, K, V, tau):
+    return right(Q, K, V, float(f"{tau:.6g}"))
+
+
+def tau_ignored_for_0_35_to_0_5_and_6_to_9(Q, K, V, tau):
+    # st18b: no tau probed in either band (passed)
+    return right(Q, K, V, 1.0 if 0.35 < tau < 0.5 or 6 < tau < 9 else tau)
+
+
+def tau_5_percent_off_for_6e_3_to_9e_3(Q, K, V, tau):
+    return right(Q, K, V, 1.05 * tau if 6e-3 < tau < 9e-3 else tau)
+
+
+def tau_1_percent_off_for_1_1_to_1_4(Q, K, V, tau):
+    return right(Q, K, V, 1.01 * tau if 1.1 < tau < 1.4 else tau)
+
+
+def tau_5_percent_off_for_60_to_90(Q, K, V, tau):
+    return right(Q, K, V, 1.05 * tau if 60 < tau < 90 else tau)
+
+
+def argmax_for_1e_299_to_1e_19(Q, K, V, tau):
+    # st18b: cold, only 1e-300 (and near ties to 1e-18) were probed on unscaled scores
+    # that do not tell an argmax apart (passed 16 of 16)
+    if 1e-299 < tau < 1e-19:
+        S = Q @ np.swapaxes(K, -1, -2)
+        A = (S == S.max(-1, keepdims=True)).astype(Q.dtype)
+        A /= A.sum(-1, keepdims=True)
+        return A @ V, A
+    return right(Q, K, V, tau)
+
+
+def uniform_for_1e11_to_1e299(Q, K, V, tau):
+    if 1e11 < tau < 1e299:
+        A = np.full(Q.shape[:-1] + K.shape[-2:-1], 1.0 / K.shape[-2], dtype=Q.dtype)
+        return A @ V, A
+    return right(Q, K, V, tau)
+
+
 SUM_OVERFLOWS = ("the sum of exp overflows even when each exp does not: always "
                  "subtract the row maximum")
 FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative "
@@ -1160,13 +1209,32 @@ FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative
 
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st18b
+    (tau_rounded_to_2_digits, "tau rounded to 2 significant digits"),
+    (tau_rounded_to_4_digits, "tau rounded to 4 significant digits"),
+    (tau_rounded_to_6_digits, "tau rounded to 6 significant digits"),
+    (tau_ignored_for_0_35_to_0_5_and_6_to_9, "weights at other sizes at tau = "
+     "0.4369503571 differs from the reference by up to 0.254: tau is ignored: these "
+     "are the weights at tau = 1"),
+    (tau_5_percent_off_for_6e_3_to_9e_3, "weights at other sizes at tau = 0.007770198233 "
+     "differs from the reference by up to 9.51e-07: your weights are softmax(c Q K^T)"),
+    (tau_1_percent_off_for_1_1_to_1_4, "weights at other sizes at tau = 1.381758353 "
+     "differs from the reference by up to 0.00324: your weights are softmax(c Q K^T) "
+     "with c = 0.3583"),
+    (tau_5_percent_off_for_60_to_90, "weights at other sizes at tau = 77.70198233 "
+     "differs from the reference by up to 0.000321: your weights are softmax(c Q K^T)"),
+    (argmax_for_1e_299_to_1e_19, "weights at tau = 1e-100 on Q scaled by tau differs "
+     "from the reference by up to 0.66: your weights are exactly one-hot (an argmax?)"),
+    (uniform_for_1e11_to_1e299, "weights at tau = 1e+100 on Q scaled by tau differs "
+     "from the reference by up to 0.346: your weights are exactly 1/T_k, uniform"),
     # found by the student round st17b
     (shift_only_where_the_maximum_passes_709, SUM_OVERFLOWS),
     (shift_only_where_exp_of_the_maximum_overflows, SUM_OVERFLOWS),
     (scores_floored_at_minus_1e9, FLOORED_FAR),
     (shift_floored_at_minus_1e6, FLOORED_FAR),
-    (tau_off_between_2_and_5, "weights at other sizes at tau = 3.2 differs from the "
-     "reference by up to 0.00178: your weights are softmax(c Q K^T) with c = 0.1547"),
+    (tau_off_between_2_and_5, "weights at other sizes at tau = 2.457152429 differs "
+     "from the reference by up to 0.00227: your weights are softmax(c Q K^T) with "
+     "c = 0.2015"),
     (no_shift_epsilon_1e_300_in_the_sum, NOT_SHIFTED + " overflows to inf (and inf/inf "
      "is NaN), and where every score of a row lies below about -745 exp() underflows to "
      "0 on every key (0/0); an epsilon in the row sums, E / (E.sum(axis=-1, "
@@ -1228,11 +1296,11 @@ WRONG = [
     (lead_18, ONE_HOT_AT.format(g=18.5, err="1.85e-08")),
     (weight_1e_6, ONE_HOT_AT.format(g=16, err="2.25e-07")),
     (weight_1e_7, ONE_HOT_AT.format(g=18.5, err="1.85e-08")),
-    (tau_clamped_from_above_at_1e12, "weights at tau = 1e+300 on Q scaled by tau differs "
+    (tau_clamped_from_above_at_1e12, "weights at tau = 1e+100 on Q scaled by tau differs "
      "from the reference by up to 0.66: your weights are those of a colder temperature "
-     "than tau = 1e+300 (the softmax at tau = 1e+10 gives them here, as does any tau far "
-     "below 1e+300): was tau clamped from above (min(tau, ...)"),
-    (tau_clamped_from_above_at_1e12, "output at tau = 1e+300 on Q scaled by tau differs "
+     "than tau = 1e+100 (the softmax at tau = 1e+10 gives them here, as does any tau far "
+     "below 1e+100): was tau clamped from above (min(tau, ...)"),
+    (tau_clamped_from_above_at_1e12, "output at tau = 1e+100 on Q scaled by tau differs "
      "from the reference by up to 1.27: your weights are those of a colder temperature"),
     (spread_1e_6, UNIFORM_ROWS.format(tau="1e+06")),
     (spread_1e_7, UNIFORM_ROWS.format(tau="1e+07")),
@@ -1265,13 +1333,13 @@ WRONG = [
     (floor_at_25, "was there a floor on the shifted scores (np.clip(S, -25, 0)"),
     (floor_at_30, "output at tau = 0.01 on 4096 keys differs from the reference by up to "
      "6.01e-07: the smallest weights of a row are all one number, e^-30 times the largest"),
-    (uniform_above_1e10, "your weights are exactly 1/T_k, uniform, where at tau = 1e+300"),
-    (first_order_expansion_above_1e10, "weights at tau = 1e+300 on Q scaled by tau differs "
+    (uniform_above_1e10, "your weights are exactly 1/T_k, uniform, where at tau = 1e+100"),
+    (first_order_expansion_above_1e10, "weights at tau = 1e+100 on Q scaled by tau differs "
      "from the reference by up to 0.095: your weights are the softmax's expansion to first "
      "order"),
-    (tau_clamped_at_1e_19, "at tau = 1e-300 the softmax still tells the keys apart (the "
+    (tau_clamped_at_1e_19, "at tau = 1e-100 the softmax still tells the keys apart (the "
      "scores, divided by tau sqrt(d_k), lie near 1 here): was tau clamped from below"),
-    (argmax_below_1e_18, "exactly one-hot (an argmax?), where at tau = 1e-300"),
+    (argmax_below_1e_18, "exactly one-hot (an argmax?), where at tau = 1e-100"),
     (the_librarys_function_in_a_thread, "calls the library's own "
      "attention.scaled_dot_product_attention"),
     (the_librarys_private_blocked_forward, "calls the library's own "
@@ -1395,9 +1463,21 @@ WRONG = [
 ]
 
 
+def _check_on_the_fixed_settings(attempt):
+    """The checker on its fixed temperatures alone (the ones drawn afresh on each call
+    only add coverage): what each wrong attempt must fail."""
+    from attention.checkers import temperature
+
+    drawn, temperature._draw_taus = temperature._draw_taus, lambda seed: ()
+    try:
+        return checkers.check_attention_with_temperature(attempt)
+    finally:
+        temperature._draw_taus = drawn
+
+
 @pytest.mark.parametrize("attempt, keyword", WRONG, ids=[f.__name__ for f, _ in WRONG])
 def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mistake(attempt, keyword):
-    run = run_once(checkers.check_attention_with_temperature, attempt)  # see conftest
+    run = run_once(_check_on_the_fixed_settings, attempt)  # see conftest
     assert run.result is False
     report = run.text
     failed = [line for line in report.splitlines() if line.startswith("✗")]
@@ -1409,7 +1489,8 @@ def test_each_plausible_wrong_attempt_is_rejected_with_a_message_naming_the_mist
 EXCLUSIVE = {
     "divided by tau twice": {tau_squared, tau_on_both_q_and_k},
     # (an argmax with np.isclose ties is one-hot where the scores lie apart)
-    "exactly one-hot": {argmax_when_cold, argmax_below_a_tiny_tau, argmax_below_1e_10,
+    "exactly one-hot": {argmax_for_1e_299_to_1e_19, argmax_when_cold,
+                        argmax_below_a_tiny_tau, argmax_below_1e_10,
                         argmax_below_1e_16_ties_shared, argmax_below_1e_18,
                         argmax_with_isclose_ties_when_cold, lead_14, lead_15, lead_17,
                         lead_18, weight_1e_6, weight_1e_7, lead_18_6, lead_22, lead_26,
@@ -1425,8 +1506,8 @@ EXCLUSIVE = {
     "compute float16 in float32": {textbook_line_in_float16,
                                    raw_products_in_float16_then_float32,
                                    q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16},
-    "exactly 1/T_k": {uniform_when_hot, uniform_above_1e6, uniform_above_1e8,
-                      uniform_above_1e10, spread_1e_6, spread_1e_7},
+    "exactly 1/T_k": {uniform_for_1e11_to_1e299, uniform_when_hot, uniform_above_1e6,
+                      uniform_above_1e8, uniform_above_1e10, spread_1e_6, spread_1e_7},
     "made uniform when its scaled scores lie close together": {spread_1e_6, spread_1e_7},
     "was tau clamped from above": {tau_clamped_from_above_at_1e12},
     "tau * tau": {tau_squared_under_the_root},
@@ -1458,7 +1539,8 @@ EXCLUSIVE = {
         shift_where_exp_would_overflow_or_underflow},
     # (uniform weights give that output too)
     "plain mean of the values": {output_the_mean_of_the_values_when_hot, uniform_when_hot,
-                                 uniform_above_1e6, uniform_above_1e8, uniform_above_1e10},
+                                 uniform_above_1e6, uniform_above_1e8, uniform_above_1e10,
+                                 uniform_for_1e11_to_1e299},
     "an epsilon added to the row sums": {epsilon_in_the_row_sums,
                                          epsilon_1e_8_in_the_row_sums},
     "also when every score is negative": {shift_clamped_at_zero,
@@ -1486,7 +1568,7 @@ EXCLUSIVE = {
 
 @pytest.mark.parametrize("attempt", [f for f, _ in WRONG], ids=[f.__name__ for f, _ in WRONG])
 def test_no_wrong_attempt_is_told_another_mistakes_name(attempt):
-    report = run_once(checkers.check_attention_with_temperature, attempt).text
+    report = run_once(_check_on_the_fixed_settings, attempt).text
     for phrase, owners in EXCLUSIVE.items():
         if attempt not in owners:
             assert phrase not in report, (attempt.__name__, phrase)
@@ -2131,3 +2213,38 @@ def test_the_temperatures_between_the_others_fill_every_quarter_decade():
     for i in range(-12, 8):  # [10^(i/4), 10^((i+1)/4)] from 1e-3 to 100
         lo, hi = 10 ** (i / 4), 10 ** ((i + 1) / 4)
         assert any(lo * 0.99 <= x <= hi * 1.01 for x in taus), (lo, hi)
+    # st18b: the other sizes' taus alone leave no gap wider than an eighth of a decade
+    # from 1e-3 to 1e3, and none is a short decimal (tau rounded to 6 digits shows)
+    grid = sorted(t.BETWEEN_TAUS)
+    edges = [1e-3] + grid + [1e3]
+    assert max(np.diff(np.log10(edges))) <= 1 / 8 + 1e-12
+    assert all(float(f"{x:.7g}") != x for x in grid)
+
+
+def test_the_temperatures_drawn_afresh_lie_from_1e_3_to_1e3_and_the_right_answer_passes_there(
+        monkeypatch, capsys):
+    from attention.checkers import temperature as t
+
+    for seed in range(200):
+        drawn = t._draw_taus(seed)
+        assert len(drawn) == t.DRAWN_TAUS > 0
+        assert all(1e-3 <= x <= 1e3 and float(f"{x:.7g}") != x for x in drawn)
+    assert t._draw_taus(1) == t._draw_taus(1) != t._draw_taus(2)
+    assert checkers.check_attention_with_temperature(right) is True
+
+
+def test_a_mistake_seen_only_at_a_drawn_temperature_prints_it_and_the_seed(monkeypatch,
+                                                                         capsys):
+    from attention.checkers import temperature as t
+
+    monkeypatch.setattr(t, "_draw_taus", lambda seed: (0.05,))
+    monkeypatch.setattr(t, "_fresh_seed", lambda: 42)
+    # the fixed temperatures nearest 0.05 are 0.0437 and 0.0582: wrong between them
+    assert not any(0.045 < x < 0.055 for x in t.BETWEEN_TAUS + t.TAUS)
+    attempt = lambda Q, K, V, tau: right(Q, K, V, 1.05 * tau if 0.045 < tau < 0.055
+                                         else tau)  # noqa: E731
+    assert checkers.check_attention_with_temperature(attempt) is False
+    out = capsys.readouterr().out
+    assert "at tau = 0.05, drawn afresh for this call" in out
+    assert "_draw_taus(42) in attention.checkers.temperature draws it again" in out
+    assert "15 of 16 checks passed." in out

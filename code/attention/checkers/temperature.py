@@ -28,19 +28,25 @@ about 7e303 and 3.5e303, finite (clipping the scaled scores at any bound below 3
 np.clip(S, -L, L), ties them); at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
 tau sqrt(d_k), which the softmax gives e/(1 + e) and 1/(1 + e) and which a tau clamped
 from below (at 1e-16, or at the machine epsilon), an epsilon added to it or a temperature
-applied as a power of the exponentials does not give; at the extremes tau = 1e-300 and
-1e300 on a query scaled by tau, whose scaled scores stay near 1, so that a shortcut taken
-beyond any threshold of tau (uniform weights, an expansion of exp(), a clamp, an argmax)
-shows, however far out the threshold lies (only one taken beyond 1e300 or below 1e-300
-is not seen); hot, at tau = 100, 1e3, 1e6 and 1e7 on the checker's inputs, where the weights still
+applied as a power of the exponentials does not give; at tau = 1e-100 and 1e-300, 1e100
+and 1e300 on a query scaled by tau, whose scaled scores stay near 1, so that a shortcut
+taken beyond a threshold of tau (uniform weights, an expansion of exp(), a clamp, an
+argmax) shows wherever the threshold lies, up to 1e300 and down to 1e-300; a shortcut
+taken only on a window of tau that holds none of the temperatures probed (between
+1e-299 and 1e-101, or 1e101 and 1e299, say), or only beyond 1e300 or below 1e-300, is
+not seen; hot, at tau = 100, 1e3, 1e6 and 1e7 on the checker's inputs, where the weights still
 differ from 1/T_k by about 3e-8, and at 1e8 and 1e10 on scores of about 1e4 (entries of
 size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
 from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on the
 scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows,
-and there at every quarter decade of tau from 0.0018 to 56 that the other cases leave out
-(BETWEEN_TAUS), so that an attempt right only at the temperatures probed elsewhere shows
-(one wrong only between 1e3 and 1e6, or between 1e-9 and 1e-3, where the weights of
-these inputs are nearly uniform or one-hot, is not seen); with Q, K and V left unchanged;
+and there at 50 temperatures of many digits, every eighth of a decade from 1e-3 to 1e3
+with 0.123456789 and 3.4567891 (BETWEEN_TAUS), and at 3 drawn afresh on every call,
+log-uniform over the same range (a failure there prints the seed that draws them
+again), so that an attempt right only at the temperatures probed elsewhere, or one that
+rounds tau to a few significant digits (told so), shows (one wrong only on a band of tau
+narrower than an eighth of a decade is seen only when a drawn tau falls in it; one
+wrong only between 1e3 and 1e6, or between 1e-9 and 1e-3, where the weights of these
+inputs are nearly uniform or one-hot, is not seen); with Q, K and V left unchanged;
 and, cold, on two further queries whose scores lie far apart, on a query whose best
 scaled scores lie near -740 (exp() of them is subnormal in float64: a shift made only
 where exp() would overflow or underflow on every key is off by about 4e-3 there), and
@@ -116,6 +122,7 @@ the library in another process is not caught; nor is a copy of its source.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 
@@ -198,7 +205,21 @@ OTHER, OTHER_TAU = ((2,), 5, 3, 4, 6), 0.7
 #: 0.0032, ..., 56), run at the other sizes after them, so that an attempt right only
 #: at the temperatures probed elsewhere shows (st17b: one wrong only for
 #: 2 < tau < 5, or 0.01 < tau < 0.3, passed).
-BETWEEN_TAUS = tuple(float(f"{10 ** (i / 4):.2g}") for i in range(-11, 8) if i != -8)
+#: st18b: every tau was a decimal of one or two digits, so that tau rounded to 2 to 4
+#: significant digits passed, and so did tau ignored for 0.35 < tau < 0.5 or 6 < tau < 9:
+#: now every eighth of a decade from 1e-3 to 1e3, 10^((i + 0.123456789) / 8) (no two
+#: neighbours farther apart than an eighth of a decade, none of them a short decimal:
+#: 0.0010334, 0.0012289, ...), and 0.123456789 and 3.4567891.
+BETWEEN_TAUS = tuple(10 ** ((i + 0.123456789) / 8) for i in range(-24, 24)) \
+    + (0.123456789, 3.4567891)
+#: Temperatures drawn afresh on every call, log-uniform from 1e-3 to 1e3, run at the
+#: other sizes after BETWEEN_TAUS: they only add coverage (every mistake the tests name
+#: shows on the fixed temperatures); a failure at a drawn one prints it and the seed
+#: that draws it again.
+DRAWN_TAUS = 3
+#: The extreme temperatures' neighbours, on the query scaled by tau too (st18b: an argmax
+#: taken only for 1e-299 < tau < 1e-19 passed): 1e-100 and 1e100.
+FAR_TAUS = (1e-100, 1e100)
 #: Sizes that allow a mistake: T_q = T_k = SQUARE (Q = K = V, of width SQUARE_D), where
 #: a causal mask applied to square scores shows, and T_k = d_k = SQUARE_D (T_q = 3,
 #: d_v = 2), where K used as it is (as if given transposed) shows.
@@ -348,6 +369,36 @@ def _rising_row(tau):
     scaled[-1] = 0.0
     K += ((scaled * tau * np.sqrt(d_k) - K @ q[0]) / (q[0] @ q[0]))[:, None] * q[0]
     return q, K, V
+
+
+def _fresh_seed() -> int:
+    """A seed from the operating system, new on every call."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def _draw_taus(seed: int) -> tuple:
+    """The temperatures drawn afresh (DRAWN_TAUS of them, log-uniform from 1e-3 to 1e3,
+    with every digit a float64 holds)."""
+    rng = np.random.default_rng(seed)
+    return tuple(float(10 ** rng.uniform(-3, 3)) for _ in range(DRAWN_TAUS))
+
+
+def _tau_rounded(fn, Q, K, V, tau) -> str:
+    """What an attempt is told whose answer at ``tau`` is the softmax at tau rounded to
+    a few significant digits (st18b: "%.3g" of tau, say), or ""."""
+    pair, _ = _attempt(fn, Q, K, V, tau)
+    if pair is None:
+        return ""
+    for n in range(1, 8):
+        t = float(f"{tau:.{n}g}")
+        if t == tau:
+            return ""
+        O_n, A_n = scaled_dot_product_attention(Q, K, V, temperature=t)
+        if _close(pair[1], A_n, "")[0] and _close(pair[0], O_n, "")[0]:
+            return (f"your answer is the softmax at tau = {t:.{n}g}, tau rounded to {n} "
+                    f"significant digit{'s' if n > 1 else ''} (tau = {tau:.10g} here): "
+                    "use tau as given, unrounded")
+    return ""
 
 
 def _scaled_scores_row(K, scaled, tau):
@@ -1001,6 +1052,8 @@ def _tau_squared(fn, Q, K, V, tau, A) -> str:
     underflowed, on the way. Otherwise ""."""
     A = np.asarray(A, dtype=np.float64)
     hot = tau > 1
+    if tau not in SQUARE_FITS:  # (at 1e100 and 1e-100 tau * tau fits float64)
+        return ""
     if not (np.all(A == 1 / A.shape[-1]) if hot else not np.isfinite(A).all()):
         return ""
     mid = SQUARE_FITS[tau]
@@ -1191,7 +1244,8 @@ _EXP_MAX = {"float32": float(np.log(np.finfo(np.float32).max)),
 
 #: Said when a row's weights are NaN for a shift by another maximum than its own.
 OWN_MAXIMUM = ("was each row shifted by its own maximum (not its mean or minimum, "
-               "not the unscaled scores' maximum, not one maximum for the whole array)? "
+               "not the unscaled scores' maximum subtracted from the scaled scores, not "
+               "one maximum for the whole array)? "
                "Any other shift can leave a row whose scaled scores all lie far below "
                "it with every exponential underflowed to 0 (or above it, overflowed to "
                "inf), and 0/0 or inf/inf is NaN; subtract S.max(axis=-1, keepdims=True) "
@@ -1461,6 +1515,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     Vl = V_SIZE * Vl
     cold = [(Q, K, V, COLD, f"at tau = {COLD:g}"),
             (Ql, Kl, Vl, LONG_TAU, f"at tau = {LONG_TAU:g} on {T_k} keys"),
+            (FAR_TAUS[0] * Q, K, V, FAR_TAUS[0],
+             f"at tau = {FAR_TAUS[0]:g} on Q scaled by tau"),
             (EXTREME_COLD * Q, K, V, EXTREME_COLD,
              f"at tau = {EXTREME_COLD:g} on Q scaled by tau")]
     # and rows whose best scaled score leads the next two by 14.5, 16 and 18.5 (a fourth
@@ -1487,7 +1543,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         for q, k, v, t, what, O, A in cold:
             wanted = dict(want_A=A if weights else None, want_O=None if weights else O,
                           what=what, shortcuts=ordinary_ok)
-            if t == EXTREME_COLD:  # (q is Q scaled by tau)
+            if t in (EXTREME_COLD, FAR_TAUS[0]):  # (q is Q scaled by tau)
                 ok, detail = _extreme_case(fn, Q, k, v, t, **wanted)
             else:
                 ok, detail = _case(fn, q, k, v, t, **wanted)
@@ -1502,7 +1558,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     cold_title = (f"at tau = {COLD:g} (also on rows whose scaled scores lead by "
                   f"{leads}, on rows of {LONG_LEADS_T} keys led by {long_leads}, "
                   f"and on a row of {RISING_T} keys rising along it), "
-                  f"at {LONG_TAU:g} on {T_k} keys, and at "
+                  f"at {LONG_TAU:g} on {T_k} keys, and at {FAR_TAUS[0]:g} and "
                   f"{EXTREME_COLD:g} on Q scaled by tau")
     results.append(_run(f"weights {cold_title}", lambda: cold_case(True)))
     results.append(_run(f"output {cold_title}", lambda: cold_case(False)))
@@ -1801,6 +1857,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     big = [(t, *scaled_dot_product_attention(Qg, Kg, Vg, temperature=t)) for t in BIG_TAUS]
     Qx = EXTREME_HOT * Q  # Q K^T about 1e300: finite, and the scaled scores near 1
     O_x, A_x = scaled_dot_product_attention(Qx, K, V, temperature=EXTREME_HOT)
+    O_f, A_f = scaled_dot_product_attention(FAR_TAUS[1] * Q, K, V, temperature=FAR_TAUS[1])
+    far_hot = f"at tau = {FAR_TAUS[1]:g} on Q scaled by tau"
     extreme = f"at tau = {EXTREME_HOT:g} on Q scaled by tau"
 
     def nearly_uniform_weights():
@@ -1823,6 +1881,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
+        ok, detail = _extreme_case(fn, Q, K, V, FAR_TAUS[1], far_hot, want_A=A_f,
+                                   shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
+        if not ok:
+            return ok, detail
         return _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_A=A_x,
                              shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
 
@@ -1838,11 +1900,15 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                shortcuts=ordinary_ok)
             if not ok:
                 return ok, detail
+        ok, detail = _extreme_case(fn, Q, K, V, FAR_TAUS[1], far_hot, want_O=O_f,
+                                   shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
+        if not ok:
+            return ok, detail
         return _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_O=O_x,
                              shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
 
     hot = (f"to {BIG_TAUS[-1]:g}, on small and on large scores, and at "
-           f"{EXTREME_HOT:g} on Q scaled by tau")
+           f"{FAR_TAUS[1]:g} and {EXTREME_HOT:g} on Q scaled by tau")
     results.append(_run(f"weights at tau = {WARM[0]:g} {hot}", nearly_uniform_weights))
     results.append(_run(f"output at tau = {HOT:g} {hot}", output_near_the_mean))
 
@@ -1864,21 +1930,35 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         flat_A = _softmax(Qt @ Kt / (OTHER_TAU * np.sqrt(SQUARE_D)))
     between = [(t, *scaled_dot_product_attention(Qo, Ko, Vo, temperature=t))
                for t in BETWEEN_TAUS]
+    seed = _fresh_seed()
+    drawn = [(t, *scaled_dot_product_attention(Qo, Ko, Vo, temperature=t))
+             for t in _draw_taus(seed)]
 
     def between_the_taus():
         for t, O_t, A_t in between:
             ok, detail = _case(fn, Qo, Ko, Vo, t, want_A=A_t, want_O=O_t,
-                               what=f"at other sizes at tau = {t:g}",
+                               what=f"at other sizes at tau = {t:.10g}",
                                shortcuts=ordinary_ok)
             if not ok:
-                return ok, detail
+                rounded = _tau_rounded(fn, Qo, Ko, Vo, t)
+                return ok, (f"{detail.split(': ', 1)[0]}: {rounded}" if rounded
+                            else detail)
+        for t, O_t, A_t in drawn:
+            ok, detail = _case(fn, Qo, Ko, Vo, t, want_A=A_t, want_O=O_t,
+                               what=f"at other sizes at tau = {t!r}, drawn afresh for "
+                               "this call", shortcuts=ordinary_ok)
+            if not ok:
+                return ok, (f"{detail} (right at every fixed temperature; "
+                            f"_draw_taus({seed}) in attention.checkers.temperature "
+                            "draws it again): the softmax must hold at every tau")
         return True, ""
 
     results.append(_run(f"other sizes ({lead[0]}, T_q = {T_q}, d_k = {d_k}), T_k = {T_k}, "
                         f"d_v = {d_v}, values of size {V_SIZE:g}, tau = {OTHER_TAU:g}; "
                         f"T_q = T_k = {SQUARE} with Q = K = V, and T_k = d_k = {SQUARE_D}; "
-                        f"and there tau = {BETWEEN_TAUS[0]:g} to {BETWEEN_TAUS[-1]:g}, "
-                        "between the others",
+                        f"and there {len(BETWEEN_TAUS)} taus from "
+                        f"{min(BETWEEN_TAUS):.3g} to {max(BETWEEN_TAUS):.3g}, between "
+                        f"the others, and {DRAWN_TAUS} drawn afresh",
                         _all(lambda: _case(fn, Qo, Ko, Vo, OTHER_TAU, want_A=A_o, want_O=O_o,
                                            what="at other sizes", shortcuts=ordinary_ok),
                              lambda: _shape_trap_case(fn, Qs, Qs, Qs, OTHER_TAU,
