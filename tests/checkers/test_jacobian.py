@@ -301,7 +301,35 @@ def vjp_zero_past_1_minus_1e_15(a, g):  # st17a: passed
 
 NOT_ZERO = "saturated rows are not zero: their small entries a_j(1-a_j) ~ 4e-18"
 
+def jacobian_a_times_eye_minus_a(a):  # st18a: told diag(a) - 1 a^T
+    return a * (np.eye(len(a)) - a)
+
+
+def vjp_a_squared_times_sum_g(a, g):  # st18a: told a * (g - sum(g))
+    return a * g - a * a * g.sum()
+
+
+def vjp_by_a_broadcast_view_of_a(a, g):  # st18a: told one row of J at a time
+    n = a.size
+    return a * g - a * (np.broadcast_to(a, (n, n)) @ g)
+
+
+def vjp_by_as_strided_rows_of_a(a, g):  # st18a: told one row of J at a time
+    from numpy.lib.stride_tricks import as_strided
+    n = a.size
+    return a * g - a * (as_strided(a, (n, n), (0, a.strides[0])) @ g)
+
+
+def _vjp_flushing_below(eps):
+    def flushes(a, g):  # st18a: passed (the smallest weight checked was 4.2e-18)
+        a = np.where(a < eps, 0.0, a)
+        return a * (g - a @ g)
+    flushes.__name__ = f"vjp_flushing_weights_below_{eps:.0e}".replace("-", "_")
+    return flushes
+
+
 WRONG_JACOBIANS = [
+    (jacobian_a_times_eye_minus_a, "at a one-hot row it must be exactly 0"),
     (jacobian_zero_where_a_max_is_1, NOT_ZERO),
     (jacobian_zero_past_1_minus_1e_15, NOT_ZERO),
     (jacobian_with_an_epsilon_in_the_normaliser, "nonzero only at the weight-1 key: "
@@ -653,6 +681,11 @@ def vjp_builds_j_on_the_first_call_at_each_length(a, g):  # passed (its first ca
 
 
 WRONG_VJPS = [
+    (vjp_a_squared_times_sum_g, "at a one-hot row it must be exactly 0"),
+    (vjp_by_a_broadcast_view_of_a, "recomputes the number a.g"),
+    (vjp_by_as_strided_rows_of_a, "recomputes the number a.g"),
+    (_vjp_flushing_below(1e-19), "softmax([690, 0, 0, 0])"),
+    (_vjp_flushing_below(1e-20), "softmax([690, 0, 0, 0])"),
     (vjp_zero_where_a_max_is_1, NOT_ZERO),
     (vjp_zero_past_1_minus_1e_15, NOT_ZERO),
     (vjp_with_an_epsilon_in_the_normaliser, "nonzero only at the weight-1 key: "

@@ -19,7 +19,9 @@ the top key's a_1 (1 - a_1) and a_1 (g_1 - a.g), differences of numbers near 1, 
 not, so each entry is compared with ROUNDINGS roundings of the size of the terms it
 is the difference of (relatively for the small entries, absolutely for the top
 key's): zeros returned where a.max() == 1.0, or above 1 - 1e-15, are named (st17a:
-they passed while the rows stopped at 1 - 1.4e-14). Both return plain
+they passed while the rows stopped at 1 - 1.4e-14); and so is softmax([690, 0, 0,
+0]), whose small weights are 2.9e-300 (their products underflow to 0 in every right
+way), so that weights flushed to 0 below 1e-19 or 1e-20 are named (st18a). Both return plain
 float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
 cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``), each against a
@@ -310,6 +312,25 @@ class _Counting(np.ndarray):
         return set()
 
     @staticmethod
+    def _broadcast(x) -> tuple:
+        """(names, rows): which of a, g and a * g a stride-0 view among ``x`` repeats
+        row after row (np.broadcast_to(a, (n, n)), as_strided), and how many rows it
+        has: one operation on it takes that row once per row (st18a: such a view
+        times g was told 'one row of J at a time')."""
+        if isinstance(x, (list, tuple, dict)):
+            values = x.values() if isinstance(x, dict) else x
+            found = [_Counting._broadcast(y) for y in values]
+            return (set().union(*(f[0] for f in found)),
+                    max((f[1] for f in found), default=1))
+        if isinstance(x, np.ndarray) and x.ndim == 2 and x.strides[0] == 0 and \
+                x.shape[0] > 1:
+            plain = x.view(np.ndarray)[0]
+            names = {name for name, row in _Counting.rows.items()
+                     if plain.shape == row.shape and np.array_equal(plain, row)}
+            return names, x.shape[0] if names else 1
+        return set(), 1
+
+    @staticmethod
     def _counted(result):
         """``result`` with its plain arrays as counting arrays."""
         if isinstance(result, tuple):
@@ -323,7 +344,9 @@ class _Counting(np.ndarray):
         results = result if isinstance(result, tuple) else (result,)
         sizes += [np.size(r) for r in results if isinstance(r, np.ndarray)]
         _Counting.work += max(sizes, default=1)
-        _Counting.pairs += bool({"a", "g"} <= whole or "ag" in whole)
+        repeated, rows = _Counting._broadcast(list(operands))
+        whole = set(whole) | repeated
+        _Counting.pairs += bool({"a", "g"} <= whole or "ag" in whole) * rows
 
     def dot(self, b, out=None):
         """``a.dot(g)``: the method calls no ufunc and no __array_function__."""
@@ -699,7 +722,7 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
 
 
 def _exactly_zero(got, shape: tuple, what: str, mistakes=(),
-                  one_hot=None) -> tuple[bool, str]:
+                  one_hot=None, confirm=None) -> tuple[bool, str]:
     """A one-hot row's J or VJP: a plain float64 array of zeros, exactly (the right
     formulas multiply by a weight that is exactly 0, or subtract 1 - 1). A result that
     one of the ``mistakes`` (at the one-hot row) gives is named as that mistake; where
@@ -713,6 +736,11 @@ def _exactly_zero(got, shape: tuple, what: str, mistakes=(),
     arr = np.asarray(got, dtype=np.float64)
     named = _named(arr, mistakes, lambda x, y: np.allclose(x, y, atol=1e-9, rtol=1e-7),
                    want)
+    if named and confirm is not None and not confirm(named):
+        # (st18a: a * (I - a) and a * g - a * a * g.sum() equal diag(a) - 1 a^T and
+        # a * (g - sum(g)) at the one-hot row only: a mistake is named here only if
+        # it matches a row that is not one-hot too)
+        named = ""
     if named:
         return False, f"{detail}: {named}"
     if np.abs(arr).max() >= 1e-6:
@@ -781,6 +809,10 @@ def _saturated(func: Callable, args: dict, want, mistakes, what: str,
 #: A row whose largest weight rounds to exactly 1.0 in float64, its others 4.2e-18
 #: (st17a: zeros returned where a.max() == 1.0, or above 1 - 1e-15, passed).
 ROUNDED_ONE = (np.array([40.0, 0.0, 0.0, 0.0]), "softmax([40, 0, 0, 0])")
+#: And a row whose small weights are 2.9e-300 (st18a: a vjp flushing weights below
+#: 1e-19 or 1e-20 to 0 passed, the smallest weight checked being 4.2e-18): its
+#: products a_i a_j of two small weights underflow to 0 in every right way.
+ROUNDED_ONES = (ROUNDED_ONE, (np.array([690.0, 0.0, 0.0, 0.0]), "softmax([690, 0, 0, 0])"))
 #: Tolerance on each entry of J (or J g) at ROUNDED_ONE, in roundings of the terms it
 #: is the difference of (a_i delta_ij and a_i a_j; a_i g_i and a_i (a.g)): a small
 #: entry, -a_i a_j or a_j (1 - a_j), is then compared relatively, the top key's
@@ -796,7 +828,7 @@ SATURATED_NOT_ZERO = (
 
 
 def _entrywise(func: Callable, args: dict, want, scale, mistakes,
-               what: str, of: str) -> tuple[bool, str]:
+               what: str, of: str, label: str = ROUNDED_ONE[1]) -> tuple[bool, str]:
     """func on ROUNDED_ONE, each entry within ROUNDINGS roundings of the size
     ``scale`` of the terms it is the difference of."""
     got = _on_copies(func, args)
@@ -813,7 +845,7 @@ def _entrywise(func: Callable, args: dict, want, scale, mistakes,
     if np.all(arr[bad] == 0):
         return False, (f"{what} is 0 where {of} is not (up to {float(err.max()):.2g}): "
                        + SATURATED_NOT_ZERO.format(
-                           label=ROUNDED_ONE[1], low=low, of=of,
+                           label=label, low=low, of=of,
                            vjp="" if of == "J" else ", and J g's a_j (g_j - a.g)"))
     named = _named(arr, mistakes, lambda x, y: np.array_equal(x, y))
     worst = np.unravel_index(np.argmax(np.where(bad, err / scale, 0)), err.shape)
@@ -833,10 +865,14 @@ def _saturated_jacobian(jacobian: Callable) -> tuple[bool, str]:
                                 rtol=_rtol(s))
         if not ok:
             return ok, detail
-    a = softmax(ROUNDED_ONE[0])
-    scale = np.diag(a) + np.outer(a, a)
-    return _entrywise(jacobian, dict(a=a), softmax_jacobian(a), scale,
-                      _jacobian_mistakes(a), f"J of {ROUNDED_ONE[1]}", "J")
+    for s, label in ROUNDED_ONES:
+        a = softmax(s)
+        scale = np.diag(a) + np.outer(a, a)
+        ok, detail = _entrywise(jacobian, dict(a=a), softmax_jacobian(a), scale,
+                                _jacobian_mistakes(a), f"J of {label}", "J", label)
+        if not ok:
+            return ok, detail
+    return True, ""
 
 
 def _saturated_vjp(vjp: Callable) -> tuple[bool, str]:
@@ -849,10 +885,14 @@ def _saturated_vjp(vjp: Callable) -> tuple[bool, str]:
                                 rtol=_rtol(s))
         if not ok:
             return ok, detail
-    a = softmax(ROUNDED_ONE[0])
-    scale = a * (np.abs(g) + a @ np.abs(g))
-    return _entrywise(vjp, dict(a=a, g=g), softmax_vjp(a, g), scale,
-                      _vjp_mistakes(a, g), f"VJP of {ROUNDED_ONE[1]}", "J g")
+    for s, label in ROUNDED_ONES:
+        a = softmax(s)
+        scale = a * (np.abs(g) + a @ np.abs(g))
+        ok, detail = _entrywise(vjp, dict(a=a, g=g), softmax_vjp(a, g), scale,
+                                _vjp_mistakes(a, g), f"VJP of {label}", "J g", label)
+        if not ok:
+            return ok, detail
+    return True, ""
 
 
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
@@ -871,6 +911,18 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
     # another length, with a weight that is exactly 0 (a masked key): an attempt right
     # only at 4 keys, or one that divides by an entry of a, shows
     a7 = softmax(np.array([0.5, -1.0, -np.inf, 2.0, 0.0, 1.5, -0.3]))
+    def confirm(func, args, mistakes):
+        """Whether func's result on the dense row is the mistake of that message."""
+        def matches(message):
+            try:
+                with np.errstate(all="ignore"):
+                    got = np.asarray(func(*(x.copy() for x in args)), dtype=np.float64)
+            except Exception:
+                return False
+            return any(m == message and got.shape == np.shape(v) and
+                       np.allclose(got, v, atol=1e-9, rtol=1e-7) for m, v in mistakes)
+        return matches
+
     results = [
         _run("Jacobian matches diag(a) - a a^T",
              _all(lambda: _untouched_then(jacobian, dict(a=a), softmax_jacobian(a),
@@ -878,14 +930,16 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
                   lambda: _saturated_jacobian(jacobian))),
         _run("a one-hot row has the zero Jacobian",
              lambda: _exactly_zero(jacobian(one_hot.copy()), (4, 4), "J at one-hot",
-                                   _jacobian_mistakes(one_hot), one_hot)),
+                                   _jacobian_mistakes(one_hot), one_hot,
+                                   confirm(jacobian, (a,), _jacobian_mistakes(a)))),
         _run("VJP matches J g",
              _all(lambda: _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g),
                                           _vjp_mistakes(a, g), "VJP"),
                   lambda: _saturated_vjp(vjp))),
         _run("a one-hot row passes no gradient",
              lambda: _exactly_zero(vjp(one_hot.copy(), g.copy()), (4,), "VJP at one-hot",
-                                   _vjp_mistakes(one_hot, g), one_hot)),
+                                   _vjp_mistakes(one_hot, g), one_hot,
+                                   confirm(vjp, (a, g), _vjp_mistakes(a, g)))),
         _run("Jacobian of a row of 7 keys, one weight 0",
              lambda: _untouched_then(jacobian, dict(a=a7), softmax_jacobian(a7),
                                      _jacobian_mistakes(a7), "J of 7 keys")),
