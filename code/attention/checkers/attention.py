@@ -84,7 +84,10 @@ The contract the exercise states, and this checker tests:
   that the other cases reject was told float32; float32 is named only when no row
   has a flushed weight or floored ties).
 
-Blind spots: attention written from PyTorch's other operations (``torch.exp`` of
+Blind spots: an online softmax whose blocks are at least as long as the longest row
+(4999 keys; st18a: blocks of 8192 without the rescale) makes one pass over every row
+and looks like the plain softmax, so it passes whether or not it rescales. Attention
+written from PyTorch's other operations (``torch.exp`` of
 scores formed from tensors made from the inputs, divided by their sum) is not refused;
 an attempt that computes it so and hands back NumPy arrays passes if its numbers are
 right.
