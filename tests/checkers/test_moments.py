@@ -942,8 +942,8 @@ def test_the_page_says_the_checker_probes_rho_near_1():
     from tests.pages._common import CHAPTERS
 
     page = " ".join((CHAPTERS / "variance.md").read_text().split())
-    assert ("positive and negative $\\rho$ (some near $\\pm 1$, where a formula "
-            "computed in `float32` loses its digits)") in page
+    assert ("some nearer $\\pm 1$, where a formula computed in `float32` loses its "
+            "digits") in page
     assert min(1 - abs(r) for r in moments.NEAR_ONE_RHOS) < 1e-7
     assert checkers.check_scaled_score_moments(formula_in_float32, verbose=False) is False
 
@@ -968,3 +968,22 @@ def test_every_quarter_decade_of_widths_and_every_power_of_2_holds_a_fixed_probe
     # and the second moment's form is right there (rho^2 d_k at most 1e7)
     for p in moments.FAR_GAP_PROBES:
         assert moments._same(second_moment_form(*p)[1], var(*p)), p
+
+
+def test_the_page_says_the_correlations_the_checker_probes():
+    # st18b: the variance page says rho every 0.05 from -1 to 1 and as small as 1e-12
+    from pathlib import Path
+
+    from attention.checkers import moments
+
+    page = " ".join((Path(__file__).resolve().parents[2] / "chapters"
+                     / "variance.md").read_text().split())
+    assert ("$\\rho$ (every 0.05 from $-1$ to 1, some nearer $\\pm 1$, where a formula "
+            "computed in `float32` loses its digits, and some as small as $10^{-12}$)") in page
+    every = {r for _, r, _ in moments.PROBES + moments.GRID_PROBES}
+    assert all(round(i / 20, 2) in every for i in range(-20, 21))
+    assert min(abs(r) for r in every if r) == 1e-12
+    # and the kurtoses leave no gap wider than a quarter decade from 1 to 1e20
+    ks = sorted({k for *_, k in moments.PROBES + moments.FAR_PROBES + moments.GRID_PROBES})
+    assert ks[0] == 1 and ks[-1] == 1e20
+    assert max(np.diff(np.log10(ks))) <= 0.25 + 1e-3

@@ -2122,8 +2122,8 @@ def test_the_pages_say_the_checker_runs_long_rows():
 
     exercises = " ".join((CHAPTERS / "exercises.md").read_text().split())
     page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
-    assert "very hot temperatures, on long rows, on rows whose scores lie far apart" \
-        in exercises
+    assert ("very hot temperatures, a few drawn afresh on each call, on long rows, on "
+            "rows whose scores lie far apart") in exercises
     assert "`float16` inputs, on long rows, on rows whose scores lie far apart" in page
 
 
@@ -2248,3 +2248,34 @@ def test_a_mistake_seen_only_at_a_drawn_temperature_prints_it_and_the_seed(monke
     assert "at tau = 0.05, drawn afresh for this call" in out
     assert "_draw_taus(42) in attention.checkers.temperature draws it again" in out
     assert "15 of 16 checks passed." in out
+
+
+def test_the_pages_say_the_temperatures_the_checker_runs():
+    # st18b: the solution's paragraph and exercises.md say the range, the grid and the
+    # draws; each is what the checker runs
+    from attention.checkers import temperature as t
+    from tests.pages._common import CHAPTERS
+
+    page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
+    assert ("at many temperatures and sizes (from $10^{-300}$ to $10^{300}$; between "
+            "$10^{-3}$ and $10^{3}$ one every eighth of a decade, of many digits, and a "
+            "few drawn afresh on each call)") in page
+    notes = " ".join((CHAPTERS / "exercises.md").read_text().split())
+    assert "from very cold to very hot temperatures, a few drawn afresh on each call" in notes
+    assert t.EXTREME_COLD == 1e-300 and t.EXTREME_HOT == 1e300 and t.DRAWN_TAUS > 0
+    edges = [1e-3] + sorted(t.BETWEEN_TAUS) + [1e3]
+    assert max(np.diff(np.log10(edges))) <= 1 / 8 + 1e-12
+    assert all(float(f"{x:.7g}") != x for x in t.BETWEEN_TAUS)
+
+
+def test_the_exercise_asks_what_the_worked_example_does_not_give():
+    # st18b: the paragraph above the exercise already says that the lookup returns v_2
+    # as the score gap grows; question 1 asks what dividing by tau does to every gap
+    from tests.pages._common import CHAPTERS
+
+    source = (CHAPTERS / "soft-retrieval.md").read_text()
+    exercise = source[source.index(":label: ex-temperature"):
+                      source.index("```{solution-start} ex-temperature")]
+    q1 = " ".join(exercise.split("\n1. ", 1)[1].split("\n2. ", 1)[0].split())
+    assert "what does dividing the scores by $\\tau$ do to the gap" in q1
+    assert "What does the output $O$ become as" not in q1
