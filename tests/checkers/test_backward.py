@@ -984,6 +984,38 @@ def _changes_the_weights(change, name):
 # st14a: passed (no weight of a saturated row was below 1e-13)
 flushes_weights_below_1e_13 = _changes_the_weights(
     lambda A: np.where(A < 1e-13, 0.0, A), "flushes_weights_below_1e_13")
+# st18a: told the long row's note on key blocks (the online softmax's rescale)
+flushes_weights_below_1e_12 = _changes_the_weights(
+    lambda A: np.where(A < 1e-12, 0.0, A), "flushes_weights_below_1e_12")
+flushes_weights_below_1e_9 = _changes_the_weights(
+    lambda A: np.where(A < 1e-9, 0.0, A), "flushes_weights_below_1e_9")
+
+
+def _floors_the_exponent(c):
+    def floors(Q, K, V, dO, mask=None):
+        """exp(max(S - m, -c)), the mask applied after exp() (st18a: told 'a
+        masked key given a tiny weight' or 'dS changed afterwards')."""
+        w = np.promote_types(Q.dtype, np.float32)
+        Qw, Kw, Vw, dOw = (x.astype(w) for x in (Q, K, V, dO))
+        c_ = 1 / math.sqrt(Q.shape[-1])
+        S = c_ * Qw @ swap(Kw)
+        if mask is not None:
+            S = np.where(mask, S, -np.inf)
+        m = S.max(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            E = np.exp(np.maximum(S - np.where(np.isneginf(m), 0.0, m), -c))
+        if mask is not None:
+            E = np.where(mask, E, 0.0)
+        t = E.sum(axis=-1, keepdims=True)
+        A = E / np.where(t == 0, 1.0, t)
+        g = _backward_from(c_, A, A @ Vw, Qw, Kw, Vw, dOw)
+        return tuple(x.astype(Q.dtype) for x in g)
+    floors.__name__ = f"floors_the_exponent_at_minus_{c}"
+    return floors
+
+
+floors_the_exponent_at_minus_60 = _floors_the_exponent(60)
+floors_the_exponent_at_minus_100 = _floors_the_exponent(100)
 # st14a: told "no threshold on A.max()" (a floor, not a threshold)
 clips_weights_to_1e_12 = _changes_the_weights(
     lambda A: np.clip(A, 1e-12, 1), "clips_weights_to_1e_12")
@@ -1318,6 +1350,10 @@ WRONG = [
     (flushes_weights_below_1e_13, "weights below a threshold were flushed to 0, as "
                                   "np.where(A < 1e-13, 0, A) does"),
     (clips_weights_to_1e_12, "the weights have a floor, as np.clip(A, 1e-12, 1)"),
+    (flushes_weights_below_1e_12, "np.where(A < 1e-12, 0, A)"),  # st18a
+    (flushes_weights_below_1e_9, "weights below a threshold were flushed"),
+    (floors_the_exponent_at_minus_60, "a visible key given a floor weight"),
+    (floors_the_exponent_at_minus_100, "a visible key given a floor weight"),
     (D_from_O_rounded_to_float32, "precision was lost on the way"),
     (flushes_dS_below_1e_12, "no small entry of dS (or of dQ) flushed to 0"),
     (subtracts_the_row_mean_of_dS, "dS must be exactly 0"),
@@ -1458,8 +1494,12 @@ EXCLUSIVE = {
                         flushes_dS_below_1e_14, flushes_dS_below_1e_12,
                         normalises_with_eps_1e_14},
     # (a floor on the weights gives masked keys 1e-12 each: dV stays right)
-    "dS must be exactly 0": {subtracts_the_row_mean_of_dS, clips_weights_to_1e_12},
-    "weights below a threshold were flushed": {flushes_weights_below_1e_13},
+    "dS must be exactly 0": {subtracts_the_row_mean_of_dS, clips_weights_to_1e_12,
+                             floors_the_exponent_at_minus_60,
+                             floors_the_exponent_at_minus_100},
+    "weights below a threshold were flushed": {flushes_weights_below_1e_13,
+                                               flushes_weights_below_1e_12,
+                                               flushes_weights_below_1e_9},
     "the weights have a floor": {clips_weights_to_1e_12},
     "a finite mask value": {adds_minus_1e4, adds_minus_1e4_and_zeroes_empty_rows,
                             adds_minus_1e9_and_zeroes_empty_rows,

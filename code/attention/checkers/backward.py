@@ -786,11 +786,14 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
             messages.append(
                 f"{', '.join(huge)} {has} entries near {near:.0e}, yet dV is right, "
                 "so A is, to this case's tolerance: dS must be exactly 0 where A is "
-                "0 (a masked key), as dS = A * (dA - D) makes it; a change made to "
-                "dS afterwards (such as subtracting its row mean to make its rows "
-                "sum to 0, which they already do), or a masked key given even a "
-                "tiny weight, gives that key a gradient, which its row of K, near "
-                "1e300, blows up")
+                "0 (a masked key, or a visible key far below its row's maximum), as "
+                "dS = A * (dA - D) makes it; a change made to dS afterwards (such "
+                "as subtracting its row mean to make its rows sum to 0, which they "
+                "already do), a masked key given even a tiny weight, or a visible "
+                "key given a floor weight (np.maximum before exp, as "
+                "exp(np.maximum(S - m, -c)) does: no floor is needed), gives that "
+                "key a gradient, which the rows of K and Q here, near 1e300 and "
+                "1e12, blow up")
         else:
             messages.append(
                 f"{', '.join(huge)} {has} entries near {near:.0e}: a masked key "
@@ -1028,7 +1031,11 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note="",
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
             with np.errstate(all="ignore"):
                 detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
-            if what and ONLINE not in detail and FIRST_BLOCK not in detail:
+            flushed = _flushed_weights(got, Q, K, V, dO, mask, rtol) \
+                if what and ONLINE not in detail and FIRST_BLOCK not in detail else ""
+            if flushed:  # (st18a: told the long row's note on key blocks)
+                detail = flushed
+            elif what and ONLINE not in detail and FIRST_BLOCK not in detail:
                 detail += what
             if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
                 errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
@@ -1125,6 +1132,34 @@ def _weights_changed(got, p, allowed) -> str:
                 return WEIGHTS_CHANGED[kind].format(
                     t=t, low=low, largest=f"1 - {1 - row.max():.1e}",
                     error=float(np.abs(got[0][i] - ref[i]).max() / size[i]))
+    return ""
+
+
+#: Said when every gradient is that of weights flushed to 0 below a threshold.
+FLUSHED_WEIGHTS = ("weights below a threshold were flushed to 0, as "
+                   "np.where(A < {t:.0e}, 0, A) does: a key far below its row's "
+                   "maximum keeps a small weight, not 0, and the gradients move "
+                   "with it; use A as the softmax gives it, with no threshold on "
+                   "its entries")
+
+
+def _flushed_weights(got, Q, K, V, dO, mask, rtol) -> str:
+    """FLUSHED_WEIGHTS when got is, within ``rtol``, the page's gradients from the
+    weights flushed to 0 below one of WEIGHT_THRESHOLDS (or 1e-9, 1e-6), else ""."""
+    if not all(np.shape(g) == np.shape(x) for g, x in zip(got, (Q, K, V))):
+        return ""
+    with np.errstate(all="ignore"):
+        p = _parts(Q, K, V, dO, mask)
+        for t in sorted(set(WEIGHT_THRESHOLDS) | {1e-9, 1e-6}):
+            A = np.where(p.A < t, 0.0, p.A)
+            if np.array_equal(A, p.A):
+                continue
+            want = _from_weights(p, A)
+            # (and far closer to it than to the right answer, as in _diagnose)
+            if all(_same(g, w, rtol) for g, w in zip(got, want)) and max(
+                    np.abs(g - w).max() for g, w in zip(got, want)) <= 0.1 * max(
+                    np.abs(g - r).max() for g, r in zip(got, _grads(p))):
+                return FLUSHED_WEIGHTS.format(t=t)
     return ""
 
 
