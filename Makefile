@@ -142,7 +142,7 @@ test: test-deps assets figures  ## Execute every page twice, build the book and 
 	test $$executed = 0 -a $$ran = 0
 	$(BUILD) --all -W -n --keep-going .
 	@$(MAKE) --no-print-directory pdf HTML=_build/html
-	BOOK_RUN_ALL=$(RUN_ALL) $(BIN)/pytest -n 2 --dist loadfile --durations=10
+	BOOK_RUN_ALL=$(RUN_ALL) $(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=10
 
 bench: test-deps assets figures  ## Build the book into a temp folder and print every benchmark (benchmarks/results.json).
 	$(PY) benchmarks/run.py
