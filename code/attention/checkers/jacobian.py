@@ -437,8 +437,9 @@ def _recomputes_ag(vjp: Callable, a: np.ndarray, g: np.ndarray) -> bool:
 #: Said of an attempt that recomputes a.g for every key.
 _RECOMPUTED = ("it recomputes the number a.g (a @ g, a.dot(g), np.dot(a, g) or "
                "(a * g).sum(): a pass over the whole row) for every key, inside the loop "
-               "over the keys, O(T_k^2) work. Compute a.g once, before any loop: "
-               "J g needs one dot product and one pass")
+               "over the keys (or all at once, on a view of a repeated row by row, "
+               "np.broadcast_to(a, (n, n)) @ g), O(T_k^2) work. Compute a.g once, "
+               "before any loop: J g needs one dot product and one pass")
 
 
 def _status_kib(field: str) -> int:
