@@ -1084,6 +1084,49 @@ def online_softmax_without_the_rescale(Q, K, V, tau, block=4096):
     return (acc / l).astype(Q.dtype), A.astype(Q.dtype)
 
 
+# Found by the student round st19b: the same attempt in blocks of 8192 or 16384 keys
+# passed (the rising row, 5003 keys, was one block), and in blocks of 1024 it was told
+# only that its rows do not sum to 1 (the O-only variant: not A V of its weights).
+def online_without_the_rescale_in_blocks_of_1024(Q, K, V, tau):
+    return online_softmax_without_the_rescale(Q, K, V, tau, block=1024)
+
+
+def online_without_the_rescale_in_blocks_of_8192(Q, K, V, tau):
+    return online_softmax_without_the_rescale(Q, K, V, tau, block=8192)
+
+
+def online_without_the_rescale_in_blocks_of_16384(Q, K, V, tau):
+    return online_softmax_without_the_rescale(Q, K, V, tau, block=16384)
+
+
+def online_output_only_without_the_rescale_in_blocks_of_1024(Q, K, V, tau):
+    # the weights right (a softmax of their own), the output from the online loop
+    O, _ = online_softmax_without_the_rescale(Q, K, V, tau, block=1024)
+    return O, right(Q, K, V, tau)[1]
+
+
+def online_with_the_rescale_in_blocks_of_8192(Q, K, V, tau):
+    # right: the running sum and output rescaled whenever the maximum grows
+    Qw, Kw, Vw = _work(Q, K, V)
+    c = Qw.dtype.type(1 / (float(tau) * Q.shape[-1] ** 0.5))
+    S = c * (Qw @ np.swapaxes(Kw, -1, -2))
+    m = l = acc = None
+    for s in range(0, K.shape[-2], 8192):
+        S_b = S[..., s:s + 8192]
+        m_new = S_b.max(axis=-1, keepdims=True) if m is None else \
+            np.maximum(m, S_b.max(axis=-1, keepdims=True))
+        E = np.exp(S_b - m_new)
+        if l is None:
+            l, acc = E.sum(axis=-1, keepdims=True), E @ Vw[..., s:s + 8192, :]
+        else:
+            f = np.exp(m - m_new)
+            l = l * f + E.sum(axis=-1, keepdims=True)
+            acc = acc * f + E @ Vw[..., s:s + 8192, :]
+        m = m_new
+    A = np.exp(S - m) / l
+    return (acc / l).astype(Q.dtype), A.astype(Q.dtype)
+
+
 # Found by the student round st17b: a shift made only where exp() of the row maximum
 # would overflow, and floors on the scores or on the shift far below -1e5, passed.
 def shift_only_where_the_maximum_passes_709(Q, K, V, tau):
@@ -1245,6 +1288,13 @@ WRONG = [
     # found by the student round st16b
     (tau_cast_to_the_work_dtype, TAU_INF32),
     (online_softmax_without_the_rescale, "not rescaled by exp(m_old - m_new)"),
+    # found by the student round st19b
+    (online_without_the_rescale_in_blocks_of_1024, "1024 keys? Rescale both"),
+    (online_output_only_without_the_rescale_in_blocks_of_1024,
+     "1024 keys? Rescale both"),
+    (online_without_the_rescale_in_blocks_of_8192, "not rescaled by exp(m_old - m_new)"),
+    (online_without_the_rescale_in_blocks_of_16384,
+     "not rescaled by exp(m_old - m_new)"),
     # found by the student round st15b
     (lead_18_6, LONG_AT.format(what="weights", g=20)),
     (lead_22, LONG_AT.format(what="weights", g=25)),
@@ -1620,7 +1670,8 @@ def right_shifted_by_the_raw_maximum_then_scaled(Q, K, V, tau):
 
 RIGHT = [right, right_in_torch, right_with_einsum, right_with_tau_on_q_only,
          right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name,
-         right_shifted_by_the_raw_maximum_then_scaled]
+         right_shifted_by_the_raw_maximum_then_scaled,
+         online_with_the_rescale_in_blocks_of_8192]
 
 
 @pytest.mark.parametrize("attempt", RIGHT, ids=[f.__name__ for f in RIGHT])
@@ -2171,24 +2222,45 @@ def test_the_page_says_tau_is_not_made_a_float32():
     assert t.HOT32 > float(np.finfo(np.float32).max)
 
 
-def test_the_rising_row_has_5003_keys_and_its_maximum_grows_in_every_block():
+def test_the_rising_row_has_16411_keys_and_its_maximum_grows_in_every_block():
     # st16b: an online softmax in blocks of 4096 without the rescale passed: no row
-    # had more than 4096 keys
+    # had more than 4096 keys; st19b: in blocks of 8192 or 16384 it passed the row
+    # of 5003 keys (one block)
     from attention.checkers import temperature as t
 
     q, K, V = t._rising_row(t.COLD)
-    assert K.shape == (5003, 8) and V.shape == (5003, 3)
+    assert t.RISING_T == 16411 and t.RISING_T > 2 ** 14
+    assert all(t.RISING_T % p for p in range(2, 129))  # prime (no small divisor)
+    assert K.shape == (16411, 8) and V.shape == (16411, 3)
     S = (q @ K.T)[0] / (t.COLD * np.sqrt(8))
-    assert abs(S[-1]) < 1e-9 and np.argmax(S) == 5003 - 1
+    assert abs(S[-1]) < 1e-9 and np.argmax(S) == 16411 - 1
     assert S.min() < -t.RISE + 0.1
-    for block in (64, 1000, 4096):  # the running maximum grows in every block
-        tops = [S[s:s + block].max() for s in range(0, 5003, block)]
+    for block in (64, 1000, 4096, 8192, 16384):  # the maximum grows in every block
+        tops = [S[s:s + block].max() for s in range(0, 16411, block)]
         assert all(b > a for a, b in zip(tops, tops[1:])), block
     O, A = right(q, K, V, t.COLD)
-    O_bad, A_bad = online_softmax_without_the_rescale(q, K, V, t.COLD)
-    assert np.abs(A_bad - A).max() > 1e-4 and np.abs(O_bad - O).max() > 1
-    O64, A64 = online_softmax_without_the_rescale(q, K, V, t.COLD, block=64)
-    assert np.abs(O64 - O).max() > 1
+    for block in (64, 4096, 8192, 16384):
+        O_bad, A_bad = online_softmax_without_the_rescale(q, K, V, t.COLD, block)
+        assert np.abs(A_bad - A).max() > 1e-6 and np.abs(O_bad - O).max() > 1e-2
+    # a block at least as long as the row is one pass, exact
+    O_one, A_one = online_softmax_without_the_rescale(q, K, V, t.COLD, 16411)
+    assert np.allclose(A_one, A, rtol=0, atol=1e-12)
+
+
+def test_an_unrescaled_online_softmax_is_named_with_its_block_size():
+    # st19b: in blocks of 1024 it was told only that its rows do not sum to 1
+    from attention.checkers import temperature as t
+
+    assert t.RESCALE_BLOCKS[-1] == 16384 and 1024 in t.RESCALE_BLOCKS
+    rng = np.random.default_rng(0)
+    Q = rng.standard_normal((2, 8))
+    K = rng.standard_normal((4096, 8))
+    V = rng.standard_normal((4096, 3))
+    named = t._rescale_named(online_without_the_rescale_in_blocks_of_1024, Q, K, V,
+                             0.01)
+    # (here blocks of 256, 512 and 1024 keys give the same results: all are named)
+    assert "in blocks of 256, 512 or 1024 keys?" in named
+    assert t._rescale_named(right, Q, K, V, 0.01) == ""
 
 
 def test_the_near_overflow_row_overflows_only_in_the_sum_and_the_far_row_is_finite():

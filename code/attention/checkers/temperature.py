@@ -18,10 +18,13 @@ other by 20, 25 and 30 to half a unit more, where the many small weights add up 
 e^-25 is 4e-8): a row snapped to one-hot once its lead passes a bound, or exponentials
 set to 0 below a bound, shows for a bound up to 30 and is named so (beyond 30 it is not
 seen), and so does a row snapped once its largest weight passes 1 - 1e-9 (the rest's
-3e-10 moves the output by 3e-7 there); at 1e-3 on a row of 5003 keys (no block
-size divides it) whose scaled scores rise along it from -12 to 0, so that an online
-softmax in blocks whose running sum and output are not rescaled when the maximum grows
-shows, for blocks of 4096 keys too, and is named so; two keys with equal scores at
+3e-10 moves the output by 3e-7 there); at 1e-3 on a row of 16411 keys (a prime
+above 2^14: no block size divides it) whose scaled scores rise along it from -12 to 0,
+so that an online softmax in blocks whose running sum and output are not rescaled when
+the maximum grows shows, for blocks of up to 16384 keys (a block at least as long as
+the longest row is one pass, exact, and is not seen), and is named so, also when it
+fails first on a shorter row (its weights or output are compared with those of such
+a softmax in blocks of 16 to 16384 keys, powers of two); two keys with equal scores at
 tau = 1e-3 and 1e-12; at 1e-12 a best key and a lower but positive one whose scaled
 scores are about 7e15 and 3.5e15, and at 1e-300 the same keys, whose scaled scores are
 about 7e303 and 3.5e303, finite (clipping the scaled scores at any bound below 3.5e303,
@@ -343,18 +346,81 @@ def _long_lead_row(g, tau):
 #: size V_SIZE, run at COLD) whose scaled scores rise along the row from -RISE to 0
 #: (a little noise on a ramp), so that the running maximum of an online softmax grows
 #: in every block: one that does not rescale its running sum and output by
-#: exp(m_old - m_new) when the maximum grows shows, for blocks of 4096 keys too (the
-#: other rows have at most 4096 keys, one such block).
-RISING_T, RISE = 5003, 12.0
+#: exp(m_old - m_new) when the maximum grows shows, for blocks of up to 16384 keys (a
+#: prime above 2^14; the other rows have at most 4096 keys). A block at least as long
+#: as the row is one pass, exact: an attempt in such blocks is right and not seen.
+RISING_T, RISE = 16411, 12.0
+
+#: The block sizes an attempt is compared with when it fails on a long row: an online
+#: softmax whose running sum and output are not rescaled in blocks of these many keys.
+RESCALE_BLOCKS = tuple(2 ** p for p in range(4, 15))
 
 
 #: Said when an attempt right on every other cold row is wrong on the rising one.
 RESCALE = (f"right on every row before, up to {LONG_LEADS_T} keys, wrong on this row of "
            f"{RISING_T}, whose maximum grows along it: an online softmax in blocks "
-           "whose running sum and output are not rescaled by exp(m_old - m_new) when "
+           "(of 4096, 8192 or 16384 keys, say) whose running sum and output are not rescaled by exp(m_old - m_new) when "
            "the maximum grows (or a maximum taken over one block only)? Rescale both "
            "whenever the running maximum changes, or take the row's own maximum over "
            "all its keys")
+#: Said when an attempt's weights or output are those of an online softmax whose
+#: running sum and output are not rescaled (the block size is added).
+RESCALE_MATCH = ("an online softmax in blocks whose running sum and output are not "
+                 "rescaled by exp(m_old - m_new) when the running maximum grows")
+RESCALE_FIX = ("rescale both whenever the running maximum changes, or take the row's "
+               "own maximum over all its keys")
+
+
+def _unrescaled_online(Q, K, V, tau, block):
+    """(O, A) of an online softmax in blocks of ``block`` keys whose running sum and
+    output are not rescaled when the running maximum grows (A from the final maximum
+    and that sum)."""
+    d_k = Q.shape[-1]
+    S = (Q @ np.swapaxes(K, -1, -2)) / (tau * np.sqrt(d_k))
+    m = l = O = None
+    for s in range(0, S.shape[-1], block):
+        S_b = S[..., s:s + block]
+        m_b = S_b.max(axis=-1, keepdims=True)
+        m = m_b if m is None else np.maximum(m, m_b)
+        E = np.exp(S_b - m)
+        part = E @ V[..., s:s + block, :]
+        l = E.sum(axis=-1, keepdims=True) if l is None else l + E.sum(-1, keepdims=True)
+        O = part if O is None else O + part
+    return O / l, np.exp(S - m) / l
+
+
+def _rescale_named(fn, Q, K, V, tau) -> str:
+    """RESCALE_MATCH with the block size when the attempt's weights or output on a
+    long row are those of an online softmax not rescaled in blocks of one of
+    RESCALE_BLOCKS keys, and those lie far from the reference; "" otherwise."""
+    if K.shape[-2] <= RESCALE_BLOCKS[0]:
+        return ""
+    pair, _ = _attempt(fn, Q, K, V, tau)
+    if pair is None:
+        return ""
+    try:
+        got = [None if x is None else np.asarray(x, dtype=float) for x in pair]
+    except (TypeError, ValueError):
+        return ""
+    want = scaled_dot_product_attention(Q, K, V, temperature=tau)
+    blocks = []  # the block sizes whose results the attempt's match (several may)
+    for block in RESCALE_BLOCKS:
+        if block >= K.shape[-2]:
+            break
+        wrong = _unrescaled_online(Q, K, V, tau, block)
+        # (where the maximum does not grow, the unrescaled results are right: a match
+        # there names nothing)
+        if any(g is not None and g.shape == w.shape and np.isfinite(g).all()
+               and np.allclose(g, w, rtol=1e-6, atol=1e-8)
+               and not np.allclose(w, r, rtol=1e-4, atol=1e-6)
+               for g, w, r in zip(got, wrong, want)):
+            blocks.append(block)
+    if not blocks:
+        return ""
+    sizes = ", ".join(map(str, blocks[:-1])) + f" or {blocks[-1]}" if blocks[1:] \
+        else str(blocks[0])
+    return (f"{RESCALE_MATCH}, in blocks of {sizes} keys? "
+            f"{RESCALE_FIX[0].upper()}{RESCALE_FIX[1:]}")
 
 
 def _rising_row(tau):
@@ -1531,8 +1597,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     cold += [(*_long_lead_row(g, COLD), COLD,
               f"at tau = {COLD:g} on {LONG_LEADS_T} keys led by {g:g} in the scaled "
               "scores") for g in LONG_LEADS]
-    # and a row of 5003 keys whose scaled scores rise along it (a running maximum not
-    # rescaled shows, in blocks of any size)
+    # and a row of RISING_T keys whose scaled scores rise along it (a running maximum
+    # not rescaled shows, in blocks of up to 16384 keys)
     cold.append((*_rising_row(COLD), COLD,
                  f"at tau = {COLD:g} on {RISING_T} keys whose scaled scores rise "
                  "along the row"))
@@ -1549,6 +1615,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 ok, detail = _case(fn, q, k, v, t, **wanted)
             if not ok and k.shape[-2] == RISING_T:  # (last: right on every row before)
                 detail = f"{detail.split(': ', 1)[0]}: {RESCALE}"
+            elif not ok and t not in (EXTREME_COLD, FAR_TAUS[0]):
+                named = _rescale_named(fn, q, k, v, t)
+                if named:
+                    detail = f"{detail.split(': ', 1)[0]}: {named}"
             if not ok:
                 return ok, detail
         return True, ""
