@@ -555,6 +555,33 @@ WRONG = [
 ]
 
 
+# Found by the student round st19b: a factor depending on d_k that tends to 1 was told
+# "a width treated apart" (right at the widest widths, to 1e-6).
+def mean_with_sqrt_of_d_k_minus_1(d_k, rho, kurtosis=3.0):
+    return (rho * math.sqrt(d_k - 1) if d_k > 1 else rho), var(d_k, rho, kurtosis)
+
+
+def variance_times_d_k_over_d_k_minus_1(d_k, rho, kurtosis=3.0):
+    return mean(d_k, rho), var(d_k, rho, kurtosis) * (d_k / (d_k - 1) if d_k > 1 else 1)
+
+
+WRONG += [
+    (mean_with_sqrt_of_d_k_minus_1, "your mean is the formula times a factor "
+     "depending on d_k that tends to 1 (such as (d_k-1)/d_k): the exact moments have "
+     "none"),
+    (variance_times_d_k_over_d_k_minus_1, "your variance is the formula times a "
+     "factor depending on d_k that tends to 1"),
+]
+
+
+def test_a_factor_that_does_not_tend_to_1_is_not_told_it_does():
+    # the variance divided by d_k: a factor 1/d_k, far from 1 at every width
+    run = run_once(_check_on_the_fixed_settings, lambda d_k, rho, kurtosis=3.0: (
+        mean(d_k, rho), var(d_k, rho, kurtosis) / d_k))
+    assert run.result is False
+    assert "tends to 1" not in run.text, run.text
+
+
 def _check_on_the_fixed_settings(attempt):
     """The checker on its fixed settings alone (the ones drawn afresh on each call only add
     coverage): what each wrong attempt must fail."""

@@ -43,7 +43,9 @@ Var + rho^2 d_k (the difference E[s^2] - (E s)^2); it calls an answer clipped on
 is right wherever the formula lies within the bounds and is the bound wherever the formula
 lies beyond them; near rho = +-1 (0.99987654321 among them, where a variance rounded to 8
 decimals is off by more than the tolerance) a variance rounded to some decimals is told so,
-and one off by float32's rounding only when it is a float32 number. Called without ``kurtosis``, the function must mean normal entries (the
+and one off by float32's rounding only when it is a float32 number; a mean or variance
+that is the formula times a factor depending on d_k alone, nearer 1 at every wider width
+(rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)), is told so. Called without ``kurtosis``, the function must mean normal entries (the
 default kurtosis=3.0 of the exercise's signature). When the first check fails (no pair of
 finite numbers at some setting), the other six are not run, and the report says so and
 counts all seven.
@@ -486,6 +488,40 @@ def _wide_only(which: int, wrong: list, probes=PROBES) -> str:
     return ""
 
 
+#: Said when the attempt is the formula times a factor that depends on d_k alone and
+#: tends to 1 as d_k grows (st19b: rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)).
+FACTOR_IN_D_K = ("your {what} is the formula times a factor depending on d_k that "
+                 "tends to 1 (such as (d_k-1)/d_k): the exact moments have none; the "
+                 "formula holds exactly at every width")
+
+
+def _factor_in_d_k(values: dict, which: int) -> str:
+    """FACTOR_IN_D_K when the attempt's mean (which = 0) or variance (1), divided by
+    the formula's, is one number at each width past 1 (at every setting where the
+    formula is not near 0), not 1 at three widths at least, and nearer 1 at every
+    wider width, within 1e-3 of 1 at the widest; "" otherwise."""
+    ratios: dict = {}
+    for (d, r, k), got in values.items():
+        want = _ref(which)(d, r, k)
+        g = got[which]
+        if d < 2 or not np.isfinite(g) or not np.isfinite(want) or abs(want) < 1e-6:
+            continue
+        ratios.setdefault(d, []).append(g / want)
+    if len(ratios) < 3:
+        return ""
+    far = []  # |ratio - 1| per width, widths in increasing order
+    for d in sorted(ratios):
+        rs = np.array(ratios[d])
+        if np.ptp(rs) > 1e-9 * np.max(np.abs(rs)):  # not one factor at this width
+            return ""
+        far.append(abs(float(rs[0]) - 1.0))
+    if sum(f > 1e-6 for f in far) < 3 or far[-1] > 1e-3:
+        return ""
+    if any(b > a * (1 + 1e-9) + 1e-15 for a, b in zip(far, far[1:])):
+        return ""  # not nearer 1 at every wider width
+    return FACTOR_IN_D_K.format(what="mean" if which == 0 else "variance")
+
+
 def _some_widths(which: int, wrong: list, probes=PROBES) -> str:
     """A message when the attempt is right at some widths past 1 (right at d_k = 1
     only is another hint) at every setting, and wrong at others at a setting (rho,
@@ -516,7 +552,8 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
     small = _small_rho(values, which, wrong)
     if small:
         return small
-    wide = _wide_only(which, wrong, list(values)) or _some_widths(which, wrong, list(values))
+    wide = _factor_in_d_k(values, which) or _wide_only(which, wrong, list(values)) or \
+        _some_widths(which, wrong, list(values))
     if wide:
         return wide
     if all(abs(r) not in (0.0, 1.0) for _, r, _ in wrong):
@@ -846,7 +883,8 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
         return False, f"{cancelled}; {detail}"
     replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "") or \
-        _small_rho(values, which, all_wrong) or _wide_only(which, all_wrong, every)
+        _small_rho(values, which, all_wrong) or _factor_in_d_k(values, which) or \
+        _wide_only(which, all_wrong, every)
     if replaced:
         return False, f"{replaced}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
@@ -863,8 +901,10 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     if np.all(np.abs(g_w - r_w) <= 0.01 * np.abs(r_w) + 1e-4):
         big = np.abs(r_w) >= 0.01
         rel = float(np.max(np.abs(g_w - r_w)[big] / np.abs(r_w[big]), initial=0.0))
+        # (every wrong setting near 0: no relative clause)
+        elsewhere = f"; by up to a relative {rel:.2g} elsewhere" if big.any() else ""
         return False, (f"within 1% of the formula wherever it differs (within 1e-4 of it "
-                       f"near 0; by up to a relative {rel:.2g} elsewhere): a rounded value, "
+                       f"near 0{elsewhere}): a rounded value, "
                        "or an estimate from samples? The "
                        f"exercise asks for the exact formula; {detail}")
     # An estimate is near the formula (or near a wrong one) everywhere and on it almost nowhere.
