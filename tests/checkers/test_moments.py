@@ -565,13 +565,28 @@ def variance_times_d_k_over_d_k_minus_1(d_k, rho, kurtosis=3.0):
     return mean(d_k, rho), var(d_k, rho, kurtosis) * (d_k / (d_k - 1) if d_k > 1 else 1)
 
 
+def mean_off_by_1e_5_near_0_only(d_k, rho, kurtosis=3.0):
+    # st19b: "by up to a relative 0 elsewhere" when every wrong setting lies near 0
+    m = mean(d_k, rho)
+    return (m + 1e-5 if abs(m) < 1e-2 else m), var(d_k, rho, kurtosis)
+
+
 WRONG += [
     (mean_with_sqrt_of_d_k_minus_1, "your mean is the formula times a factor "
      "depending on d_k that tends to 1 (such as (d_k-1)/d_k): the exact moments have "
      "none"),
     (variance_times_d_k_over_d_k_minus_1, "your variance is the formula times a "
      "factor depending on d_k that tends to 1"),
+    (mean_off_by_1e_5_near_0_only, "within 1% of the formula wherever it differs "
+     "(within 1e-4 of it near 0): a rounded value"),
 ]
+
+
+def test_an_error_near_0_only_is_told_no_relative_error_elsewhere():
+    run = run_once(_check_on_the_fixed_settings, mean_off_by_1e_5_near_0_only)
+    assert run.result is False
+    assert "(within 1e-4 of it near 0)" in run.text
+    assert "by up to a relative" not in run.text, run.text
 
 
 def test_a_factor_that_does_not_tend_to_1_is_not_told_it_does():
