@@ -72,6 +72,13 @@ def vjp_in_reverse_order(a, g):  # a.g summed backwards: 1.3e-4 off at [29, 0, 0
     return a * (g - a[::-1] @ g[::-1])
 
 
+
+def vjp_after_copies_through_python(a, g):  # copies as st19a's, a.g once
+    a2, g2 = np.array(a.tolist()), np.empty(g.shape)
+    np.copyto(g2, g)
+    a3 = np.frombuffer(a2.tobytes())
+    return a3 * (g2 - np.fromiter(a3, float) @ np.asarray(list(g2)))
+
 RIGHT = [
     (jacobian, vjp),
     (jacobian, vjp_by_fsum),
@@ -82,6 +89,7 @@ RIGHT = [
     (jacobian, vjp_by_a_loop_over_the_keys),
     (jacobian_by_broadcasting, vjp_two_steps),
     (jacobian_by_fill_diagonal, vjp_after_copies),
+    (jacobian, vjp_after_copies_through_python),
 ]
 
 
@@ -457,6 +465,44 @@ def vjp_row_by_row_after_np_array(a, g):
     return np.array([(a[i] * ((np.arange(len(a)) == i) - a)) @ g for i in range(len(a))])
 
 
+def _rows_of_j_times_g(a2, g2):  # one row of J at a time, into reused buffers
+    n = a2.size
+    out, row = np.empty(n), np.empty(n)
+    for i in range(n):
+        np.multiply(a2, -a2[i], out=row)
+        row[i] += a2[i]
+        out[i] = row @ g2
+    return out
+
+
+def vjp_row_by_row_after_tolist(a, g):  # st19a: passed
+    return _rows_of_j_times_g(np.array(a.tolist()), np.array(g.tolist()))
+
+
+def vjp_row_by_row_after_tobytes(a, g):  # st19a: passed
+    return _rows_of_j_times_g(np.frombuffer(a.tobytes()), np.frombuffer(g.tobytes()))
+
+
+def vjp_row_by_row_after_fromiter(a, g):  # st19a: passed
+    return _rows_of_j_times_g(np.fromiter(a, float), np.fromiter(g, float))
+
+
+def vjp_row_by_row_after_copyto(a, g):  # st19a: passed
+    a2, g2 = np.empty(a.shape), np.empty(g.shape)
+    np.copyto(a2, a)
+    np.copyto(g2, g)
+    return _rows_of_j_times_g(a2, g2)
+
+
+def vjp_row_by_row_after_list(a, g):  # st19a: passed
+    return _rows_of_j_times_g(np.asarray(list(a)), np.asarray(list(g)))
+
+
+def vjp_recomputes_a_dot_g_after_tolist(a, g):  # st19a: passed
+    a2, g2 = np.array(a.tolist()), np.array(g.tolist())
+    return np.array([a2[i] * (g2[i] - a2 @ g2) for i in range(a2.size)])
+
+
 def vjp_pure_python_double_loop(a, g):
     a, g = a.tolist(), g.tolist()
     n = len(a)
@@ -725,6 +771,12 @@ WRONG_VJPS = [
     (vjp_row_by_row_on_saturated_rows, "recomputes the number a.g"),
     (vjp_builds_j_in_torch_on_masked_rows, "PyTorch operations touched"),
     (vjp_builds_j_except_at_powers_of_two, "it builds J"),
+    (vjp_row_by_row_after_tolist, "one row of J at a time"),
+    (vjp_row_by_row_after_tobytes, "one row of J at a time"),
+    (vjp_row_by_row_after_fromiter, "one row of J at a time"),
+    (vjp_row_by_row_after_copyto, "one row of J at a time"),
+    (vjp_row_by_row_after_list, "one row of J at a time"),
+    (vjp_recomputes_a_dot_g_after_tolist, "recomputes the number a.g"),
     (vjp_row_by_row_after_asarray, "one row of J at a time"),
     (vjp_row_by_row_after_np_array, "one row of J at a time"),
     (vjp_pure_python_double_loop, "a loop inside a loop over the keys"),

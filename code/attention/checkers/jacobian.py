@@ -56,8 +56,11 @@ on the arguments touch (an ndarray subclass, whose method ``a.dot`` counts too: 
 or ``a.dot(g)`` recomputed on every row; what NumPy derives from the arguments, such
 as ``a * g``, ``a + 0.0`` and their views, counts as they do, so ``(a * g).sum()``
 recomputed on every row shows; ``np.asarray``, ``np.array``,
-``np.ascontiguousarray`` and ``np.asfortranarray`` hand back a counting array while it
-counts, and ``np.einsum`` without ``optimize`` counts one product per combination of its
+``np.ascontiguousarray``, ``np.asfortranarray``, ``np.frombuffer`` and ``np.fromiter``
+hand back a counting array while it counts, when given one or when what they hand back is
+a, g or a * g by value (copies through Python or bytes: ``np.array(a.tolist())``,
+``np.asarray(list(a))``, ``np.frombuffer(a.tobytes())``), so do NumPy's new arrays
+(``np.empty``, ``np.zeros`` and the like: ``np.copyto(np.empty(n), a)``), and ``np.einsum`` without ``optimize`` counts one product per combination of its
 indices, T_k^2 for ``'i,j,j->i'``). What it cannot see: work inside one call of
 compiled code that neither allocates what it traces nor runs Python lines (a C extension,
 Numba, ``np.einsum(..., optimize=True)`` or another library's einsum on a contraction
@@ -391,17 +394,40 @@ def _einsum_naive_work(subscripts: str, operands) -> int:
 
 
 #: NumPy's converters, which hand back a plain ndarray for a subclass: while the work is
-#: counted they hand back a counting array (``a = np.asarray(a)`` keeps counting).
-_CONVERTERS = ("asarray", "array", "ascontiguousarray", "asfortranarray")
+#: counted they hand back a counting array (``a = np.asarray(a)`` keeps counting), and so
+#: do the ways to copy through Python or bytes (``np.array(a.tolist())``,
+#: ``np.asarray(list(a))``, ``np.frombuffer(a.tobytes())``, ``np.fromiter(a, float)``)
+#: when what they hand back is a, g or a * g, by value (st19a: a row of J at a time on
+#: such a copy passed).
+_CONVERTERS = ("asarray", "array", "ascontiguousarray", "asfortranarray",
+               "frombuffer", "fromiter")
+#: Where ``np.copyto(buffer, a)`` writes: while the work is counted, NumPy's new arrays
+#: count too (a copy of a into ``np.empty(a.shape)`` keeps counting).
+_ALLOCATORS = ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like",
+               "full", "full_like")
+
+
+def _is_row(x) -> bool:
+    """Whether plain ``x`` holds a, g or a * g of the counted call, by value."""
+    return isinstance(x, np.ndarray) and any(
+        x.shape == row.shape and np.array_equal(x, row)
+        for row in _Counting.rows.values())
 
 
 def _keeps_counting(convert: Callable) -> Callable:
     def converted(x, *args, **kwargs):
         out = convert(x, *args, **kwargs)
-        if isinstance(x, _Counting) and type(out) is np.ndarray:
+        if type(out) is np.ndarray and (isinstance(x, _Counting) or _is_row(out)):
             return out.view(_Counting)
         return out
     return converted
+
+
+def _allocates_counting(allocate: Callable) -> Callable:
+    def allocated(*args, **kwargs):
+        out = allocate(*args, **kwargs)
+        return out.view(_Counting) if type(out) is np.ndarray else out
+    return allocated
 
 
 def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
@@ -410,10 +436,11 @@ def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
     a, g = a.copy(), g.copy()
     _Counting.work = _Counting.pairs = _Counting.einsum = 0
     _Counting.rows = dict(a=a.copy(), g=g.copy(), ag=a * g)
-    saved = {name: getattr(np, name) for name in _CONVERTERS}
+    saved = {name: getattr(np, name) for name in _CONVERTERS + _ALLOCATORS}
     try:
         for name, convert in saved.items():
-            setattr(np, name, _keeps_counting(convert))
+            setattr(np, name, _keeps_counting(convert) if name in _CONVERTERS
+                    else _allocates_counting(convert))
         vjp(a.view(_Counting), g.view(_Counting))
     finally:
         for name, convert in saved.items():
