@@ -25,7 +25,7 @@ def correct(Q, K, V, mask=None):
     S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])   # (..., T_q, T_k)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0.0, m)                 # a fully masked row
     E = np.exp(S - m)
     total = E.sum(axis=-1, keepdims=True)
@@ -49,7 +49,7 @@ def correct_with_guards_by_any(Q, K, V, mask=None):
     S = np.where(mask, S, -np.inf)
     visible = mask.any(axis=-1, keepdims=True)
     S = np.where(visible, S, 0.0)                        # any finite row will do
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = np.where(visible, E / E.sum(axis=-1, keepdims=True), 0.0)
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
@@ -60,7 +60,7 @@ def correct_by_nan_to_num(Q, K, V, mask=None):
     if mask is not None:
         S = np.where(mask, S, -np.inf)
     with np.errstate(invalid="ignore"):
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
         A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True))
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
@@ -70,7 +70,7 @@ def correct_with_finfo_min(Q, K, V, mask=None):
     S = Q @ np.swapaxes(K, -1, -2) / SQRT(Q.shape[-1])
     mask = np.ones(S.shape, dtype=bool) if mask is None else np.broadcast_to(mask, S.shape)
     S = np.where(mask, S, np.finfo(S.dtype).min)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = np.where(mask.any(axis=-1, keepdims=True), E / E.sum(axis=-1, keepdims=True), 0.0)
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
@@ -78,7 +78,7 @@ def correct_with_finfo_min(Q, K, V, mask=None):
 # --- wrong answers, as a student writes them --------------------------------------------
 
 def _finish(S, V, Q, shift=True):
-    m = S.max(axis=-1, keepdims=True) if shift else 0.0
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf) if shift else 0.0
     m = np.where(np.isneginf(m), 0.0, m)
     E = np.exp(S - m)
     total = E.sum(axis=-1, keepdims=True)
@@ -101,7 +101,7 @@ def fills_minus_1e9(Q, K, V, mask=None):
 
 def masks_after_softmax(Q, K, V, mask=None):
     S = _scores(Q, K)
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = A / A.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(mask, A, 0.0)
@@ -155,7 +155,7 @@ def returns_float64(Q, K, V, mask=None):
     S = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # an np.float64 scalar
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0.0, m)
     E = np.exp(S - m)
     total = E.sum(axis=-1, keepdims=True)
@@ -169,7 +169,7 @@ def masks_with_zero(Q, K, V, mask=None):
 
 def unguarded_minus_inf(Q, K, V, mask=None):
     S = _scores(Q, K, mask)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
 
@@ -229,7 +229,7 @@ def forgets_keepdims(Q, K, V, mask=None):
 
 def normalises_by_the_whole_sum(Q, K, V, mask=None):
     S = _scores(Q, K, mask)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     A = E / E.sum()                                      # no axis
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
@@ -248,7 +248,7 @@ def transposes_square_weights(Q, K, V, mask=None):
 
 def uniform_weights_for_an_empty_row(Q, K, V, mask=None):
     S = _scores(Q, K, mask)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = np.where(total == 0, 1.0 / S.shape[-1], E / np.where(total == 0, 1.0, total))
@@ -279,7 +279,7 @@ def adds_minus_1e9(Q, K, V, mask=None):
 def output_from_the_unguarded_weights(Q, K, V, mask=None):
     S = _scores(Q, K, mask)
     with np.errstate(invalid="ignore"):
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
         A = E / E.sum(axis=-1, keepdims=True)
     O = A @ V                                            # before the guard
     return O.astype(Q.dtype), np.nan_to_num(A).astype(Q.dtype)
@@ -298,7 +298,7 @@ def sqrt_of_d_k_plus_one(Q, K, V, mask=None):
 
 def row_maximum_before_the_mask(Q, K, V, mask=None):
     S = _scores(Q, K)
-    m = S.max(axis=-1, keepdims=True)                    # a masked score can set it
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)                    # a masked score can set it
     if mask is not None:
         S = np.where(mask, S, -np.inf)
     E = np.exp(S - m)
@@ -309,7 +309,7 @@ def row_maximum_before_the_mask(Q, K, V, mask=None):
 
 def masks_after_softmax_without_renormalising(Q, K, V, mask=None):
     S = _scores(Q, K)
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = A / A.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(mask, A, 0.0)
@@ -319,7 +319,7 @@ def masks_after_softmax_without_renormalising(Q, K, V, mask=None):
 def renormalises_with_a_guard(Q, K, V, mask=None):
     """The mask after the softmax, renormalised, a zero sum divided by 1."""
     S = _scores(Q, K).astype(np.promote_types(Q.dtype, np.float32))
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = A / A.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(mask, A, 0.0)
@@ -365,7 +365,7 @@ def guards_rows_along_axis_1(Q, K, V, mask=None):
     work = np.promote_types(Q.dtype, np.float32)
     S = _scores(*(x.astype(work) for x in (Q, K)), mask)
     with np.errstate(invalid="ignore"):
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
         A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(np.asarray(mask).any(1, keepdims=True), A, 0.0)
@@ -386,7 +386,7 @@ def casts_the_scores_to_float16(Q, K, V, mask=None):
     """Scores in float32, then cast to float16 for the softmax (st2, fwd.py)."""
     work = np.promote_types(Q.dtype, np.float32)
     S = _scores(*(x.astype(work) for x in (Q, K)), mask).astype(np.float16)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
@@ -396,7 +396,7 @@ def casts_the_scores_to_float16(Q, K, V, mask=None):
 def epsilon_in_the_normaliser(Q, K, V, mask=None):
     """E / (sum + 1e-6), masked by a -1e30 fill and E * mask (st2, fwd.py)."""
     S = _scores(Q, K, mask, fill=-1e30)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     E = E * (1.0 if mask is None else mask)
     A = E / (E.sum(axis=-1, keepdims=True) + 1e-6)
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
@@ -408,7 +408,7 @@ def _adds_a_finite_bias(Q, K, V, mask, bias, zero_empty_rows=False):
     S = _scores(*(x.astype(work) for x in (Q, K)))
     if mask is not None:
         S = S + (~np.asarray(mask)) * bias
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None and zero_empty_rows:
         seen = np.broadcast_to(mask, A.shape).any(axis=-1, keepdims=True)
@@ -435,7 +435,7 @@ def adds_float32_min_and_zeroes_empty_rows(Q, K, V, mask=None):
 
 
 def _softmax_in(work, S):
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     return E / np.where(total == 0, 1.0, total)
@@ -503,7 +503,7 @@ def torch_float_for_float64_inputs(Q, K, V, mask=None):
 def epsilon_1e7_in_the_normaliser(Q, K, V, mask=None):
     """E / (E.sum() + 1e-7): right to about 1e-7, as float32 is."""
     S = _scores(Q, K, mask)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     A = E / (E.sum(axis=-1, keepdims=True) + 1e-7)
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
@@ -527,7 +527,7 @@ def _st4a(Q, K, V, mask=None, work=None, fill=-np.inf, eps=0.0, zero_empty=False
     S = (1.0 / SQRT(Q.shape[-1])) * (Q @ np.swapaxes(K, -1, -2))
     if mask is not None:
         S = np.where(mask, S, fill)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     m = np.maximum(m, 0.0) if clamp else np.where(np.isneginf(m), 0.0, m)
     if shift_above is not None and not (S.max() > shift_above):
         m = 0.0
@@ -620,7 +620,7 @@ def output_from_uniform_weights_then_zeroed(Q, K, V, mask=None):
     """-1e9 for -inf, O from those weights, then a fully masked row's A zeroed."""
     work = np.promote_types(Q.dtype, np.float32)
     S = _scores(*(x.astype(work) for x in (Q, K)), mask, fill=-1e9)
-    E = np.exp(S - S.max(-1, keepdims=True))
+    E = np.exp(S - S.max(-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(-1, keepdims=True)
     O = A @ V.astype(work)
     if mask is not None:
@@ -639,7 +639,7 @@ def _fills_in_float32(fill, name):
         S = (Qw @ np.swapaxes(Kw, -1, -2)) / math.sqrt(Q.shape[-1])
         if mask is not None:
             S = np.where(mask, S, fill if Q.dtype == np.float32 else -np.inf)
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
         t = E.sum(axis=-1, keepdims=True)
         A = E / np.where(t == 0, 1.0, t)
@@ -662,7 +662,7 @@ def _floors_the_exponent(c):
         S = (Qw @ np.swapaxes(Kw, -1, -2)) / math.sqrt(Q.shape[-1])
         if mask is not None:
             S = np.where(mask, S, -np.inf)
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         E = np.exp(np.maximum(S - np.where(np.isneginf(m), 0.0, m), -c))
         if mask is not None:
             E = np.where(mask, E, 0.0)
@@ -701,7 +701,7 @@ def correct_with_nan_to_num_of_the_maximum(Q, K, V, mask=None):
     """A fully masked row's -inf maximum turned into -1.8e308 (st4a: right)."""
     work = np.promote_types(Q.dtype, np.float32)
     S = _scores(*(x.astype(work) for x in (Q, K)), mask)
-    m = np.nan_to_num(S.max(-1, keepdims=True))
+    m = np.nan_to_num(S.max(-1, keepdims=True, initial=-np.inf))
     E = np.exp(S - m)
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -724,7 +724,7 @@ def _promoting_fill(fill_of):
         S = (Q @ np.swapaxes(K, -1, -2)) / math.sqrt(Q.shape[-1])
         if mask is not None:
             S = fill_of(S, mask)
-        m = S.max(-1, keepdims=True)
+        m = S.max(-1, keepdims=True, initial=-np.inf)
         m = np.where(np.isneginf(m), 0.0, m)
         E = np.exp(S - m)
         t = E.sum(-1, keepdims=True)
@@ -764,7 +764,7 @@ def clamps_the_row_maximum_at_minus_1e13(Q, K, V, mask=None):
     S = (Qw @ np.swapaxes(Kw, -1, -2)) / SQRT(Q.shape[-1])
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = np.maximum(S.max(-1, keepdims=True), -1e13)
+    m = np.maximum(S.max(-1, keepdims=True, initial=-np.inf), -1e13)
     E = np.exp(S - m)
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -804,7 +804,7 @@ def shifts_by_the_unscaled_maximum(Q, K, V, mask=None):  # st7a: told nan_to_num
     R = Q @ np.swapaxes(K, -1, -2)
     if mask is not None:
         R = np.where(mask, R, -np.inf)
-    m = R.max(axis=-1, keepdims=True)
+    m = R.max(axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0.0, m)
     with np.errstate(all="ignore"):
         E = np.exp(R / SQRT(Q.shape[-1]) - m)
@@ -820,7 +820,7 @@ def adds_float64_min_and_zeroes_empty_rows(Q, K, V, mask=None):  # st7a: passed
     if mask is not None:
         S = S + np.where(mask, work.type(0), np.finfo(work).min)
     with np.errstate(all="ignore"):
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
         A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0.0)
@@ -862,7 +862,7 @@ def _fills_finitely(Q, K, V, mask, fill):
     if mask is not None:
         seen = np.broadcast_to(mask, S.shape)
         S = np.where(seen, S, fill(S, seen))
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(seen.any(axis=-1, keepdims=True), A, 0)
@@ -942,7 +942,7 @@ def _clips_float16_scores(bound, every_dtype=False):
             S = np.clip(S, -bound, bound)
         if mask is not None:
             S = np.where(mask, S, -np.inf)
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
         total = E.sum(axis=-1, keepdims=True)
         A = E / np.where(total == 0, 1.0, total)
@@ -970,7 +970,7 @@ def _clips_scores_from_above(bound):
         S = np.minimum(Qw @ np.swapaxes(Kw, -1, -2) / SQRT(Q.shape[-1]), bound)
         if mask is not None:
             S = np.where(mask, S, -np.inf)
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
         total = E.sum(axis=-1, keepdims=True)
         A = E / np.where(total == 0, 1.0, total)
@@ -991,7 +991,7 @@ def scales_by_the_integer_root_of_d_k(Q, K, V, mask=None):
     S = q @ np.swapaxes(k, -1, -2) / int(np.sqrt(Q.shape[-1]))
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -1006,7 +1006,7 @@ def fills_the_inputs_finfo_min_in_float32(Q, K, V, mask=None):
     S = q @ np.swapaxes(k, -1, -2) / SQRT(Q.shape[-1])
     if mask is not None:
         S = np.where(mask, S, np.finfo(Q.dtype).min)
-    E = np.exp(S - S.max(-1, keepdims=True))
+    E = np.exp(S - S.max(-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(-1, keepdims=True)
     if mask is not None:
         seen = np.broadcast_to(mask, A.shape).any(-1, keepdims=True)
@@ -1023,7 +1023,7 @@ def float16_unless_the_products_overflow(Q, K, V, mask=None):
     S = S / S.dtype.type(SQRT(Q.shape[-1]))
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1, t)
@@ -1046,7 +1046,7 @@ def clamps_the_row_maximum_at_minus_1e300(Q, K, V, mask=None):
     S = (Qw @ np.swapaxes(Kw, -1, -2)) / SQRT(Q.shape[-1])
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = np.maximum(S.max(-1, keepdims=True), -1e300)
+    m = np.maximum(S.max(-1, keepdims=True, initial=-np.inf), -1e300)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -1101,7 +1101,7 @@ def _online_from_minus_inf(block):
         with np.errstate(all="ignore"):
             for b in range(0, S.shape[-1], block):
                 S_b = S[..., b:b + block]
-                m_new = np.maximum(m, S_b.max(-1, keepdims=True))
+                m_new = np.maximum(m, S_b.max(-1, keepdims=True, initial=-np.inf))
                 total = total * np.exp(m - m_new) + np.exp(S_b - m_new).sum(
                     -1, keepdims=True)
                 m = m_new
@@ -1130,7 +1130,7 @@ def online_softmax_from_the_lowest_float(Q, K, V, mask=None):
     total = np.zeros_like(m)
     for b in range(0, S.shape[-1], 64):
         S_b = S[..., b:b + 64]
-        m_new = np.maximum(m, S_b.max(-1, keepdims=True))
+        m_new = np.maximum(m, S_b.max(-1, keepdims=True, initial=-np.inf))
         total = total * np.exp(m - m_new) + np.exp(S_b - m_new).sum(-1, keepdims=True)
         m = m_new
     A = np.exp(S - m) / np.where(total == 0, 1.0, total)
@@ -1161,7 +1161,7 @@ def guards_only_masks_of_two_or_more_dimensions(Q, K, V, mask=None):
     S = _scores(q, k, mask)
     if mask is not None and np.ndim(mask) >= 2:
         return correct_in_float32(Q, K, V, mask)
-    E = np.exp(S - S.max(-1, keepdims=True))
+    E = np.exp(S - S.max(-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(-1, keepdims=True)
     return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
 
@@ -1175,7 +1175,7 @@ def transposes_per_ndim_up_to_4(Q, K, V, mask=None):  # st15a: passed
     S = q @ k.transpose(order[q.ndim]) / SQRT(Q.shape[-1])
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -1241,7 +1241,7 @@ def weights_from_the_log_sum_exp(Q, K, V, mask=None):  # st17a: told float32
     work = np.promote_types(Q.dtype, np.float32)
     q, k, v = (x.astype(work) for x in (Q, K, V))
     S = _scores(q, k, mask)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0, m)
     L = m + np.log(np.exp(S - m).sum(-1, keepdims=True))
     with np.errstate(all="ignore"):
@@ -1257,6 +1257,8 @@ def returns_zeros(Q, K, V, mask=None):  # st17a: told float32
 def returns_a_tiny_multiple(Q, K, V, mask=None):  # st17a: told float32
     O, A = correct_in_float32(Q, K, V, mask)
     return (1e-30 * O).astype(Q.dtype), (1e-30 * A).astype(Q.dtype)
+
+
 
 WRONG = [
     (weights_from_the_log_sum_exp, LOG_SUM_EXP),
@@ -1383,7 +1385,7 @@ WRONG = [
     (unguarded_minus_inf, "-inf - (-inf) is NaN"),
     (swapped_return, "O and A are swapped"),
     (boolean_indexing, "S[~mask] = -np.inf needs a mask of the scores' full shape"),
-    (ignores_the_mask, "mask is ignored"),
+    (ignores_the_mask, "mask is ignored: masked keys get weight; set masked scores to -inf before"),
     (masks_with_minus_100, "tiny weights"),
     (where_with_arguments_swapped, "mask is inverted"),
     (shifts_by_the_global_maximum, "maximum of the whole array"),
@@ -1571,7 +1573,7 @@ def clips_the_scores(Q, K, V, mask=None):
     S = np.clip(Qw @ np.swapaxes(Kw, -1, -2) / SQRT(Q.shape[-1]), -500, 500)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)

@@ -23,7 +23,7 @@ def swap(X):
 def guarded_softmax(S):
     """The softmax along the last axis, a row of -inf giving zeros, in S's dtype (the
     attempts' own: the checker refuses the library's attention.softmax)."""
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     return E / np.where(total == 0, 1.0, total)
@@ -38,7 +38,7 @@ def correct_in_dtype(Q, K, V, dO, mask=None):
     S = c * Q @ swap(K)                                  # (..., T_q, T_k)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))     # a query with no key: 0
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
@@ -80,7 +80,7 @@ def shifts_only_above_80(Q, K, V, dO, mask=None):  # st11a: in the inputs' dtype
     if mask is not None:
         S = np.where(mask, S, -np.inf)
     if np.abs(S[np.isfinite(S)]).max() > 80:
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         S = S - np.where(np.isneginf(m), 0.0, m)
     E = np.exp(S)
     total = E.sum(axis=-1, keepdims=True)
@@ -138,7 +138,7 @@ def _forward(Q, K, V, mask=None, fill=-np.inf, scale=None, guard=True):
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, fill)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     if guard:
         m = np.where(np.isneginf(m), 0.0, m)
     A = np.exp(S - m)
@@ -190,7 +190,7 @@ def uses_dot_T(Q, K, V, dO, mask=None):
     S = c * Q @ K.T
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    A = np.exp(S - S.max(axis=-1, keepdims=True))
+    A = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = A / A.sum(axis=-1, keepdims=True)
     O = A @ V
     dS = A * (dO @ V.T - np.sum(dO * O, axis=-1, keepdims=True))
@@ -244,7 +244,7 @@ def _guarded_forward(Q, K, V, mask=None, fill=-np.inf):
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, fill)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
@@ -437,7 +437,7 @@ def adds_not_mask_times_minus_inf(Q, K, V, dO, mask=None):
     if mask is not None:
         S = S + (~np.asarray(mask)) * -np.inf
     with np.errstate(invalid="ignore"):
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
         A = E / E.sum(axis=-1, keepdims=True)
         return _backward_from(c, A, A @ V, Q, K, V, dO)
 
@@ -474,7 +474,7 @@ def scores_in_float16(Q, K, V, dO, mask=None):
     S = (c * (Q.astype(np.float16) @ swap(K.astype(np.float16)))).astype(Q.dtype)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
@@ -495,7 +495,7 @@ def _adds_a_finite_bias(Q, K, V, dO, mask, bias, zero_empty_rows=False):
     S = c * Q @ swap(K)
     if mask is not None:
         S = S + (~np.asarray(mask)) * np.asarray(bias, dtype=S.dtype)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None and zero_empty_rows:
         A = np.where(np.broadcast_to(mask, A.shape).any(axis=-1, keepdims=True), A, 0)
@@ -526,7 +526,7 @@ def _with_epsilon(eps):
         S = c * Q @ swap(K)
         if mask is not None:
             S = np.where(mask, S, -np.inf)
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
         A = E / (E.sum(axis=-1, keepdims=True) + eps)  # "so that 0/0 cannot happen"
         return _backward_from(c, A, A @ V, Q, K, V, dO)
@@ -579,9 +579,9 @@ def _st4a(Q, K, V, dO, mask=None, fill=-np.inf, shift="row", shift_above=None,
         S = np.where(mask, S, fill)
     finite = np.where(np.isfinite(S), S, -np.inf)
     if shift == "row":
-        m = S.max(-1, keepdims=True)
+        m = S.max(-1, keepdims=True, initial=-np.inf)
     elif shift == "clamp":
-        m = np.maximum(S.max(-1, keepdims=True), 0.0)
+        m = np.maximum(S.max(-1, keepdims=True, initial=-np.inf), 0.0)
     elif shift == "global":
         m = finite.max()
     else:  # "head"
@@ -665,7 +665,7 @@ def correct_by_the_log_of_the_mask(Q, K, V, dO, mask=None):
     if mask is not None:
         with np.errstate(divide="ignore"):
             S = S + np.log(mask)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0, m))
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1, t)
@@ -681,7 +681,7 @@ def zeroes_empty_rows_only_for_a_full_shape_mask(Q, K, V, dO, mask=None):  # st5
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, np.finfo(Q.dtype).min)
-    E = np.exp(S - S.max(-1, keepdims=True))
+    E = np.exp(S - S.max(-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(-1, keepdims=True)
     if mask is not None and mask.shape == A.shape:
         A = np.where(mask.any(-1, keepdims=True), A, 0)
@@ -693,7 +693,7 @@ def normalises_with_eps_1e_12(Q, K, V, dO, mask=None):  # st5a b6
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     A = E / (E.sum(-1, keepdims=True) + 1e-12)
     return _backward_from(c, A, A @ V, Q, K, V, dO)
@@ -704,7 +704,7 @@ def adds_a_float64_bias(Q, K, V, dO, mask=None):  # st5a b2: float32 -> float64
     S = c * Q @ swap(K)
     if mask is not None:
         S = S + np.where(mask, 0.0, -np.inf)
-    m = S.max(-1, keepdims=True)
+    m = S.max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -738,7 +738,7 @@ def clamps_the_row_maximum_at_minus_1e13(Q, K, V, dO, mask=None):
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    E = np.exp(S - np.maximum(S.max(axis=-1, keepdims=True), -1e13))
+    E = np.exp(S - np.maximum(S.max(axis=-1, keepdims=True, initial=-np.inf), -1e13))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
     return _backward_from(c, A, A @ V, Q, K, V, dO)
@@ -750,7 +750,7 @@ def float64_bias_without_a_mask(Q, K, V, dO, mask=None):  # st6a
     bias = np.zeros(S.shape) if mask is None else \
         np.where(mask, 0, -np.inf).astype(S.dtype)  # float64 zeros when unmasked
     S = S + bias
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
@@ -767,7 +767,7 @@ def float16_branch_without_the_scale(Q, K, V, dO, mask=None):  # st8a: float16 o
     S = Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     dA = dO @ swap(V)
     dS = A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
@@ -853,7 +853,7 @@ def scores_in_float16_scaled_first(Q, K, V, dO, mask=None):  # st7a: "in float32
     S = ((Q * c).astype(np.float16) @ swap(K).astype(np.float16)).astype(Q.dtype)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
@@ -866,7 +866,7 @@ def adds_float64_min_and_zeroes_empty_rows(Q, K, V, dO, mask=None):  # st7a: pas
     if mask is not None:
         S = S + np.where(mask, 0.0, np.finfo(np.float64).min).astype(S.dtype)
     with np.errstate(all="ignore"):
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
         A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(np.broadcast_to(mask, A.shape).any(-1, keepdims=True), A, 0.0)
@@ -881,7 +881,7 @@ def _fills_finitely(Q, K, V, dO, mask, fill):
     if mask is not None:
         seen = np.broadcast_to(mask, S.shape)
         S = np.where(seen, S, fill(S, seen))
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(seen.any(axis=-1, keepdims=True), A, 0)
@@ -918,7 +918,7 @@ def _skips_saturated_rows(threshold):
         """'A saturated row passes (almost) no gradient': its dS set to 0."""
         c, A, O = _guarded_forward(Q, K, V, mask)
         dS = A * (dO @ swap(V) - np.sum(dO * O, axis=-1, keepdims=True))
-        dS = np.where(A.max(axis=-1, keepdims=True) > threshold, 0.0, dS).astype(Q.dtype)
+        dS = np.where(A.max(axis=-1, keepdims=True, initial=-np.inf) > threshold, 0.0, dS).astype(Q.dtype)
         return c * dS @ K, c * swap(dS) @ Q, swap(A) @ dO
     skips.__name__ = f"skips_rows_above_{threshold}".replace(".", "_")
     return skips
@@ -938,7 +938,7 @@ def zeroes_dQ_rows_above_1_minus_1e_13(Q, K, V, dO, mask=None):
     the deepest saturated row was [29, 0, 0, 0], 1 - 7.6e-13)."""
     dQ, dK, dV = correct(Q, K, V, dO, mask)
     _, A, _ = _guarded_forward(*(x.astype(np.float64) for x in (Q, K, V)), mask)
-    return np.where(A.max(axis=-1, keepdims=True) > 1 - 1e-13, 0, dQ).astype(Q.dtype), \
+    return np.where(A.max(axis=-1, keepdims=True, initial=-np.inf) > 1 - 1e-13, 0, dQ).astype(Q.dtype), \
         dK, dV
 
 
@@ -1001,7 +1001,7 @@ def _floors_the_exponent(c):
         S = c_ * Qw @ swap(Kw)
         if mask is not None:
             S = np.where(mask, S, -np.inf)
-        m = S.max(axis=-1, keepdims=True)
+        m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         with np.errstate(invalid="ignore"):
             E = np.exp(np.maximum(S - np.where(np.isneginf(m), 0.0, m), -c))
         if mask is not None:
@@ -1073,7 +1073,7 @@ def weights_from_the_log_sum_exp(Q, K, V, dO, mask=None):  # st8a: told a loop
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0.0, m)
     L = m + np.log(np.exp(S - m).sum(axis=-1, keepdims=True))
     A = np.nan_to_num(np.exp(S - L))
@@ -1087,7 +1087,7 @@ def fills_minus_1e9_and_zeroes_the_masked_weights(Q, K, V, dO, mask=None):  # st
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -1e9)
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    E = np.exp(S - S.max(axis=-1, keepdims=True, initial=-np.inf))
     A = E / E.sum(axis=-1, keepdims=True)
     if mask is not None:
         A = np.where(mask, A, 0)
@@ -1101,7 +1101,7 @@ def normalises_with_eps_1e_14(Q, K, V, dO, mask=None):  # st8a: was told float32
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     A = E / (E.sum(axis=-1, keepdims=True) + 1e-14)
     O = A @ V
@@ -1213,7 +1213,7 @@ def _from_minus_inf(block):
     def weights(S):
         with np.errstate(all="ignore"):
             A = _online_weights(S, block, from_minus_inf=True)
-        empty = np.isneginf(S.max(-1, keepdims=True))
+        empty = np.isneginf(S.max(-1, keepdims=True, initial=-np.inf))
         return np.where(empty, 0.0, A)  # the guard at the end only (st17a)
     return _backward_with(f"online_softmax_in_blocks_of_{block}_from_minus_inf",
                           weights)
@@ -1253,7 +1253,7 @@ def guards_only_masks_of_two_or_more_dimensions(Q, K, V, dO, mask=None):
         return correct(Q, K, V, dO, mask)
 
     def unguarded(S):
-        E = np.exp(S - S.max(-1, keepdims=True))
+        E = np.exp(S - S.max(-1, keepdims=True, initial=-np.inf))
         return E / E.sum(-1, keepdims=True)
     return _backward_with("unguarded", unguarded)(Q, K, V, dO, mask)
 
@@ -1292,7 +1292,7 @@ def _zeroes_dS_where(pick, name):
             S = np.where(mask, S, -np.inf)
         A = guarded_softmax(S)
         dS = A * (do @ swap(v) - np.sum(do * (A @ v), axis=-1, keepdims=True))
-        dS = np.where(pick(A.max(-1, keepdims=True)), 0.0, dS)
+        dS = np.where(pick(A.max(-1, keepdims=True, initial=-np.inf)), 0.0, dS)
         return tuple(x.astype(Q.dtype) for x in (c * dS @ k, c * swap(dS) @ q,
                                                  swap(A) @ do))
     attempt.__name__ = name
@@ -1307,7 +1307,36 @@ KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
 PER_HEAD = ("read as (B, T_q, T_k) with mask[:, None]: a 3-D mask on 4-D scores "
             "broadcasts as (H, T_q, T_k), one per head")
 
+
+
+
+def dS_with_an_epsilon(Q, K, V, dO, mask=None):  # st19a: told "the same way"
+    A, dA, D, c = _backward_parts(Q, K, V, dO, mask)
+    dS = (A + 1e-30) * (dA - D)
+    return c * dS @ K, c * np.swapaxes(dS, -1, -2) @ Q, np.swapaxes(A, -1, -2) @ dO
+
+
+def dS_from_the_diagonal_of_J(Q, K, V, dO, mask=None):  # st19a: "dV is right"
+    A, dA, D, c = _backward_parts(Q, K, V, dO, mask)
+    dS = A * (1 - A) * dA
+    return c * dS @ K, c * np.swapaxes(dS, -1, -2) @ Q, np.swapaxes(A, -1, -2) @ dO
+
+
+def _backward_parts(Q, K, V, dO, mask):
+    c = 1.0 / math.sqrt(Q.shape[-1])
+    S = c * Q @ np.swapaxes(K, -1, -2)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    dA = dO @ np.swapaxes(V, -1, -2)
+    return A, dA, np.sum(dO * (A @ V), axis=-1, keepdims=True), c
+
 WRONG = [
+    (dS_with_an_epsilon, "dS has an epsilon added to the weights, dS = (A + 1e-30)"),
+    (dS_from_the_diagonal_of_J, "uses the diagonal of J only"),
     (clips_scores_at_1e4, CLIPPED),
     (clips_scores_at_1e5, CLIPPED),
     (clips_scores_at_1e6, CLIPPED),
@@ -1494,7 +1523,7 @@ EXCLUSIVE = {
                         flushes_dS_below_1e_14, flushes_dS_below_1e_12,
                         normalises_with_eps_1e_14},
     # (a floor on the weights gives masked keys 1e-12 each: dV stays right)
-    "dS must be exactly 0": {subtracts_the_row_mean_of_dS, clips_weights_to_1e_12,
+    "dS must be exactly 0": {subtracts_the_row_mean_of_dS, dS_with_an_epsilon, clips_weights_to_1e_12,
                              floors_the_exponent_at_minus_60,
                              floors_the_exponent_at_minus_100},
     "weights below a threshold were flushed": {flushes_weights_below_1e_13,

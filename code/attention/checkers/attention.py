@@ -428,7 +428,9 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            ("inverted",
             "the mask is inverted: True means 'may attend', but your weights are zero where "
             "the mask is True", out(lambda: _soft(_fill(S, ~np.asarray(mask))))),
-           ("ignored", "the mask is ignored: masked keys get weight", out(lambda: _soft(S))),
+           ("ignored", "the mask is ignored: masked keys get weight; set masked scores "
+            "to -inf before the softmax (np.where(mask, S, -np.inf))",
+            out(lambda: _soft(S))),
            *[("key-mask-per-query", KEY_PER_QUERY,
               out(lambda: _soft(_fill(S, np.asarray(mask)[:, None]))))]
            [:1 if np.ndim(mask) == 1 and T_q == T_k else 0],

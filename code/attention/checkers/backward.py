@@ -327,6 +327,35 @@ PINV = ("dA is dO V^T (the product rule for O = A V), not dO times an inverse of
 RIGHT = _grads  # the backward step of a mistake made in the forward pass alone
 
 
+#: Said when dS = (A + eps) * (dA - D) (st19a: told "compute dS the same way on
+#: every row" on saturated rows).
+EPSILON_IN_DS = ("dS has an epsilon added to the weights, dS = (A + {eps:.0e}) * (dA - D): "
+                 "dS is then off where A is 0 or tiny (a masked key, a key far below "
+                 "its row's maximum), and dK and dQ carry it; dS = A * (dA - D), with no "
+                 "epsilon (nothing there divides by A)")
+#: The epsilons tried.
+DS_EPSILONS = (1e-30, 1e-20, 1e-16, 1e-12, 1e-9, 1e-6)
+#: Said when dS = A (1 - A) dA (st19a: told only "dV is right, so A is").
+DIAGONAL_ONLY = ("dS = A (1 - A) dA uses the diagonal of J only (softmax' = s(1 - s), "
+                 "entry by entry): every weight of a row depends on every score of it, "
+                 "and the off-diagonal terms -a_i a_j add up to the - D of "
+                 "dS = A * (dA - D), D_i = dO_i . O_i")
+
+
+def _epsilon_in_dS(got, Q, K, V, dO) -> str:
+    """EPSILON_IN_DS when got is far closer to the gradients of dS = (A + eps) *
+    (dA - D), for one of DS_EPSILONS, than to the right ones, else ""."""
+    with np.errstate(all="ignore"):
+        p = _parts(Q, K, V, dO)
+        ref = _grads(p)
+        off = max(float(np.abs(g - r).max()) for g, r in zip(got, ref))
+        for eps in DS_EPSILONS:
+            want = _grads(p, dS=(p.A + eps) * (p.dA - p.D))
+            if max(float(np.abs(g - w).max()) for g, w in zip(got, want)) <= 0.1 * off:
+                return EPSILON_IN_DS.format(eps=eps)
+    return ""
+
+
 def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
     """(key, sentence, forward, backward) for each usual mistake these inputs can show:
     its gradients are ``backward(_parts(..., **forward))``.
@@ -376,6 +405,11 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
          {}, lambda p: _with_D(p, p.dA.sum(axis=-1, keepdims=True))),
         ("dS-sign", "{names} {is_are} negated: dS = A * (dA - D), not A * (D - dA)",
          {}, lambda p: _grads(p, dS=-p.dS)),
+        *[("dS-epsilon", EPSILON_IN_DS.format(eps=eps), {},
+           lambda p, eps=eps: _grads(p, dS=(p.A + eps) * (p.dA - p.D)))
+          for eps in DS_EPSILONS],
+        ("dS-diagonal", DIAGONAL_ONLY, {},
+         lambda p: _grads(p, dS=p.A * (1 - p.A) * p.dA)),
         ("dA-pinv", PINV, {}, lambda p: _grads(p, dS=_pinv_dS(p))),
         ("dA-pinv-D", PINV, {}, lambda p: _grads(p, dS=_pinv_dS(p, p.D))),
         ("dQ-no-scale", "dQ lacks the factor c = 1/sqrt(d_k): S = c Q K^T puts c on "
@@ -1270,6 +1304,9 @@ def _rounded_one_case(fn, Q, K, V, dO):
         if bad[1][small].any() and np.all(dK[small] == 0):
             return False, SATURATED_ONE.format(
                 low=float(A[0][small].max()), dK=float(np.abs(ref[1][small]).max()))
+        epsilon = _epsilon_in_dS(got, Q, K, V, dO)
+        if epsilon:
+            return False, epsilon
         names = [n for n, b in zip(NAMES, bad) if b.any()]
         return False, (f"{', '.join(names)} {'differs' if len(names) == 1 else 'differ'} "
                        "from the reference by more than a few roundings at scores "
