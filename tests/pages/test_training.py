@@ -1411,7 +1411,7 @@ def test_the_counts_if_at_the_start_is_the_gradient_reaching_each_rows_scores(he
     """rv37: the count's "if" (a gradient reaching the scores that does not change with the
     width), measured at the sweep's starting weights on 4096 fresh rows: the norm of
     dL_row/ds for each row, recomputed here in closed form (a (g - a.g) with g = dL/da),
-    not by autograd, in float64 from the same float32 draws."""
+    not by autograd, in float64 (the page forms W_Q W_K^T in float32) from the same draws."""
     text = " ".join(SOURCE.split())
     assert ("At the start, the scaled and $1/d_k$ heads' medians lie between "
             "{glue:text}`ho_if_others_lo:.2f` and {glue:text}`ho_if_others_hi:.2f` at every "
@@ -1433,8 +1433,8 @@ def test_the_counts_if_at_the_start_is_the_gradient_reaching_each_rows_scores(he
             gen = torch.Generator().manual_seed(seed)
             W_Q = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).double()
             W_K = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).double()
-            q, K = x_q @ W_Q, X @ W_K  # (n, d_k), (n, T_k, d_k)
-            raw = (K @ q[:, :, None])[..., 0]  # (n, T_k)
+            M = W_Q @ W_K.T  # (d_model, d_model): q . k_j = x_q M x_j, in float64
+            raw = torch.einsum("bd,de,bte->bt", x_q, M, X)  # (n, T_k)
             for name in HEADS:
                 a = torch.softmax(SCALE[name](d_k) * raw, dim=-1)
                 o = (a[:, :, None] * V).sum(1)
