@@ -203,7 +203,7 @@ def where_with_arguments_swapped(Q, K, V, mask=None):
 
 def shifts_by_the_global_maximum(Q, K, V, mask=None):
     S = _scores(Q, K, mask)
-    E = np.exp(S - S.max())                              # one max for the whole array
+    E = np.exp(S - S.max(initial=-np.inf))               # one max for the whole array
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)
     return (A @ V).astype(Q.dtype), A.astype(Q.dtype)
@@ -493,7 +493,8 @@ def torch_float_for_float64_inputs(Q, K, V, mask=None):
     S = t[0] @ t[1].transpose(-1, -2) / SQRT(Q.shape[-1])
     if mask is not None:
         S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
-    m = S.amax(dim=-1, keepdim=True)
+    m = S.amax(dim=-1, keepdim=True) if S.shape[-1] else \
+        S.new_full(S.shape[:-1] + (1,), float("-inf"))  # (amax has no initial: T_k = 0)
     E = torch.exp(S - torch.where(torch.isneginf(m), 0.0, m))
     total = E.sum(dim=-1, keepdim=True)
     A = E / torch.where(total == 0, 1.0, total)
@@ -529,7 +530,7 @@ def _st4a(Q, K, V, mask=None, work=None, fill=-np.inf, eps=0.0, zero_empty=False
         S = np.where(mask, S, fill)
     m = S.max(-1, keepdims=True, initial=-np.inf)
     m = np.maximum(m, 0.0) if clamp else np.where(np.isneginf(m), 0.0, m)
-    if shift_above is not None and not (S.max() > shift_above):
+    if shift_above is not None and not (S.max(initial=-np.inf) > shift_above):
         m = 0.0
     E = np.exp(S - m)
     t = E.sum(-1, keepdims=True)
@@ -876,7 +877,7 @@ def fills_minus_1_5e308(Q, K, V, mask=None):  # st8a: below the -1e300 rows, pas
 
 def fills_the_row_minimum_minus_1000(Q, K, V, mask=None):  # st8a: passed
     def fill(S, seen):
-        low = np.where(seen, S, np.inf).min(axis=-1, keepdims=True)
+        low = np.where(seen, S, np.inf).min(axis=-1, keepdims=True, initial=np.inf)
         return np.where(np.isinf(low), 0, low) - 1000.0
     return _fills_finitely(Q, K, V, mask, fill)
 
@@ -1141,7 +1142,7 @@ def normalises_over_the_first_8_keys(Q, K, V, mask=None):  # st15a: passed
     work = np.promote_types(Q.dtype, np.float32)
     q, k, v = (x.astype(work) for x in (Q, K, V))
     S = _scores(q, k, mask)
-    m = S[..., :8].max(-1, keepdims=True)
+    m = S[..., :8].max(-1, keepdims=True, initial=-np.inf)
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
     t = E[..., :8].sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1.0, t)
@@ -1218,7 +1219,7 @@ def shifts_by_the_largest_magnitude(Q, K, V, mask=None):
     work = np.promote_types(Q.dtype, np.float32)
     q, k, v = (x.astype(work) for x in (Q, K, V))
     S = _scores(q, k, mask)
-    m = np.where(np.isfinite(S), np.abs(S), 0).max(-1, keepdims=True)
+    m = np.where(np.isfinite(S), np.abs(S), 0).max(-1, keepdims=True, initial=0)
     E = np.exp(S - m)
     t = E.sum(-1, keepdims=True)
     A = E / np.where(t == 0, 1, t)
@@ -1260,7 +1261,68 @@ def returns_a_tiny_multiple(Q, K, V, mask=None):  # st17a: told float32
 
 
 
+# --- st19a: no key at all (T_k = 0) -------------------------------------------------------
+
+def takes_a_plain_row_maximum(Q, K, V, mask=None):
+    """The right steps with a plain S.max(axis=-1, keepdims=True), which raises on no
+    key at all (T_k = 0): it passed every case while every case had a key."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    m = S.max(axis=-1, keepdims=True)                    # no initial value
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def divides_the_output_unguarded_without_a_mask(Q, K, V, mask=None):
+    """O = (E V) / sum(E), guarded only with a mask ("no mask, no empty row"): with no
+    key at all (T_k = 0) and no mask, 0 / 0 is NaN."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k, mask)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    if mask is not None:
+        total = np.where(total == 0, 1.0, total)
+    return ((E @ v) / total).astype(Q.dtype), (E / total).astype(Q.dtype)
+
+
+def _special_cases_no_key(result):
+    """The right answer, but ``result(Q, K, V)`` for no key at all (T_k = 0)."""
+    def attempt(Q, K, V, mask=None):
+        return result(Q, K, V) if K.shape[-2] == 0 else correct_in_float32(Q, K, V, mask)
+    attempt.__name__ = result.__name__
+    return attempt
+
+
+@_special_cases_no_key
+def returns_the_shape_of_Q_without_keys(Q, K, V):  # O as wide as Q (d_k), not V (d_v)
+    return np.zeros_like(Q), np.zeros(Q.shape[:-1] + (0,), Q.dtype)
+
+
+@_special_cases_no_key
+def returns_nan_without_keys(Q, K, V):
+    return np.full(Q.shape[:-1] + V.shape[-1:], np.nan, Q.dtype), \
+        np.zeros(Q.shape[:-1] + (0,), Q.dtype)
+
+
+@_special_cases_no_key
+def returns_float64_zeros_without_keys(Q, K, V):  # np.zeros: float64 whatever the inputs
+    return np.zeros(Q.shape[:-1] + V.shape[-1:]), np.zeros(Q.shape[:-1] + (0,))
+
+
 WRONG = [
+    (takes_a_plain_row_maximum, "zero-size array to reduction operation maximum"),
+    (takes_a_plain_row_maximum, "take S.max(axis=-1, keepdims=True, initial=-np.inf)"),
+    (divides_the_output_unguarded_without_a_mask,
+     "with T_k = 0 (K of shape (0, 4), V of shape (0, 2): no key at all) O contains NaN"),
+    (returns_nan_without_keys, "no key at all) O contains NaN"),
+    (returns_the_shape_of_Q_without_keys, "d_v = V.shape[-1], here 2, not d_k = 4"),
+    (returns_float64_zeros_without_keys,
+     "with T_k = 0 (no key at all): O, A are float64 for float32 inputs"),
     (weights_from_the_log_sum_exp, LOG_SUM_EXP),
     (returns_zeros, NEAR_ZERO),
     (returns_a_tiny_multiple, NEAR_ZERO),
@@ -1407,6 +1469,12 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
+    "initial=-np.inf": {takes_a_plain_row_maximum},
+    "O = A V, a sum over no key": {divides_the_output_unguarded_without_a_mask,
+                                   returns_nan_without_keys},
+    "(K of shape (0, 4), V of shape (0, 2): no key at all) A has one row per query":
+        {returns_the_shape_of_Q_without_keys},
+    "with T_k = 0 (no key at all)": {returns_float64_zeros_without_keys},
     LOG_SUM_EXP: {weights_from_the_log_sum_exp},
     NEAR_ZERO: {returns_zeros, returns_a_tiny_multiple},
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
@@ -1524,6 +1592,29 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(fn, phrase, capsys):
             assert other_phrase not in failures, (fn.__name__, other_phrase)
 
 
+def test_a_plain_row_maximum_fails_only_on_no_key_at_all_and_is_told_the_crash(capsys):
+    """st19a: S.max(axis=-1, keepdims=True) raises on T_k = 0; it fails the two cases
+    that hold it (the fully masked rows, and float32), each told what it raised."""
+    failures = _failures(takes_a_plain_row_maximum, capsys)
+    assert [f.split(":")[0] for f in failures] == [
+        "✗ a fully masked row gets zero weights and a zero output; an all-False (T_k,) "
+        "mask (an empty sequence); and no key at all (T_k = 0)",
+        "✗ float32 inputs give float32 results, scores near 180, with and without a "
+        "causal mask; a fully masked row; no key at all"], failures
+    assert all("raised ValueError: zero-size array to reduction operation maximum "
+               "which has no identity; here T_k = 0" in f for f in failures), failures
+
+
+def test_no_key_at_all_gives_zero_outputs_in_the_library():
+    """The reference of the no-key cases: O zeros (T_q, d_v), A (T_q, 0), dtype kept."""
+    for dtype, mask in ((np.float64, None), (np.float64, np.zeros((2, 0), bool)),
+                        (np.float32, np.zeros((2, 0), bool))):
+        Q, K, V = np.ones((2, 3), dtype), np.ones((0, 3), dtype), np.ones((0, 4), dtype)
+        O, A = attention.scaled_dot_product_attention(Q, K, V, mask=mask)
+        assert O.shape == (2, 4) and A.shape == (2, 0) and not np.any(O)
+        assert O.dtype == A.dtype == dtype
+
+
 def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
     def skeleton(Q, K, V, mask=None):
         raise NotImplementedError("your code here")
@@ -1601,6 +1692,9 @@ def test_no_other_wrong_attempt_is_told_its_scores_were_clipped(fn, phrase, caps
 # Attempts whose every failing case must name their mistake (each was told another
 # mistake's name, or none, on some case before).
 EVERY_LINE = [
+    # (st19a: the fully masked case and the float32 one, each on no key at all)
+    (takes_a_plain_row_maximum, "zero-size array to reduction operation maximum"),
+    (takes_a_plain_row_maximum, "initial=-np.inf"),
     (weights_from_the_log_sum_exp, LOG_SUM_EXP),
     # st17a: told "subtract the row max" (an overflow's NaN) before FIRST_BLOCK
     (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
@@ -1649,8 +1743,8 @@ def test_the_large_and_far_cases_hold_rows_far_below_0():
     assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
     rows = []
     for Q, K, mask in seen["calls"]:
-        if mask is not None and not np.any(mask):
-            continue  # the all-False (T_k,) mask: no visible score
+        if mask is not None and not np.any(mask) or K.shape[-2] == 0:
+            continue  # the all-False (T_k,) mask, or no key at all: no visible score
         S = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)
         S = S / SQRT(Q.shape[-1])
         if mask is not None:
@@ -1793,8 +1887,8 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
     from key block to key block (of 64 to 4096 keys) in the rows that see key 0, and
     a row that hides its first keys beyond the largest block, 4096, while seeing
     later ones; a short row hiding its first 3 keys (a block of 2 or 3 sees none);
-    a (T_k,) mask on self-attention; an all-False (T_k,) mask; inputs with three
-    leading dimensions."""
+    a (T_k,) mask on self-attention; an all-False (T_k,) mask; no key at all; inputs
+    with three leading dimensions."""
     seen = _calls(correct_in_float32, checkers.check_scaled_dot_product_attention)
     long = [(Q, K, m) for Q, K, m in seen if K.shape[-2] >= 100 and m is not None]
     blocks = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -1807,12 +1901,16 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
     assert any(np.any(m[:, :4097].any(-1) == False & m.any(-1))  # noqa: E712
                for _, _, m in long)
     hidden_first = [np.argmax(m, axis=-1) for _, K, m in seen
-                    if m is not None and np.ndim(m) == 2 and K.shape[-2] < 10]
+                    if m is not None and np.ndim(m) == 2 and 0 < K.shape[-2] < 10]
     assert any(np.any(first >= 3) for first in hidden_first)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
     assert any(Q.ndim == 5 for Q, _, _ in seen)
+    # no key at all, T_k = 0 (st19a), without a mask and with a (T_q, 0) one, float32 too
+    no_key = {(Q.dtype.name, m is None) for Q, K, m in seen if K.shape[-2] == 0
+              and (m is None or np.shape(m) == Q.shape[-2:-1] + (0,))}
+    assert no_key == {("float64", True), ("float64", False), ("float32", False)}
 
 
 def test_a_wrong_shift_is_told_the_shift_on_the_far_case_and_no_fill_in_float16(capsys):
@@ -1838,7 +1936,7 @@ def test_the_cases_hold_visible_float64_scores_far_above_where_a_clip_would_cut(
     assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
     near_1e7 = near_1e299 = False
     for Q, K, m in seen:
-        if Q.dtype != np.float64:
+        if Q.dtype != np.float64 or K.shape[-2] == 0:  # (no key at all: no score)
             continue
         with np.errstate(all="ignore"):
             S = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])

@@ -79,7 +79,7 @@ def shifts_only_above_80(Q, K, V, dO, mask=None):  # st11a: in the inputs' dtype
     S = c * Q @ swap(K)
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    if np.abs(S[np.isfinite(S)]).max() > 80:
+    if np.abs(S[np.isfinite(S)]).max(initial=0.0) > 80:
         m = S.max(axis=-1, keepdims=True, initial=-np.inf)
         S = S - np.where(np.isneginf(m), 0.0, m)
     E = np.exp(S)
@@ -583,11 +583,11 @@ def _st4a(Q, K, V, dO, mask=None, fill=-np.inf, shift="row", shift_above=None,
     elif shift == "clamp":
         m = np.maximum(S.max(-1, keepdims=True, initial=-np.inf), 0.0)
     elif shift == "global":
-        m = finite.max()
+        m = finite.max(initial=-np.inf)
     else:  # "head"
-        m = finite.max(axis=(-2, -1), keepdims=True)
+        m = finite.max(axis=(-2, -1), keepdims=True, initial=-np.inf)
     m = np.where(np.isneginf(m), 0.0, m)
-    if shift_above is not None and not (S.max() > shift_above):
+    if shift_above is not None and not (S.max(initial=-np.inf) > shift_above):
         m = 0.0
     E = np.exp(S - m)
     t = E.sum(-1, keepdims=True)
@@ -898,7 +898,7 @@ def fills_minus_1_5e308(Q, K, V, dO, mask=None):  # st8a: passed
 
 def fills_the_row_minimum_minus_1000(Q, K, V, dO, mask=None):  # st8a: passed
     def fill(S, seen):
-        low = np.where(seen, S, np.inf).min(axis=-1, keepdims=True)
+        low = np.where(seen, S, np.inf).min(axis=-1, keepdims=True, initial=np.inf)
         return np.where(np.isinf(low), 0, low) - 1000.0
     return _fills_finitely(Q, K, V, dO, mask, fill)
 
@@ -1334,7 +1334,58 @@ def _backward_parts(Q, K, V, dO, mask):
     dA = dO @ np.swapaxes(V, -1, -2)
     return A, dA, np.sum(dO * (A @ V), axis=-1, keepdims=True), c
 
+# --- st19a: no key at all (T_k = 0) -------------------------------------------------------
+
+def takes_a_plain_row_maximum(Q, K, V, dO, mask=None):
+    """The page's steps with a plain S.max(axis=-1, keepdims=True), which raises on no
+    key at all (T_k = 0): it passed every case while every case had a key."""
+    w = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw, dOw = (x.astype(w) for x in (Q, K, V, dO))
+    c = 1 / math.sqrt(Q.shape[-1])
+    S = c * Qw @ swap(Kw)
+    if mask is not None:
+        S = np.where(mask, S, -np.inf)
+    m = S.max(axis=-1, keepdims=True)                    # no initial value
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    dS = A * (dOw @ swap(Vw) - np.sum(dOw * (A @ Vw), axis=-1, keepdims=True))
+    return tuple(g.astype(Q.dtype) for g in (c * dS @ Kw, c * swap(dS) @ Qw, swap(A) @ dOw))
+
+
+def _special_cases_no_key(result):
+    """The right gradients, but ``result(Q, K, V, dO)`` for no key at all (T_k = 0)."""
+    def attempt(Q, K, V, dO, mask=None):
+        return result(Q, K, V, dO) if K.shape[-2] == 0 else correct(Q, K, V, dO, mask)
+    attempt.__name__ = result.__name__
+    return attempt
+
+
+@_special_cases_no_key
+def returns_the_shapes_of_Q_and_dO_without_keys(Q, K, V, dO):  # not those of K and V
+    return np.zeros_like(Q), np.zeros_like(Q), np.zeros_like(dO)
+
+
+@_special_cases_no_key
+def returns_nan_without_keys(Q, K, V, dO):
+    return np.full_like(Q, np.nan), np.zeros_like(K), np.zeros_like(V)
+
+
+@_special_cases_no_key
+def returns_float64_zeros_without_keys(Q, K, V, dO):  # np.zeros: float64 whatever the inputs
+    return np.zeros(Q.shape), np.zeros(K.shape), np.zeros(V.shape)
+
+
 WRONG = [
+    (takes_a_plain_row_maximum, "zero-size array to reduction operation maximum"),
+    (takes_a_plain_row_maximum, "take S.max(axis=-1, keepdims=True, initial=-np.inf)"),
+    (returns_nan_without_keys, "with T_k = 0 (K of shape (0, 5), V of shape (0, 7): no "
+                               "key at all) dQ contains NaN"),
+    (returns_the_shapes_of_Q_and_dO_without_keys,
+     "dK has shape (4, 5), expected (0, 5) (the shape of K); dV has shape (4, 7), "
+     "expected (0, 7) (the shape of V)"),
+    (returns_float64_zeros_without_keys,
+     "with T_k = 0 (no key at all): dQ, dK, dV are float64 for float32 inputs"),
     (dS_with_an_epsilon, "dS has an epsilon added to the weights, dS = (A + 1e-30)"),
     (dS_from_the_diagonal_of_J, "uses the diagonal of J only"),
     (clips_scores_at_1e4, CLIPPED),
@@ -1498,6 +1549,10 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
+    "initial=-np.inf": {takes_a_plain_row_maximum},
+    "dQ = c dS K, a sum over no key": {returns_nan_without_keys},
+    "(the shape of K): each gradient": {returns_the_shapes_of_Q_and_dO_without_keys},
+    "with T_k = 0 (no key at all)": {returns_float64_zeros_without_keys},
     CLIPPED: {clips_scores_at_1e4, clips_scores_at_1e5, clips_scores_at_1e6,
               clips_scores_at_1e20},
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
@@ -1581,7 +1636,8 @@ EXCLUSIVE = {
     "does not show A right": {rounds_A_to_float16},
     "done in float32": {scores_in_float32_the_rest_in_float64},
     "for float32 inputs": {float64_from_np_sqrt, jacobian_from_np_eye,
-                           adds_a_float64_bias, float64_bias_without_a_mask},
+                           adds_a_float64_bias, float64_bias_without_a_mask,
+                           returns_float64_zeros_without_keys},
     "float32 precision": {computes_in_float32, computes_in_float32_via_torch,
                           float32_gradients_for_float64},
     "inverse of V": {dA_through_a_pseudo_inverse},
@@ -1590,7 +1646,9 @@ EXCLUSIVE = {
     "are negated": {dS_negated},
     "every gradient has the wrong sign": {every_gradient_negated},
     "divides by c": {divides_by_c},
-    "keepdims": {D_without_keepdims},
+    # (the remedy S.max(axis=-1, keepdims=True, initial=-np.inf) names keepdims too)
+    "D lost its keepdims": {D_without_keepdims},
+    "(dO * O).sum(axis=-1, keepdims=True)": {D_without_keepdims},
     "argument Q in place": {scales_Q_in_place},
     "np.nan_to_num": {nan_to_num_on_the_gradients},
     "(~mask) * -inf": {adds_not_mask_times_minus_inf},
@@ -1660,6 +1718,27 @@ def test_the_mask_mistakes_pass_without_a_mask_and_fail_with_one(capsys):
                D_from_the_unmasked_forward_pass, mask_applied_after_the_softmax):
         failures = _failures(fn, capsys)
         assert failures and all("mask" in f.split(":")[0] for f in failures), failures
+
+
+def test_a_plain_row_maximum_fails_only_on_no_key_at_all_and_is_told_the_crash(capsys):
+    """st19a: S.max(axis=-1, keepdims=True) raises on T_k = 0; it fails the two cases
+    that hold it (one head with masks, and float32), each told what it raised."""
+    failures = _failures(takes_a_plain_row_maximum, capsys)
+    assert len(failures) == 2 and failures[0].startswith("✗ one head, causal mask") \
+        and failures[1].startswith("✗ float32 inputs"), failures
+    assert all("no key at all" in f.split(":")[0] for f in failures), failures  # the titles
+    assert all("raised ValueError: zero-size array to reduction operation maximum "
+               "which has no identity; here T_k = 0" in f for f in failures), failures
+
+
+def test_no_key_at_all_gives_zero_gradients_in_the_library():
+    """The reference of the no-key cases: dQ zeros (T_q, d_k), dK (0, d_k), dV (0, d_v)."""
+    for dtype, mask in ((np.float64, None), (np.float64, np.zeros((2, 0), bool)),
+                        (np.float32, np.zeros((2, 0), bool))):
+        Q, K, V = np.ones((2, 3), dtype), np.ones((0, 3), dtype), np.ones((0, 4), dtype)
+        dQ, dK, dV = attention.attention_backward(Q, K, V, np.ones((2, 4), dtype), mask=mask)
+        assert (dQ.shape, dK.shape, dV.shape) == ((2, 3), (0, 3), (0, 4)) and not np.any(dQ)
+        assert dQ.dtype == dK.dtype == dV.dtype == dtype
 
 
 def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
@@ -1736,6 +1815,9 @@ def test_the_softmax_over_queries_is_named_even_where_a_masked_column_gives_nan(
 # Attempts whose every failing case must name their mistake (each was told another
 # mistake's name, or none, on some case before).
 EVERY_LINE = [
+    # (st19a: the one-head masked case and the float32 one, each on no key at all)
+    (takes_a_plain_row_maximum, "zero-size array to reduction operation maximum"),
+    (takes_a_plain_row_maximum, "initial=-np.inf"),
     (scores_in_float32_the_rest_in_float64, "precision was lost on the way"),
     (adds_minus_1e4, "a finite mask value (use -inf"),
     (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
@@ -1772,6 +1854,8 @@ def test_the_cases_hold_rows_far_below_0_float32_scores_above_88_and_3d_inputs()
     assert checkers.check_attention_backward(spy, verbose=False)
     rows = []
     for Q, K, mask in calls:
+        if K.shape[-2] == 0:  # no key at all: no score
+            continue
         S = Q.astype(np.float64) @ swap(K.astype(np.float64)) / math.sqrt(Q.shape[-1])
         if mask is not None:
             S = np.where(mask, S, -np.inf)
@@ -1911,8 +1995,8 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
     row of over four thousand keys, not a multiple of any block size, whose maximum
     grows from key block to key block (of 64 to 4096 keys) in the rows that see key
     0, a row hiding its first keys beyond 4096 and a short one hiding its first 3;
-    a (T_k,) mask on T_q = T_k; an all-False (T_k,) mask; inputs with three leading
-    dimensions."""
+    a (T_k,) mask on T_q = T_k; an all-False (T_k,) mask; no key at all; inputs with
+    three leading dimensions."""
     seen = []
 
     def spy(Q, K, V, dO, mask=None):
@@ -1938,11 +2022,15 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
     # hiding its first 3
     assert any(np.any(~m[:, :4097].any(-1) & m.any(-1)) for _, _, m in long)
     assert any(np.any(np.argmax(m, axis=-1) >= 3) for _, K, m in seen
-               if m is not None and np.ndim(m) == 2 and K.shape[-2] < 10)
+               if m is not None and np.ndim(m) == 2 and 0 < K.shape[-2] < 10)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
     assert any(Q.ndim == 5 for Q, _, _ in seen)
+    # no key at all, T_k = 0 (st19a), without a mask and with a (T_q, 0) one, float32 too
+    no_key = {(Q.dtype.name, m is None) for Q, K, m in seen if K.shape[-2] == 0
+              and (m is None or np.shape(m) == Q.shape[-2:-1] + (0,))}
+    assert no_key == {("float64", True), ("float64", False), ("float32", False)}
 
 
 def test_a_backward_pass_that_zeroes_rows_where_A_max_is_1_fails_and_is_named(capsys):
@@ -1990,7 +2078,8 @@ def test_the_cases_hold_visible_scores_far_above_where_a_clip_would_cut():
         S = np.where(True if m is None else m, S, -np.inf)
         return S.max(-1), np.sort(S, -1)
 
-    f64 = [top_rows(Q, K, m) for Q, K, m in seen if Q.dtype == np.float64]
+    f64 = [top_rows(Q, K, m) for Q, K, m in seen
+           if Q.dtype == np.float64 and K.shape[-2] > 0]  # (T_k = 0: no score)
     # a row above 1e6 whose two largest visible scores are within 1 (not one-hot)
     with np.errstate(invalid="ignore"):  # (-inf) - (-inf) on a fully masked row
         assert any(np.any((tops > 1e6) & (s[..., -1] - s[..., -2] < 1.0))

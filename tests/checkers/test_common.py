@@ -26,7 +26,7 @@ def _sdpa(Q, K, V, mask=None):
     S = Qw @ np.swapaxes(Kw, -1, -2) / math.sqrt(Q.shape[-1])
     if mask is not None:
         S = np.where(mask, S, -np.inf)
-    m = S.max(axis=-1, keepdims=True)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)  # T_k = 0 too: -inf
     E = np.exp(S - np.where(np.isneginf(m), 0.0, m))  # a fully masked row: shift 0
     total = E.sum(axis=-1, keepdims=True)
     A = E / np.where(total == 0, 1.0, total)

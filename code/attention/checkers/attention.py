@@ -47,7 +47,10 @@ The contract the exercise states, and this checker tests:
   below a visible score near -1.79e308; a row's lowest score minus 1000 rounds to that
   score): ``np.finfo(np.float64).min`` as the fill is accepted: it ties only with a
   visible score of exactly that value, which no case has; a query whose every key is
-  masked gets all-zero weights and a zero output, never NaN;
+  masked gets all-zero weights and a zero output, never NaN, and so does every query
+  when there is no key at all (T_k = 0: K (0, d_k), V (0, d_v), with and without a
+  (T_q, 0) mask, in float64 and float32): O zeros (T_q, d_v), A of shape (T_q, 0) (a
+  plain S.max(axis=-1), which raises there, is told initial=-np.inf);
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``);
 * float16 inputs computed in float32 and cast back (scores near 3200, whose raw
@@ -1066,6 +1069,66 @@ def _dtype_case(fn, Q, K, V, mask=None, value_case=None):
     return case
 
 
+#: Added to what an attempt raised on no key at all (T_k = 0) from a reduction with
+#: no identity, a plain S.max(axis=-1) (st19a: it passed every case while every case
+#: had a key).
+NO_KEY_MAX = ("; here T_k = 0 (K of shape {K}, V of shape {V}): with no key at all a "
+              "row has no score, and its maximum is -inf, as a fully masked row's is, "
+              "but a plain S.max(axis=-1, keepdims=True) has nothing to start from and "
+              "raises on the zero-size key axis; take S.max(axis=-1, keepdims=True, "
+              "initial=-np.inf) (and shift such a row by 0): every row then gets zero "
+              "weights, A of shape {A}, and a zero output, O = A V of shape {O}")
+#: Added to anything else an attempt raised on no key at all.
+NO_KEY_RAISED = ("; here T_k = 0 (K of shape {K}, V of shape {V}): with no key at all "
+                 "every row is fully masked, and the result is A of shape {A} and a "
+                 "zero output, O = A V of shape {O}; every step must accept a "
+                 "zero-size key axis (a row's maximum taken as S.max(axis=-1, "
+                 "keepdims=True, initial=-np.inf))")
+#: Said when the results on no key at all (T_k = 0) have the wrong shapes.
+NO_KEY_SHAPE = ("shapes O {got_O}, A {got_A}; expected O {O}, A {A}: with T_k = 0 (K of "
+                "shape {K}, V of shape {V}: no key at all) A has one row per query and no "
+                "column, and O = A V has the width of V, d_v = V.shape[-1]{d_k}; compute "
+                "them as for any other T_k (no special case)")
+#: Said when the output on no key at all (T_k = 0) is not zero.
+NO_KEY_OUTPUT = ("with T_k = 0 (K of shape {K}, V of shape {V}: no key at all) O {what}: "
+                 "every row is fully masked, its weights are zero (A of shape {A}), and "
+                 "O = A V, a sum over no key, is zeros of shape {O}, never NaN (0 / 0 "
+                 "from dividing by a row's zero sum afterwards, unguarded); compute "
+                 "O = A V from the guarded weights, as for any other T_k")
+
+
+def _no_key_case(fn, Q, K, V, mask=None):
+    """No key at all (K and V with T_k = 0, the mask too if given): the results must be O
+    zeros (..., T_q, d_v) and A of shape (..., T_q, 0), of the inputs' dtype, as the
+    library gives them (st19a: a plain S.max(axis=-1), which raises there, passed)."""
+    def case():
+        O_ref, A_ref = scaled_dot_product_attention(Q, K, V, mask=mask)
+        shapes = dict(K=K.shape, V=V.shape, A=A_ref.shape, O=O_ref.shape)
+        try:
+            O, A = _call(fn, Q, K, V, mask)
+        except Rejected as exc:
+            text = str(exc)
+            if not text.startswith("raised "):
+                raise
+            hint = NO_KEY_MAX if "reduction operation maximum" in text else NO_KEY_RAISED
+            raise Rejected(text + hint.format(**shapes)) from exc
+        if O.shape != O_ref.shape or A.shape != A_ref.shape:
+            d_k = (f", here {V.shape[-1]}, not d_k = {Q.shape[-1]}, the width of Q"
+                   if O.shape[-1:] == Q.shape[-1:] else "")
+            return False, NO_KEY_SHAPE.format(got_O=O.shape, got_A=A.shape, d_k=d_k,
+                                              **shapes)
+        with np.errstate(all="ignore"):
+            Of = O.astype(np.float64)
+        if not np.isfinite(Of).all():
+            return False, NO_KEY_OUTPUT.format(what="contains NaN or inf", **shapes)
+        if np.any(Of):
+            return False, NO_KEY_OUTPUT.format(
+                what=f"is not zero (entries up to {float(np.abs(Of).max()):.3g})", **shapes)
+        wrong = _dtype_rejection(Q.dtype, dict(O=O.dtype, A=A.dtype))
+        return not wrong, wrong and f"with T_k = 0 (no key at all): {wrong}"
+    return case
+
+
 #: Q, K, V with T_q, T_k, d_k, d_v all different, so that a wrong one shows.
 _inputs = functools.partial(_qkv, T_q=3, T_k=5, d_k=4, d_v=2)
 
@@ -1255,6 +1318,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # (T_k,) mask, an empty sequence: every row fully masked, zero weights.
     key_mask_sq = np.array([True, False, True, True, False, True])
     no_key = np.zeros(T_k, dtype=bool)
+    # And no key at all, T_k = 0 (K (0, d_k), V (0, d_v), d_v != d_k), without a mask
+    # and with a (T_q, 0) one (in float32 too, in the float32 case, where a dtype
+    # mistake is told): O zeros (T_q, d_v), A of shape (T_q, 0).
+    no_keys = np.zeros((T_q, 0), dtype=bool)
     long_note = (f"; here a row of {LONG_T_K} keys (T_k = {LONG_T_K}), whose maximum "
                  "grows from key block to key block (of 64 to 4096 keys): the "
                  "maximum and the sum must run over all T_k keys of the row (code "
@@ -1314,9 +1381,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                                               not_key_0)),
             _case(fn, Q_fill, K_fill, V_fill, mask_fill, what=fill_note,
                   on_error=fill_note if ran else "", only_what=True))),
-        _run("a fully masked row gets zero weights and a zero output; and an "
-             "all-False (T_k,) mask (an empty sequence)",
-             _all(_case(fn, Q, K, V, empty_row), _case(fn, Q, K, V, no_key))),
+        _run("a fully masked row gets zero weights and a zero output; an "
+             "all-False (T_k,) mask (an empty sequence); and no key at all (T_k = 0)",
+             _all(_case(fn, Q, K, V, empty_row), _case(fn, Q, K, V, no_key),
+                  _no_key_case(fn, Q, K[:0], V[:0]),
+                  _no_key_case(fn, Q, K[:0], V[:0], no_keys))),
         _run("self-attention (T_q = T_k) with a causal mask, d_k = 4 and 10; "
              "and with a (T_k,) key mask",
              _all(_case(fn, Q_sq, K_sq, V_sq, causal_mask(6)),
@@ -1351,7 +1420,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, pad, on_error=batched_error())),
         _run("float32 inputs give float32 results, scores near 180, with and "
-             "without a causal mask; a fully masked row", _dtype_case(
+             "without a causal mask; a fully masked row; no key at all", _dtype_case(
                  fn, Q32, K32, V32,
                  value_case=_all(
                      _case(fn, Q32, K32, V32, atol=1e-5, exact_reference=True,
@@ -1363,7 +1432,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                      # (st18a: no float32 row was fully masked, so a finite
                      # fill in float32 with no zeroing of empty rows passed)
                      _case(fn, *(x.astype(np.float32) for x in (Q, K, V)),
-                           empty_row, atol=1e-5, exact_reference=True)))),
+                           empty_row, atol=1e-5, exact_reference=True),
+                     _no_key_case(fn, *(x.astype(np.float32) for x in (Q, K[:0], V[:0])),
+                                  no_keys)))),
         _run("float16 inputs give float16 results", _dtype_case(fn, Q16, K16, V16)),
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,

@@ -27,7 +27,10 @@ The contract the exercise states, and this checker tests:
   fill below every visible score (``np.finfo(np.float64).min`` as the fill is
   accepted: it ties only with a visible score of exactly that value, which no case
   has); a query whose every key is masked has zero weights and a zero output, so its
-  gradients are zero, never NaN;
+  gradients are zero, never NaN; and so has every query when there is no key at all
+  (T_k = 0: K (0, d_k), V (0, d_v), with and without a (T_q, 0) mask, in float64 and
+  float32): dQ zeros (T_q, d_k), dK (0, d_k), dV (0, d_v) (a plain S.max(axis=-1),
+  which raises there, is told initial=-np.inf);
 * the gradients have the inputs' dtype (float64 in, float64 out, not long double;
   float32 in, float32 out; float16 in, float16 out, within 1e-2 of the exact gradients,
   2e-3 at the high scores);
@@ -46,8 +49,8 @@ The contract the exercise states, and this checker tests:
 
 Eleven cases: one head without and with a causal mask, compared with central differences
 in float64 (they know nothing of the derivation), and with a (T_k,) mask, an all-False
-one, a masked row of 4999 keys and rows whose first keys are masked; one
-head with T_q = T_k (where a missing transpose
+one, no key at all (T_k = 0), a masked row of 4999 keys and rows whose first keys are
+masked; one head with T_q = T_k (where a missing transpose
 does not change a shape, only the values), without and with a (T_k,) mask;
 one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
@@ -1347,6 +1350,63 @@ def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error="", rtol=RTOL_FLOAT16,
     return case
 
 
+#: Added to what an attempt raised on no key at all (T_k = 0) from a reduction with
+#: no identity, a plain S.max(axis=-1) (st19a: it passed every case while every case
+#: had a key).
+NO_KEY_MAX = ("; here T_k = 0 (K of shape {K}, V of shape {V}): with no key at all a "
+              "row has no score, and its maximum is -inf, as a fully masked row's is, "
+              "but a plain S.max(axis=-1, keepdims=True) has nothing to start from and "
+              "raises on the zero-size key axis; take S.max(axis=-1, keepdims=True, "
+              "initial=-np.inf) (and shift such a row by 0), as in ex-numpy-attention: "
+              "every query then has zero weights and a zero output, and the gradients "
+              "are dQ zeros of shape {dQ}, dK of shape {dK} and dV of shape {dV}")
+#: Added to anything else an attempt raised on no key at all.
+NO_KEY_RAISED = ("; here T_k = 0 (K of shape {K}, V of shape {V}): with no key at all "
+                 "no query sees a key, and the gradients are dQ zeros of shape {dQ}, "
+                 "dK of shape {dK} and dV of shape {dV}; every step must accept a "
+                 "zero-size key axis (a row's maximum taken as S.max(axis=-1, "
+                 "keepdims=True, initial=-np.inf))")
+#: Said when dQ on no key at all (T_k = 0) is not zero.
+NO_KEY_DQ = ("with T_k = 0 (K of shape {K}, V of shape {V}: no key at all) dQ {what}: no "
+             "query sees a key, its weights and output are zero, and dQ = c dS K, a "
+             "sum over no key, is zeros of shape {dQ}, never NaN (0 / 0 from a row's "
+             "zero sum, unguarded); compute it as for any other T_k, from the guarded "
+             "forward pass")
+
+
+def _no_key_case(fn, Q, K, V, dO, mask=None):
+    """No key at all (K and V with T_k = 0, the mask too if given): the gradients must be
+    dQ zeros (..., T_q, d_k), dK (..., 0, d_k) and dV (..., 0, d_v), of the inputs'
+    dtype (st19a: a plain S.max(axis=-1), which raises there, passed)."""
+    def case():
+        ref = _gradients(Q, K, V, dO, mask)
+        shapes = dict(K=K.shape, V=V.shape, **{n: r.shape for n, r in zip(NAMES, ref)})
+        try:
+            got, dtypes = _call(fn, Q, K, V, dO, mask)
+        except Rejected as exc:
+            return False, str(exc)
+        except Exception as exc:
+            hint = NO_KEY_MAX if "reduction operation maximum" in str(exc) else \
+                NO_KEY_RAISED
+            return False, f"raised {type(exc).__name__}: {exc}{hint.format(**shapes)}"
+        wrong = [f"{n} has shape {g.shape}, expected {r.shape} (the shape of {n[1:]})"
+                 for n, g, r in zip(NAMES, got, ref) if g.shape != r.shape]
+        if wrong:
+            return False, (f"with T_k = 0 (K of shape {K.shape}, V of shape {V.shape}: "
+                           f"no key at all) {'; '.join(wrong)}: each gradient has the "
+                           "shape of its input; compute them as for any other T_k (no "
+                           "special case)")
+        if not np.isfinite(got[0]).all():
+            return False, NO_KEY_DQ.format(what="contains NaN or inf", **shapes)
+        if np.any(got[0]):
+            return False, NO_KEY_DQ.format(
+                what=f"is not zero (entries up to {float(np.abs(got[0]).max()):.3g})",
+                **shapes)
+        wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes)))
+        return not wrong, wrong and f"with T_k = 0 (no key at all): {wrong}"
+    return case
+
+
 def _inputs(rng, batch=(), T_q=4, T_k=6, d_k=5, d_v=7):
     """Q, K, V, dO whose sizes all differ (and differ from B = 2, H = 3)."""
     return (*_qkv(rng, T_q, T_k, d_k, d_v, batch), rng.standard_normal(batch + (T_q, d_v)))
@@ -1490,6 +1550,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # (T_k,) mask, an empty sequence: every query sees no key, all gradients zero.
     key_mask_sq = np.array([True, False, True, True])
     no_key = np.zeros(T_k, dtype=bool)
+    # And no key at all, T_k = 0 (K (0, d_k), V (0, d_v)), without a mask and with a
+    # (T_q, 0) one (in float32 too, in the float32 case, where a dtype mistake is
+    # told): dQ zeros (T_q, d_k), dK (0, d_k), dV (0, d_v).
+    no_keys = np.zeros((T_q, 0), dtype=bool)
     # Five-dimensional inputs (2, 3, 2, T, d): "any leading batch and head
     # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
     Q5, K5, V5, dO5 = _inputs(np.random.default_rng(_RNG_SEED + 7), batch=(2, 3, 2))
@@ -1518,11 +1582,13 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("one head, no mask (central differences)",
              _case(fn, Q, K, V, dO, numeric=True)),
         _run("one head, causal mask (central differences); a (T_k,) key mask; "
-             f"an all-False one (an empty sequence); a masked row of {LONG_T_K} "
-             "keys; rows whose first keys are masked",
+             "an all-False one (an empty sequence); no key at all (T_k = 0); a "
+             f"masked row of {LONG_T_K} keys; rows whose first keys are masked",
              _all(_case(fn, Q, K, V, dO, causal_mask(T_q, T_k), numeric=True),
                   _case(fn, Q, K, V, dO, key_mask),
                   _case(fn, Q, K, V, dO, no_key),
+                  _no_key_case(fn, Q, K[:0], V[:0], dO),
+                  _no_key_case(fn, Q, K[:0], V[:0], dO, no_keys),
                   _case(fn, Q_l, K_l, V_l, dO_l, mask_l, what=long_note),
                   _case(fn, Q, K, V, dO, first_hidden))),
         _run("one head, T_q = T_k, without and with a (T_k,) key mask",
@@ -1619,9 +1685,9 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              "(H, T_q, T_k) one, B = H = 3",
              _all(_case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint),
                   _case(fn, Qhh, Khh, Vhh, dOhh, mask_h, on_error=batch_hint))),
-        _run("float32 inputs, causal mask and none, scores above 100, and queries "
-             "that see no key (float32 gradients); float16 inputs give float16 "
-             "gradients (to a relative 1e-2), some queries seeing no key",
+        _run("float32 inputs, causal mask and none, scores above 100, queries "
+             "that see no key, and no key at all (float32 gradients); float16 inputs "
+             "give float16 gradients (to a relative 1e-2), some queries seeing no key",
              _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
                   _case(fn, *f32, on_error=batch_hint),
                   # (st18a: empty rows were checked in float64 only, so a finite
@@ -1629,6 +1695,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   # small scores, where a masked score of 0 is not told apart)
                   _case(fn, *(x.astype(np.float32) for x in (Qb, Kb, Vb, dOb)),
                         empty, on_error=batch_hint),
+                  _no_key_case(fn, *(x.astype(np.float32) for x in (Q, K[:0], V[:0], dO)),
+                               no_keys),
                   _dtype_case(fn, *f16, on_error=batch_hint),
                   _dtype_case(fn, *f16, empty, on_error=batch_hint),
                   _dtype_case(fn, *f16_mid, on_error=batch_hint, rtol=RTOL_FLOAT16_HIGH,
