@@ -128,18 +128,16 @@ check: $(VENV)/.test-installed  ## The quick loop, no book build: library, check
 
 RUN_ALL := _build/nbclient
 
-# Every page is executed twice, at once, one page at a time each: into the book's cache (as
-# make book does) and into $(RUN_ALL), a second fresh Run All that the tests compare with the
-# first (tests/site/test_determinism.py). Then the build, the PDF, then every test, two at a
-# time (pytest-xdist; one test file stays on one worker, so its fixtures run once).
-test: test-deps assets figures  ## Execute every page twice, build the book and its PDF, then run every test.
+# Every page is executed once, JOBS at a time: into the book's cache (as make book does) and,
+# the same execution, into $(RUN_ALL), where the tests read each page's result. Then the build,
+# the PDF, then every test, two at a time (pytest-xdist; one test file stays on one worker, so
+# its fixtures run once). The determinism tests compare the build's execution with a reader's:
+# the archive, installed in a fresh virtual environment, runs every notebook in its own kernel
+# (tests/site/test_archive.py).
+test: test-deps assets figures  ## Execute every page once, build the book and its PDF, then run every test.
 	$(BIN)/ruff check --quiet .
 	rm -rf $(CACHE) _build/jupyter_execute _build/html $(RUN_ALL)
-	@mkdir -p _build
-	@$(PY) -m tools.notebooks --workers 1 --out $(RUN_ALL) > _build/run-all.log 2>&1 & run_all=$$!; \
-	$(EXECUTE) --workers 1; executed=$$?; \
-	wait $$run_all; ran=$$?; echo "Run All of every page, again:"; cat _build/run-all.log; \
-	test $$executed = 0 -a $$ran = 0
+	$(EXECUTE) --workers $(JOBS) --out $(RUN_ALL)
 	$(BUILD) --all -W -n --keep-going .
 	@$(MAKE) --no-print-directory pdf HTML=_build/html
 	BOOK_RUN_ALL=$(RUN_ALL) $(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=10

@@ -24,9 +24,10 @@ where the page tests read its glued values when ``BOOK_EXECUTED=DIR`` is set::
     .venv/bin/python -m tools.notebooks --out _build/check chapters/variance.md
     BOOK_EXECUTED=_build/check .venv/bin/pytest tests/pages/test_variance.py
 
-``make test`` executes every page twice, once into the book's cache and once more into
-``--out _build/nbclient``, and sets ``BOOK_RUN_ALL=DIR``: the tests then use that second
-run and compare it with the build's (tests/site/test_determinism.py).
+``make test`` executes every page once, with ``--cache _build/.jupyter_cache --out
+_build/nbclient`` together, and sets ``BOOK_RUN_ALL=_build/nbclient``: the tests read each
+page's result from that run (tests/site/test_archive.py compares the build's execution with
+a reader's run of the downloaded archive).
 """
 
 from __future__ import annotations
@@ -262,9 +263,8 @@ def page_id(source: Path) -> str:
     return source.relative_to(ROOT).as_posix()
 
 
-#: Where one test session's Run-All execution of every page writes its notebooks: the page
-#: tests read glued values from them under ``make check``, and the determinism test compares
-#: them with the build's own execution under ``make test``.
+#: Where one test session's Run-All execution of every page writes its notebooks, when no
+#: earlier run is named (``BOOK_RUN_ALL``, ``BOOK_EXECUTED``): the tests read each page's result.
 RUN_DIR = ROOT / "_build" / "nbclient"
 RUNS_FILE = "runs.json"
 

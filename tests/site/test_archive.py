@@ -1,18 +1,32 @@
 """The site's runnable download: one archive that installs with its README's two commands and
-runs every notebook, and single notebooks that say what they miss.
+runs every notebook, and single notebooks that say what they miss; and the build's numbers
+are the ones a reader's run of it gives.
 
-The slow test unpacks the archive of the built site into an empty folder, runs the first of
-the README's two commands there exactly as written (a fresh virtual environment, pip
+A module fixture unpacks the archive of the built site into an empty folder, runs the first
+of the README's two commands there exactly as written (a fresh virtual environment, pip
 installing the pinned requirements, with PyTorch's CPU index the requirements name, and the
 helper package; pip finds the packages where the machine's pip configuration says, PyPI or
-a local wheel folder) and checks the second (JupyterLab starts and serves the notebooks).
-Then every notebook of the archive runs top to bottom with nbclient in that environment's
-own kernel, two at a time (the machine has two cores), with the archive's own
-``attention``: no cell may fail, and every cell that makes an explorer must display it as
-a widget view. Measured on the shared 2-core machine: the install takes 2-6 minutes (pip
-fetching and unpacking 126 pinned packages, torch from a local wheel), JupyterLab's start
-5-10 s, the notebooks 2-3 minutes more (the longest, training, 40-70 s); the whole test
-4.5-10 minutes, with the machine quiet or busy. Marked ``slow``.
+a local wheel folder) and the second (JupyterLab starts and serves the notebooks). Then
+every notebook of the archive runs top to bottom with nbclient in that environment's own
+kernel, two at a time (the machine has two cores), with the archive's own ``attention``,
+and is written out executed. One test checks that no cell failed and that every cell that
+makes an explorer displayed it as a widget view.
+
+The others compare those executed notebooks with the build's execution of each page (the
+jupyter-cache the build read), with tests/site/test_determinism.py's functions: every glued
+value byte for byte (but those of cells tagged ``measurement``), every widget state (model
+ids renamed) and every displayed figure. A reader's run of the download, in the archive's
+own environment, reproducing the build's numbers is a stronger check than a second run in the
+build's environment, and costs nothing more: the run happens anyway. The environments differ
+where a reader's would: the archive's kernel has no ``MPLBACKEND`` (the build's is Agg) and
+no book paths; ``SOURCE_DATE_EPOCH`` and ``PYTHONHASHSEED`` are make's. The notebooks are
+the downloads: the page's cells after a set-up cell, glue names pair the values.
+
+Measured on the shared 2-core machine: the install takes 2-6 minutes (pip fetching and
+unpacking 126 pinned packages, torch from a local wheel), JupyterLab's start 5-10 s, the
+notebooks 2-3 minutes more (the longest, training, 40-70 s); the whole fixture 4.5-10
+minutes, with the machine quiet or busy, the comparisons seconds. Every test that uses it is
+marked ``slow``.
 """
 
 from __future__ import annotations
@@ -26,13 +40,22 @@ import sys
 import time
 import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from tools import notebooks
 from tests.harness import ROOT
+from tests.site.test_determinism import (
+    MEASUREMENT_TAG,
+    NOTEBOOK_PAGES,
+    built,
+    figure_differences,
+    glue_differences,
+    widget_difference,
+)
+from tools import notebooks
 
 ARCHIVE = Path("downloads", "attention-chapter.zip")
 FOLDER = "attention-chapter"
@@ -207,14 +230,15 @@ def _free_port() -> int:
 
 # One notebook of the archive, run top to bottom by the archive's own Python with nbclient in
 # the environment's own kernel, then one more cell that says which Python and which attention
-# ran it. Prints one line of JSON.
+# ran it. Writes the executed notebook (without that last cell) to the folder given, and
+# prints one line of JSON.
 RUN_NOTEBOOK = """
 import json, re, sys, time
 from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-path, folder = Path(sys.argv[1]), Path(sys.argv[2])
+path, out = Path(sys.argv[1]), Path(sys.argv[2])
 nb = nbformat.read(path, as_version=4)
 nb.cells.append(nbformat.v4.new_code_cell(
     "import sys, attention; print(sys.prefix); print(attention.__file__)"))
@@ -238,6 +262,9 @@ result["explorers"] = [
 result["ran_by"] = "".join(o.get("text", "") for o in code[-1].get("outputs", [])
                            if o.get("name") == "stdout").split()
 result["cells"] = len(code) - 1
+nb.cells.pop()
+out.mkdir(parents=True, exist_ok=True)
+nbformat.write(nb, out / path.name)
 print(json.dumps(result))
 """
 # The longest pages first (about 95, 60 and 45 s of the build's 360 s), so that two at a time
@@ -245,14 +272,14 @@ print(json.dumps(result))
 LONGEST_FIRST = ("training", "variance", "pytorch")
 
 
-def _run_notebooks(python: Path, folder: Path, script: Path, env: dict) -> list[dict]:
+def _run_notebooks(python: Path, folder: Path, script: Path, out: Path, env: dict) -> list[dict]:
     from concurrent.futures import ThreadPoolExecutor
 
     paths = [folder / "chapters" / f"{s.stem}.ipynb" for s in NOTEBOOKS]
     paths.sort(key=lambda p: LONGEST_FIRST.index(p.stem) if p.stem in LONGEST_FIRST else len(LONGEST_FIRST))
 
     def run(path: Path) -> dict:
-        proc = subprocess.run([str(python), str(script), str(path), str(folder)], cwd=folder, env=env,
+        proc = subprocess.run([str(python), str(script), str(path), str(out)], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=1800)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         assert proc.returncode == 0 and lines, f"{path.name}: the runner failed\n{proc.stderr[-3000:]}"
@@ -262,12 +289,28 @@ def _run_notebooks(python: Path, folder: Path, script: Path, env: dict) -> list[
         return list(pool.map(run, paths))
 
 
-@pytest.mark.slow
-def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_kernel(archive, tmp_path):
+@dataclass
+class ArchiveRun:
+    """The archive installed with its README's first command, and every notebook run there."""
+
+    folder: Path  # the unpacked archive, with its .venv
+    torch: str  # "VERSION CUDA NVIDIA-PACKAGES...", printed by the environment's Python
+    served: set[str] | None  # what JupyterLab, started with the second command, lists (None: no start)
+    results: list[dict]  # one per notebook: RUN_NOTEBOOK's JSON
+    executed: Path  # the executed notebooks, NAME.ipynb
+
+
+# Installing and running every notebook takes minutes: every test that uses it is marked slow
+# (a fixture parameter's mark applies to each test that depends on the fixture).
+@pytest.fixture(scope="module", params=[pytest.param("archive", marks=pytest.mark.slow)])
+def archive_run(archive, tmp_path_factory) -> ArchiveRun:
+    tmp_path = tmp_path_factory.mktemp("archive")
     start = time.perf_counter()
     archive.extractall(tmp_path)
     folder = tmp_path / FOLDER
     install, lab = readme_commands((folder / "README.md").read_text())
+    # A reader's environment: not the book's virtual environment, nor its matplotlib backend.
+    # SOURCE_DATE_EPOCH and PYTHONHASHSEED stay as make exports them.
     env = {k: v for k, v in os.environ.items()
            if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "MPLBACKEND", "JUPYTER_PATH"}}
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
@@ -282,14 +325,12 @@ def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_ker
     assert proc.returncode == 0, f"`{install}` failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     python = folder / ".venv" / "bin" / "python"
     assert python.exists()
-    # The CPU build of torch, and none of the CUDA build's NVIDIA packages.
     proc = subprocess.run([str(python), "-c", "import torch, importlib.metadata as m; print(torch.__version__, "
                            "torch.version.cuda, *sorted(d.metadata['Name'] for d in m.distributions() "
                            "if d.metadata['Name'].lower().startswith('nvidia')))"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    version, cuda, *nvidia = proc.stdout.split()
-    assert cuda == "None" and not nvidia, f"torch {version} with CUDA {cuda}, {nvidia}: not the CPU build"
+    torch = proc.stdout.strip()
     installed = time.perf_counter()
 
     # The second command: JupyterLab starts from the environment and serves the notebooks.
@@ -308,9 +349,6 @@ def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_ker
                 break
             except OSError:
                 time.sleep(1)
-        assert listing is not None, "JupyterLab did not start"
-        served = {item["name"] for item in listing["content"]}
-        assert {f"{s.stem}.ipynb" for s in NOTEBOOKS} <= served, served
     finally:
         os.killpg(server.pid, 15)
         server.wait(timeout=30)
@@ -320,7 +358,23 @@ def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_ker
     # two kernels share the two cores).
     script = tmp_path / "run_notebook.py"
     script.write_text(RUN_NOTEBOOK)
-    results = _run_notebooks(python, folder, script, {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    executed = tmp_path / "executed"
+    results = _run_notebooks(python, folder, script, executed,
+                             {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    print(f"\narchive: install {installed - start:.0f} s, JupyterLab {lab_done - installed:.0f} s, "
+          f"notebooks {time.perf_counter() - lab_done:.0f} s (two at a time; "
+          + ", ".join(f"{r['notebook']} {r['seconds']:.0f} s" for r in results) + ")", file=sys.stderr)
+    served = None if listing is None else {item["name"] for item in listing["content"]}
+    return ArchiveRun(folder, torch, served, results, executed)
+
+
+def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_kernel(archive_run):
+    folder, results = archive_run.folder, archive_run.results
+    # The CPU build of torch, and none of the CUDA build's NVIDIA packages.
+    version, cuda, *nvidia = archive_run.torch.split()
+    assert cuda == "None" and not nvidia, f"torch {version} with CUDA {cuda}, {nvidia}: not the CPU build"
+    assert archive_run.served is not None, "JupyterLab did not start"
+    assert {f"{s.stem}.ipynb" for s in NOTEBOOKS} <= archive_run.served, archive_run.served
     assert sorted(r["notebook"] for r in results) == sorted(f"{s.stem}.ipynb" for s in NOTEBOOKS)
     for r in results:
         assert r["error"] is None and not r["errors"], f"{r['notebook']} fails in the archive's kernel:\n{r['error']}"
@@ -331,6 +385,57 @@ def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_ker
             assert explorer["views"] >= 1, f"{r['notebook']}: `{explorer['first_line']}` displayed no widget view"
     with_explorers = {r["notebook"] for r in results if r["explorers"]}
     assert {"soft-retrieval.ipynb", "variance.ipynb", "saturation.ipynb"} <= with_explorers, with_explorers
-    print(f"\narchive: install {installed - start:.0f} s, JupyterLab {lab_done - installed:.0f} s, "
-          f"notebooks {time.perf_counter() - lab_done:.0f} s (two at a time; "
-          + ", ".join(f"{r['notebook']} {r['seconds']:.0f} s" for r in results) + ")", file=sys.stderr)
+
+
+# --- the build's numbers are a reader's: the build's execution against the archive's run -----
+# (the comparisons are tests/site/test_determinism.py's; they run here, where the archive's
+# run is, so that the install happens once)
+
+
+@pytest.fixture(scope="module")
+def reader_runs(archive_run) -> dict[str, dict]:
+    """Page name -> its notebook as the archive's run executed it, for every notebook page of
+    _toc.yml, each of which ran without an error and has an execution in the build's cache."""
+    names = sorted(f"{page}.ipynb" for page in NOTEBOOK_PAGES)
+    in_archive = sorted(p.name for p in (archive_run.folder / "chapters").glob("*.ipynb"))
+    assert in_archive == names, f"the archive's notebooks {in_archive} are not _toc.yml's notebook pages {names}"
+    executed = sorted(p.name for p in archive_run.executed.glob("*.ipynb"))
+    assert executed == names, f"the archive's run wrote {executed}, not {names}"
+    failed = [r["notebook"] for r in archive_run.results if r["error"] is not None or r["errors"]]
+    assert not failed, f"{failed} failed in the archive's kernel, so they cannot be compared"
+    return {page: json.loads((archive_run.executed / f"{page}.ipynb").read_text()) for page in NOTEBOOK_PAGES}
+
+
+def test_every_glued_value_is_byte_identical_in_the_build_and_the_archives_run(reader_runs):
+    compared, measured, differences = 0, 0, []
+    for page, run in reader_runs.items():
+        c, m, d = glue_differences(built(page), run)
+        compared, measured = compared + c, measured + m
+        differences += [f"{page}: {difference}" for difference in d]
+    print(f"{compared} glued values compared byte for byte, {measured} measurements (tagged) only checked present",
+          file=sys.stderr)
+    assert compared > 0, "no glued value in the book: nothing was compared"
+    assert not differences, (
+        f"{len(differences)} glued values differ between the build and the archive's run of {compared} "
+        f"compared (a timing or memory measurement belongs in a cell tagged '{MEASUREMENT_TAG}'; anything "
+        "else needs a fixed seed, or differs in a reader's environment):\n  " + "\n  ".join(differences))
+
+
+def test_every_widget_state_is_identical_in_the_build_and_the_archives_run(reader_runs):
+    with_widgets = [page for page, run in reader_runs.items() if run.get("metadata", {}).get("widgets")]
+    assert with_widgets, "no notebook of the archive embeds a widget state: nothing was compared"
+    differences = [f"{page}: {difference}" for page, run in reader_runs.items()
+                   if (difference := widget_difference(built(page), run)) is not None]
+    assert not differences, ("widget state differs between the build and the archive's run:\n  "
+                             + "\n  ".join(differences))
+
+
+def test_every_displayed_figure_is_identical_in_the_build_and_the_archives_run(reader_runs):
+    compared, differences = 0, []
+    for page, run in reader_runs.items():
+        c, d = figure_differences(built(page), run)
+        compared += c
+        differences += [f"{page}: {difference}" for difference in d]
+    assert compared > 0, "no page displays a figure: nothing was compared"
+    assert not differences, ("figures differ between the build and the archive's run (a measured figure "
+                             f"belongs in a cell tagged '{MEASUREMENT_TAG}'):\n  " + "\n  ".join(differences))

@@ -1,15 +1,24 @@
-"""Two fresh executions of every page give the same numbers, widget data and figures.
+"""The build's numbers, widget data and figures are a reader's: the helpers that compare two
+executions of a page, and the checks that need no second execution.
 
-``make test`` executes every page twice, and only twice, each time in a fresh kernel with
-``tools/notebooks.py``: once for the book's build (``make book``'s execution, into the
-jupyter-cache ``_build/.jupyter_cache`` that the build reads) and once more as a reader's
-"Run All" (into ``_build/nbclient``; ``tests/pages/test_notebooks_run.py`` needs that run
-anyway). This module compares the two:
+``make test`` executes every page once, with ``tools/notebooks.py`` (a fresh kernel each):
+into the jupyter-cache ``_build/.jupyter_cache`` that the build reads (``built(page)``) and,
+the same run, into ``_build/nbclient`` for the tests that need each page's result. The second
+execution the build is compared with is a reader's: ``tests/site/test_archive.py`` installs
+the site's archive in a fresh virtual environment with its README's command and runs every
+notebook of it there, in that environment's own kernel (a run it makes anyway), and compares
+each with the build's execution of its page, with the functions here:
 
 * every glued value (the numbers the prose quotes, and glued figures), byte for byte;
 * the state embedded for every widget (its precomputed data);
-* every figure a cell displays;
-* the static diagrams redrawn from ``figures/src`` into a temporary copy.
+* every figure a cell displays.
+
+A reader's run of the download, with the archive's pinned packages, reproducing the build's
+numbers is a stronger check than a second run in the build's own environment. The archive's
+notebooks are the downloads: the page's cells after one set-up cell (silent where the package
+is installed), with the glued values written into the Markdown; glue names, not cell
+positions, pair the values. This module also redraws the static diagrams from ``figures/src``
+into a temporary copy and compares the files.
 
 Widget model ids are random UUIDs that ipywidgets draws from the operating system for every
 widget in every kernel session. They only tie an embedded state to its view; a reader never
@@ -19,7 +28,7 @@ everything the reader can see or read back must be identical while the ids may d
 Measurements of the machine (wall-clock times, peak memory) cannot repeat to the byte. A
 page marks each cell that glues or draws such a value with the cell tag ``measurement``
 (``:tags: [measurement]``, or ``[remove-cell, measurement]`` for a hidden glue cell). The tag
-alone decides: the Run-All notebook keeps every glue output in the cell that made it, so the
+alone decides: an executed notebook keeps every glue output in the cell that made it, so the
 glue names and figures of tagged cells are known without looking at the code. Those must
 exist in both executions but may differ; every other value must be identical.
 """
@@ -32,8 +41,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from tests import harness
 from tools import notebooks
@@ -52,19 +59,7 @@ def built(page: str) -> dict:
     return notebooks.cached_notebook(ROOT / "chapters" / f"{page}.md", CACHE)
 
 
-def run_all(page: str) -> dict:
-    return json.loads((notebooks.run_dir() / "chapters" / f"{page}.ipynb").read_text())
-
-
-@pytest.fixture(scope="module")
-def pages() -> list[str]:
-    """The pages with code, after both executions (the Run-All one happens here if needed)."""
-    runs = notebooks.page_runs()
-    failed = [r.message for r in runs.values() if not r.ok]
-    assert not failed, "a page failed to run, so it cannot be compared:\n" + "\n".join(failed)
-    names = [Path(page).stem for page, r in runs.items() if r.code_cells]
-    assert names, "no page with code was executed"
-    return names
+NOTEBOOK_PAGES = [source.stem for source in notebooks.toc_pages() if notebooks.is_notebook(source)]
 
 
 def model_id_names(notebook: dict) -> dict[str, str]:
@@ -165,38 +160,57 @@ def first_difference(a: str, b: str, context: int = 60) -> str:
     return f"at character {i}: {a[max(0, i - context):i + context]!r}\n      vs {b[max(0, i - context):i + context]!r}"
 
 
-def test_the_build_executed_every_page_run_all_ran(pages):
+def glue_differences(build: dict, run: dict) -> tuple[int, int, list[str]]:
+    """One page's glued values in two executions: (values compared byte for byte, values of
+    cells tagged ``measurement`` only checked present, the differences). The build's
+    notebook (the page's cells) says which cells are tagged."""
+    a, b = glued_outputs(build), glued_outputs(run)
+    differences = []
+    if set(a) != set(b):
+        differences.append(f"glued names differ: {sorted(set(a) ^ set(b))}")
+    tagged = measured_glue_names(build)
+    compared = measured = 0
+    for name in sorted(set(a) & set(b)):
+        if name in tagged:
+            measured += 1
+            continue
+        compared += 1
+        if a[name] != b[name]:
+            differences.append(f"glue {name!r} differs {first_difference(a[name], b[name])}")
+    return compared, measured, differences
+
+
+def figure_differences(build: dict, run: dict) -> tuple[int, list[str]]:
+    """One page's displayed figures in two executions, in order: (figures compared, the
+    differences). Figures drawn by a cell tagged ``measurement`` in the build are skipped."""
+    a, b = displayed_figures(build), displayed_figures(run)
+    if len(a) != len(b):
+        return 0, [f"{len(a)} figures in the build, {len(b)} in the other execution"]
+    compared, differences = 0, []
+    for i, ((measured, x), (_, y)) in enumerate(zip(a, b)):
+        if measured:
+            continue
+        compared += 1
+        if x != y:
+            differences.append(f"figure {i} differs {first_difference(x, y)}")
+    return compared, differences
+
+
+def widget_difference(build: dict, run: dict) -> str | None:
+    """Where one page's embedded widget states differ in two executions (None: identical)."""
+    a, b = widget_states(build), widget_states(run)
+    return None if a == b else first_difference(a, b)
+
+
+def test_the_builds_cache_holds_an_execution_of_every_notebook_page():
+    assert NOTEBOOK_PAGES, "_toc.yml names no notebook page"
     missing = []
-    for page in pages:
+    for page in NOTEBOOK_PAGES:
         try:
             built(page)
         except KeyError:
             missing.append(page)
     assert not missing, f"the build's cache holds no execution of {missing} as they are now"
-
-
-def test_every_glued_value_is_byte_identical_in_both_executions(pages):
-    compared, measured, differences = 0, 0, []
-    for page in pages:
-        run = run_all(page)
-        a = glued_outputs(built(page))
-        b = glued_outputs(run)
-        if set(a) != set(b):
-            differences.append(f"{page}: glued names differ: {sorted(set(a) ^ set(b))}")
-        tagged = measured_glue_names(run)
-        for name in sorted(set(a) & set(b)):
-            if name in tagged:
-                measured += 1
-                continue
-            compared += 1
-            if a[name] != b[name]:
-                differences.append(f"{page}: glue {name!r} differs {first_difference(a[name], b[name])}")
-    print(f"{compared} glued values compared byte for byte, {measured} measurements (tagged) only checked present")
-    assert compared > 0, "no glued value in the book: nothing was compared"
-    assert not differences, (
-        f"{len(differences)} of {compared} glued values differ between the build and Run All (a timing or "
-        f"memory measurement belongs in a cell tagged '{MEASUREMENT_TAG}'; anything else needs a fixed "
-        "seed):\n  " + "\n  ".join(differences))
 
 
 def test_a_value_glued_outside_a_measurement_cell_is_compared():
@@ -208,28 +222,46 @@ def test_a_value_glued_outside_a_measurement_cell_is_compared():
     assert measured_glue_names({"cells": [tagged]}) == {"cost_ms"}
 
 
-def test_every_widget_state_is_identical_in_both_executions(pages):
-    differences = [f"{page}: {first_difference(widget_states(built(page)), widget_states(run_all(page)))}"
-                   for page in pages if widget_states(built(page)) != widget_states(run_all(page))]
-    assert not differences, "widget state differs between the build and Run All:\n  " + "\n  ".join(differences)
+def _glue_cell(name: str, value: str, tags=(), figure: str | None = None) -> dict:
+    outputs = [{"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": ""}},
+                "data": {"text/plain": value}}]
+    if figure is not None:
+        outputs.append({"output_type": "display_data", "metadata": {}, "data": {"image/svg+xml": figure}})
+    return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": "", "outputs": outputs}
 
 
-def test_every_displayed_figure_is_identical_in_both_executions(pages):
-    compared, differences = 0, []
-    for page in pages:
-        a, b = displayed_figures(built(page)), displayed_figures(run_all(page))
-        if len(a) != len(b):
-            differences.append(f"{page}: {len(a)} figures in the build, {len(b)} in Run All")
-            continue
-        for i, ((measured, x), (_, y)) in enumerate(zip(a, b)):
-            if measured:
-                continue
-            compared += 1
-            if x != y:
-                differences.append(f"{page}: figure {i} differs {first_difference(x, y)}")
-    assert compared > 0, "no page displays a figure: nothing was compared"
-    assert not differences, "figures differ between the build and Run All (a measured figure belongs in a " \
-        f"cell tagged '{MEASUREMENT_TAG}'):\n  " + "\n  ".join(differences)
+def test_the_comparisons_report_a_changed_value_a_missing_one_and_a_changed_figure():
+    """What the archive's comparisons rely on: a doctored copy of an execution is reported."""
+    build = {"metadata": {}, "cells": [_glue_cell("ratio", "0.25", figure="<svg>a</svg>"),
+                                       _glue_cell("cost_ms", "3.1", [MEASUREMENT_TAG], figure="<svg>t1</svg>")]}
+    same = json.loads(json.dumps(build))
+    same["cells"][1]["outputs"][0]["data"]["text/plain"] = "2.9"  # a measurement: may differ
+    same["cells"][1]["outputs"][1]["data"]["image/svg+xml"] = "<svg>t2</svg>"
+    assert glue_differences(build, same) == (1, 1, [])
+    assert figure_differences(build, same) == (1, [])
+    doctored = json.loads(json.dumps(same))
+    doctored["cells"][0]["outputs"][0]["data"]["text/plain"] = "0.26"
+    doctored["cells"][0]["outputs"][1]["data"]["image/svg+xml"] = "<svg>b</svg>"
+    compared, _, differences = glue_differences(build, doctored)
+    assert compared == 1 and len(differences) == 1 and "glue 'ratio' differs" in differences[0], differences
+    assert figure_differences(build, doctored)[1] == ["figure 0 differs at character 5: '<svg>a</svg>'\n"
+                                                      "      vs '<svg>b</svg>'"]
+    doctored["cells"].pop()
+    assert glue_differences(build, doctored)[2][0] == "glued names differ: ['cost_ms']"
+    assert figure_differences(build, doctored) == (0, ["2 figures in the build, 1 in the other execution"])
+
+
+def test_widget_states_compare_equal_with_other_model_ids_and_differ_with_other_data():
+    def page(model: str, layout: str, value: float) -> dict:
+        state = {model: {"model_name": "FloatSliderModel", "state": {"value": value, "layout": f"IPY_MODEL_{layout}"}},
+                 layout: {"model_name": "LayoutModel", "state": {}}}
+        view = {"output_type": "display_data", "metadata": {},
+                "data": {WIDGET_VIEW: {"model_id": model, "version_major": 2}}}
+        return {"metadata": {"widgets": {WIDGET_STATE: {"state": state}}},
+                "cells": [{"cell_type": "code", "metadata": {}, "source": "", "outputs": [view]}]}
+
+    assert widget_difference(page("a" * 32, "b" * 32, 0.5), page("c" * 32, "d" * 32, 0.5)) is None
+    assert widget_difference(page("a" * 32, "b" * 32, 0.5), page("c" * 32, "d" * 32, 0.75)) is not None
 
 
 def test_static_diagrams_redraw_to_identical_files(tmp_path):
