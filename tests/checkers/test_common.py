@@ -35,11 +35,11 @@ def _sdpa(Q, K, V, mask=None):
 
 def _sdpa_tau(Q, K, V, tau):
     # in NumPy: the checker fails an attempt that calls the library's own attention
-    work = np.promote_types(Q.dtype, np.float32)  # float16 scores overflow when cold
-    Qw, Kw, Vw = (x.astype(work) for x in (Q, K, V))
-    # the factor as a Python float: tau sqrt(d_k) itself is inf in float32 past 3.4e38
-    S = (1 / (float(tau) * Q.shape[-1] ** 0.5)) * (Qw @ np.swapaxes(Kw, -1, -2))
-    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    Qw, Kw, Vw = (x.astype(np.float64) for x in (Q, K, V))
+    # shifted, then scaled, in float64 (st20b): scaled first in float32, the scores of
+    # a small tau, or its factor 1/(tau sqrt(d_k)), are inf, and inf - inf NaN
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    E = np.exp((R - R.max(axis=-1, keepdims=True)) / tau / Q.shape[-1] ** 0.5)
     A = E / E.sum(axis=-1, keepdims=True)
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 

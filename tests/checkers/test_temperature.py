@@ -35,17 +35,27 @@ def _work(*X):
     return tuple(x.astype(w) for x in X)
 
 
+def _shifted(Q, K, tau):
+    """The raw scores shifted by their row maximum, then divided by tau sqrt(d_k) in
+    float64: finite at every tau > 0 (st20b: scaled first in float32, they are inf once
+    the scaled scores, or the factor 1/(tau sqrt(d_k)), pass 3.4e38)."""
+    R = Q @ np.swapaxes(K, -1, -2)
+    return (R - R.max(axis=-1, keepdims=True)).astype(np.float64) / tau / Q.shape[-1] ** 0.5
+
+
 def right(Q, K, V, tau):
     Qw, Kw, Vw = _work(Q, K, V)
-    A = _softmax(_scaled(Qw, Kw, tau))
+    A = _softmax(_shifted(Qw, Kw, tau))
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_in_torch(Q, K, V, tau):
     q, k, v = (torch.as_tensor(x) for x in _work(Q, K, V))
-    c = 1 / (tau * q.shape[-1] ** 0.5)  # a Python float: finite past 3.4e38
-    A = torch.softmax(c * (q @ k.transpose(-2, -1)), dim=-1)
-    return (A @ v).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
+    R = q @ k.transpose(-2, -1)
+    # shifted, then divided in float64: every row's best is 0 at every tau
+    S = (R - R.amax(dim=-1, keepdim=True)).double() / tau / q.shape[-1] ** 0.5
+    A = torch.softmax(S, dim=-1)
+    return (A @ v.double()).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
 
 
 def right_by_the_library(Q, K, V, tau):
@@ -1063,6 +1073,78 @@ def tau_cast_to_the_work_dtype(Q, K, V, tau):
 TAU_INF32 = "rounded to float32 is inf past 3.4e38"
 
 
+# Found by the student round st20b: the page's solution scaled the float32 scores
+# before the shift and passed; float32 runs cold at 0.01 only.
+def scaled_in_float32_before_the_shift(Q, K, V, tau):
+    # the page's former solution: at 0.1, on raw scores of about 1e38, c Q K^T is inf
+    w = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = Q.astype(w), K.astype(w), V.astype(w)
+    c = w.type(1 / (tau * Q.shape[-1] ** 0.5))
+    with np.errstate(all="ignore"):
+        S = c * (Qw @ np.swapaxes(Kw, -1, -2))
+        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shifted_then_scaled_by_a_float32_factor(Q, K, V, tau):
+    # shifted first, but at 1e-40 the float32 factor is inf, and 0 * inf NaN
+    Qw, Kw, Vw = _work(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    with np.errstate(all="ignore"):
+        S = (R - R.max(axis=-1, keepdims=True)) * Qw.dtype.type(1 / (tau * Q.shape[-1] ** 0.5))
+        A = _softmax(S)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def nan_for_float32_below_1e_30(Q, K, V, tau):
+    # st20b's c04: right, except for float32 inputs at a tau below 1e-30
+    O, A = right(Q, K, V, tau)
+    if Q.dtype == np.float32 and tau < 1e-30:
+        O, A = np.full_like(O, np.nan), np.full_like(A, np.nan)
+    return O, A
+
+
+def float16_scaled_in_float32_before_the_shift(Q, K, V, tau):
+    # float64 work for float32 (and float64) inputs, but "float32 is enough for float16"
+    if Q.dtype == np.float16:
+        return scaled_in_float32_before_the_shift(Q, K, V, tau)
+    O, A = right(*(x.astype(np.float64) for x in (Q, K, V)), tau)
+    return O.astype(Q.dtype), A.astype(Q.dtype)
+
+
+def divided_by_the_root_of_tau_times_tau(Q, K, V, tau):
+    # st20b's b12: (tau * tau) ** 0.5 in Python floats is 0 at 1e-300, and 1 / 0 raises
+    Qw, Kw, Vw = _work(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    c = 1 / ((tau * tau) ** 0.5 * Q.shape[-1] ** 0.5)
+    A = _softmax((R - R.max(axis=-1, keepdims=True)).astype(np.float64) * c)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def divided_by_math_sqrt_of_tau_squared(Q, K, V, tau):
+    # tau ** 2 of a Python float raises OverflowError at 1e300
+    import math
+
+    Qw, Kw, Vw = _work(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    c = 1 / math.sqrt(float(tau) ** 2 * Q.shape[-1])
+    A = _softmax((R - R.max(axis=-1, keepdims=True)).astype(np.float64) * c)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+#: What the float32 inputs' cold cases say.
+SCALED_OVERFLOW32 = ("A for float32 inputs of size 1e19 at tau = 0.1 contains NaN where the "
+                     "reference has none: in float32 the scaled scores overflow to inf when "
+                     "|q . k| / (tau sqrt(d_k)) passes float32's largest number, 3.4e38 "
+                     "(here they reach about 7.1e+38, at tau = 0.1): scaled before the "
+                     "shift, a row's maximum is inf, and inf - inf is NaN; shift the raw "
+                     "scores R by their row maximum before scaling")
+FACTOR_INF32 = ("A for float32 inputs at tau = 1e-40 contains NaN where the reference has "
+                "none: in float32 the factor 1/(tau sqrt(d_k)) is inf at tau = 1e-40 "
+                "(about 5.8e+39, past float32's largest number, 3.4e38)")
+
+
 def online_softmax_without_the_rescale(Q, K, V, tau, block=4096):
     # st16b: an online softmax in blocks whose running sum and output are not
     # rescaled by exp(m_old - m_new) when the maximum grows (rows of 4096 keys are
@@ -1106,24 +1188,25 @@ def online_output_only_without_the_rescale_in_blocks_of_1024(Q, K, V, tau):
 
 
 def online_with_the_rescale_in_blocks_of_8192(Q, K, V, tau):
-    # right: the running sum and output rescaled whenever the maximum grows
-    Qw, Kw, Vw = _work(Q, K, V)
-    c = Qw.dtype.type(1 / (float(tau) * Q.shape[-1] ** 0.5))
-    S = c * (Qw @ np.swapaxes(Kw, -1, -2))
+    # right: the running sum and output rescaled whenever the maximum grows; the
+    # maxima are the raw scores', each difference divided by tau sqrt(d_k) in float64
+    Q64, K64, V64 = (x.astype(np.float64) for x in (Q, K, V))
+    R = Q64 @ np.swapaxes(K64, -1, -2)
+    div = tau * Q.shape[-1] ** 0.5
     m = l = acc = None
     for s in range(0, K.shape[-2], 8192):
-        S_b = S[..., s:s + 8192]
-        m_new = S_b.max(axis=-1, keepdims=True) if m is None else \
-            np.maximum(m, S_b.max(axis=-1, keepdims=True))
-        E = np.exp(S_b - m_new)
+        R_b = R[..., s:s + 8192]
+        m_new = R_b.max(axis=-1, keepdims=True) if m is None else \
+            np.maximum(m, R_b.max(axis=-1, keepdims=True))
+        E = np.exp((R_b - m_new) / div)
         if l is None:
-            l, acc = E.sum(axis=-1, keepdims=True), E @ Vw[..., s:s + 8192, :]
+            l, acc = E.sum(axis=-1, keepdims=True), E @ V64[..., s:s + 8192, :]
         else:
-            f = np.exp(m - m_new)
+            f = np.exp((m - m_new) / div)
             l = l * f + E.sum(axis=-1, keepdims=True)
-            acc = acc * f + E @ Vw[..., s:s + 8192, :]
+            acc = acc * f + E @ V64[..., s:s + 8192, :]
         m = m_new
-    A = np.exp(S - m) / l
+    A = np.exp((R - m) / div) / l
     return (acc / l).astype(Q.dtype), A.astype(Q.dtype)
 
 
@@ -1252,6 +1335,22 @@ FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative
 
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st20b
+    (scaled_in_float32_before_the_shift, SCALED_OVERFLOW32),
+    (shifted_then_scaled_by_a_float32_factor, FACTOR_INF32 + ": made a float32 "
+     "(w.type(...), or a Python float multiplied into a float32 array, which NumPy 2 "
+     "casts to float32) it makes the scaled scores inf, and 0 * inf or inf - inf NaN, "
+     "shifted or not"),
+    (nan_for_float32_below_1e_30, FACTOR_INF32),
+    (float16_scaled_in_float32_before_the_shift, "A for float16 inputs at tau = 1e-40 "
+     "contains NaN where the reference has none: in float32, the work for float16 "
+     "inputs, the factor 1/(tau sqrt(d_k)) is inf at tau = 1e-40"),
+    (divided_by_the_root_of_tau_times_tau, "on Q scaled by tau: raised "
+     "ZeroDivisionError: float division by zero: right at tau = 1e-150 (on Q scaled by "
+     "tau), but an error at 1e-300: tau * tau underflows float64 at tau = 1e-300"),
+    (divided_by_math_sqrt_of_tau_squared, "on Q scaled by tau: raised OverflowError"),
+    (divided_by_math_sqrt_of_tau_squared, "right at tau = 1e+150 (on Q scaled by tau), "
+     "but an error at 1e+300: tau * tau overflows float64 at tau = 1e+300"),
     # found by the student round st18b
     (tau_rounded_to_2_digits, "tau rounded to 2 significant digits"),
     (tau_rounded_to_4_digits, "tau rounded to 4 significant digits"),
@@ -1560,7 +1659,13 @@ EXCLUSIVE = {
                       uniform_above_1e8, uniform_above_1e10, spread_1e_6, spread_1e_7},
     "made uniform when its scaled scores lie close together": {spread_1e_6, spread_1e_7},
     "was tau clamped from above": {tau_clamped_from_above_at_1e12},
-    "tau * tau": {tau_squared_under_the_root},
+    "tau * tau": {tau_squared_under_the_root, divided_by_the_root_of_tau_times_tau,
+                  divided_by_math_sqrt_of_tau_squared},
+    # st20b: told only to attempts whose float32 factor is inf at 1e-40 (and to one that
+    # returns NaN there, whose NaN it explains as the likeliest cause)
+    "the factor 1/(tau sqrt(d_k)) is inf at tau": {
+        shifted_then_scaled_by_a_float32_factor, nan_for_float32_below_1e_30,
+        float16_scaled_in_float32_before_the_shift},
     "a factor, a tau or a divisor made a float16": {
         factor_in_float16_rest_in_float32, tau_in_the_inputs_dtype,
         raw_scores_shifted_in_float16},
@@ -1625,23 +1730,23 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(attempt):
 
 
 def right_with_einsum(Q, K, V, tau):
-    Qw, Kw, Vw = _work(Q, K, V)
-    c = 1 / (float(tau) * Q.shape[-1] ** 0.5)
-    S = c * np.einsum("...qd,...kd->...qk", Qw, Kw)
-    A = _softmax(S)
-    return np.einsum("...qk,...kd->...qd", A, Vw).astype(Q.dtype), A.astype(Q.dtype)
+    Q64, K64, V64 = (x.astype(np.float64) for x in (Q, K, V))
+    R = np.einsum("...qd,...kd->...qk", Q64, K64)
+    A = _softmax((R - R.max(axis=-1, keepdims=True)) / tau / Q.shape[-1] ** 0.5)
+    return np.einsum("...qk,...kd->...qd", A, V64).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_with_tau_on_q_only(Q, K, V, tau):
-    Qw, Kw, Vw = _work(Q, K, V)
-    # (Q / tau) K^T = Q K^T / tau; 1/tau, not tau, in float32 (finite past 3.4e38)
-    A = _softmax(_scores(Qw * Qw.dtype.type(1 / float(tau)), Kw, 1.0))
-    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+    # (Q / tau) K^T = Q K^T / tau, in float64 (st20b: in float32, 1/tau is inf below
+    # 3e-39, and (Q / tau) K^T of large entries at 0.1); right while Q / tau fits float64
+    Q64, K64, V64 = (x.astype(np.float64) for x in (Q, K, V))
+    A = _softmax(_scores(Q64 * (1 / float(tau)), K64, 1.0))
+    return (A @ V64).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_with_log_sum_exp(Q, K, V, tau):
     Qw, Kw, Vw = _work(Q, K, V)
-    S = _scaled(Qw, Kw, tau)
+    S = _shifted(Qw, Kw, tau)
     m = S.max(axis=-1, keepdims=True)
     A = np.exp(S - m - np.log(np.exp(S - m).sum(axis=-1, keepdims=True)))
     return [(A @ Vw).astype(Q.dtype), A.astype(Q.dtype)]  # a list is a pair too
@@ -1662,7 +1767,7 @@ def right_shifted_by_the_raw_maximum_then_scaled(Q, K, V, tau):
     # "the unscaled scores' maximum" alone among the wrong shifts
     Qw, Kw, Vw = _work(Q, K, V)
     R = Qw @ np.swapaxes(Kw, -1, -2)
-    S = (R - R.max(axis=-1, keepdims=True)) * Qw.dtype.type(1 / (tau * Q.shape[-1] ** 0.5))
+    S = (R - R.max(axis=-1, keepdims=True)).astype(np.float64) / (tau * Q.shape[-1] ** 0.5)
     E = np.exp(S)
     A = E / E.sum(axis=-1, keepdims=True)
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
@@ -1696,11 +1801,12 @@ def test_both_limits_and_a_batch_are_checked(capsys):
     report = " ".join(capsys.readouterr().out.split())  # titles wrap
     for case in ("tau = 0.001", "1e-18", "1e+10", "equal scores", "batch",
                  "two further queries", "scaled scores lie near -740",
-                 "tau = 1.5, 0.01 and 1e+39",
+                 "tau = 1.5, 0.01, 1e-30, 1e-40 and 1e+39",
+                 "0.1 and 0.001 on entries of size 1e19",
                  "0.7, 0.01, 1e-05",
                  "4096 keys", "large scores", "1e+300 on Q scaled by tau",
                  "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
-                 "tau = 0.7", "1e-05 and 1e-09", "lead by 14.5, 16 and 18.5",
+                 "tau = 0.7", "1e-05, 1e-09 and 1e-40", "lead by 14.5, 16 and 18.5",
                  "rows of 4096 keys led by 20, 25 and 30"):
         assert case in report, case
 
@@ -2210,16 +2316,47 @@ def test_the_float32_hot_inputs_tell_the_keys_apart_where_tau_is_inf_in_float32(
     assert np.all(A_bad == np.float32(1 / 3))
 
 
-def test_the_page_says_tau_is_not_made_a_float32():
-    # st16b: the solution's paragraph says why the factor, not tau, is made a w, and
-    # that the checker runs a tau past float32's largest number (HOT32)
+def test_the_float32_cold_cases_overflow_float32_only_when_scaled_first():
+    # st20b: the page's solution scaled float32 scores before the shift and passed:
+    # float32 ran cold at 0.01 only
+    from attention.checkers import temperature as t
+
+    big = float(np.finfo(np.float32).max)
+    Q, K, V = (np.array(x, dtype=np.float32) for x in (t.HOT32_Q, t.HOT32_K, t.HOT32_V))
+    raw = float(np.abs(Q.astype(np.float64) @ K.T.astype(np.float64)).max())
+    assert raw < big  # the raw scores fit float32 ...
+    rng = np.random.default_rng(0)
+    Qo, Ko, Vo = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (5, 4), (5, 2)))
+    cases = [(Q, K, V, tau) for tau in t.COLD32_ON_HOT32] + [(Qo, Ko, Vo, t.COLD32[-1])]
+    for q, k, v, tau in cases:
+        d_k = q.shape[-1]
+        # ... the scaled scores, or at 1e-40 the factor itself, do not
+        assert raw / (tau * d_k**0.5) > big or 1 / (tau * d_k**0.5) > big
+        want = attention.scaled_dot_product_attention(
+            *(x.astype(np.float64) for x in (q, k, v)), temperature=tau)[1]
+        assert np.isfinite(want).all() and np.allclose(want.max(axis=-1), 1)  # one-hot
+        with np.errstate(all="ignore"):
+            assert np.isnan(scaled_in_float32_before_the_shift(q, k, v, tau)[1]).any()
+        A = right(q, k, v, tau)[1]
+        assert A.dtype == np.float32 and np.abs(A - want).max() < 1e-6
+    # at 1e-30 the factor fits float32 (so that a NaN below some threshold shows there)
+    assert 1 / (t.COLD32[0] * 4**0.5) < big
+    assert 1 / (t.COLD32[-1] * 4**0.5) > big
+
+
+def test_the_page_says_a_large_tau_is_inf_in_float32():
+    # st16b: the solution's paragraph says that a tau past float32's largest number
+    # (HOT32, which the checker runs) is inf there; st20b: the work is float64
     from attention.checkers import temperature as t
     from tests.pages._common import CHAPTERS
 
     page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
-    assert ("`tau` itself is not made a `w`: past `float32`'s largest number it is inf "
-            "there, and the weights uniform (the checker tries such a $\\tau$)") in page
+    assert ("a large $\\tau$ is inf there, where a Python float meeting a `float32` "
+            "array is made a `float32` (NumPy 2's promotion rules)") in page
     assert t.HOT32 > float(np.finfo(np.float32).max)
+    with np.errstate(over="ignore"):
+        assert (np.ones(2, np.float32) * t.HOT32).dtype == np.float32
+        assert np.isinf(np.ones(2, np.float32) * t.HOT32).all()
 
 
 def test_the_rising_row_has_16411_keys_and_its_maximum_grows_in_every_block():

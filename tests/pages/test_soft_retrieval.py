@@ -493,10 +493,11 @@ def test_float16_products_of_large_entries_overflow_or_round_at_tau_1_and_are_tr
     import io
 
     def solution_like(Q, K, V, tau):
+        # (float32 work, shifted before it is scaled in float64: st20b)
         w = np.promote_types(Q.dtype, np.float32)
-        S = Q.astype(w) @ np.swapaxes(K.astype(w), -1, -2) * w.type(
-            1 / (tau * Q.shape[-1] ** 0.5))
-        E = np.exp(S - S.max(axis=-1, keepdims=True))
+        R = Q.astype(w) @ np.swapaxes(K.astype(w), -1, -2)
+        S = (R - R.max(axis=-1, keepdims=True)).astype(np.float64) / tau / Q.shape[-1] ** 0.5
+        E = np.exp(S)
         A = E / E.sum(axis=-1, keepdims=True)
         return (A @ V.astype(w)).astype(Q.dtype), A.astype(Q.dtype)
 
@@ -539,23 +540,31 @@ def test_with_q_k_v_all_x_wide_tokens_mostly_get_back_their_own_vectors():
         assert np.median(np.diag(A)) > 0.5 and np.median(cos) > 0.9, T
 
 
-def test_the_solutions_factor_comment_is_exact_for_float32_at_a_tiny_tau():
-    # st15b: "w's dtype, whatever tau is" read as working at every tau; in float32 the
-    # factor 1 / (tau sqrt(d_k)) is inf, and the weights NaN, once tau sqrt(d_k) falls
-    # below about 3e-39 (1 / float32's largest number, 2.9e-39)
-    assert ("# the factor in w's dtype (in float32 it is inf, and the weights NaN,\n"
-            "    # once tau sqrt(d_k) falls below about 3e-39)") in SOURCE
-    edge = 1 / float(np.finfo(np.float32).max)
-    assert 2.5e-39 < edge < 3.5e-39
+def test_the_solution_shifts_before_it_scales_and_is_finite_at_every_tau():
+    # st15b, st20b: the solution scaled float32 scores before the shift, NaN once the
+    # scaled scores (raw scores of about 1e38 at tau = 0.1) or the factor 1/(tau
+    # sqrt(d_k)) (below about 3e-39) passed float32's largest number; it shifts the raw
+    # scores first, in float64, and is one-hot there, in every dtype, at every tau > 0
+    from tests.pages._common import solution_namespace
+
+    assert "# shift, then scale: each row's best is 0 at every tau > 0" in SOURCE
+    fn = solution_namespace("soft-retrieval", "attention_with_temperature")[
+        "attention_with_temperature"]
     rng = np.random.default_rng(0)
-    Q, K = (rng.standard_normal((n, 4)).astype(np.float32) for n in (3, 5))
-    w = np.promote_types(Q.dtype, np.float32)
-    for scale, dead in ((0.9, True), (1.1, False)):
-        tau = scale * edge / 4**0.5
-        with np.errstate(all="ignore"):
-            c = w.type(1 / (tau * 4**0.5))
-            S = c * (Q.astype(w) @ K.astype(w).T)
-            E = np.exp(S - S.max(axis=-1, keepdims=True))
-            A = E / E.sum(axis=-1, keepdims=True)
-        assert c.dtype == np.float32 and bool(np.isinf(c)) == dead
-        assert np.isnan(A).all() if dead else np.isfinite(c)
+    Q, K, V = (rng.standard_normal(s) for s in ((3, 4), (5, 4), (5, 2)))
+    best = (Q @ K.T).argmax(axis=-1)
+    runs = [(1e19, tau) for tau in (0.1, 1e-3, 1e-40)] + \
+        [(1.0, tau) for tau in (1e-30, 1e-40, 1e-310, 5e-324)]  # (float64's subnormal)
+    for scale, tau in runs:
+        for dtype in (np.float64, np.float32, np.float16):
+            if scale > 1 and dtype == np.float16:
+                continue  # (1e19 is inf in float16)
+            q = (scale * Q).astype(dtype)
+            O, A = fn(q, K.astype(dtype), V.astype(dtype), tau)
+            assert A.dtype == O.dtype == dtype and np.isfinite(A).all(), (scale, tau)
+            assert np.array_equal(A.argmax(axis=-1), best) and np.allclose(A.max(axis=-1), 1)
+    # scaled first in float32, the raw scores of about 1e38 are inf at tau = 0.1
+    R = (1e19 * Q).astype(np.float32) @ (1e19 * K).astype(np.float32).T
+    with np.errstate(over="ignore"):
+        assert np.isinf(R * np.float32(1 / (0.1 * 4**0.5))).any()
+        assert np.isinf(np.float32(1 / (1e-40 * 4**0.5)))  # and the factor at 1e-40

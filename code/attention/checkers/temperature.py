@@ -90,15 +90,21 @@ Hot, float32 inputs are run at tau = 1e39 too, past float32's largest number (3.
 on entries of size 1e19 whose scaled scores lie near 0.07 (the factor 1/(tau sqrt(d_k)),
 about 7e-40, is a float32 subnormal, and right to 5e-8): a tau (or tau sqrt(d_k)) rounded
 to float32 (w.type(tau)) is inf there and the weights uniform, and is named so.
-Not covered: float32 inputs at a tau so small that the factor 1/(tau sqrt(d_k)) itself
-passes float32's largest number (tau below about 3e-39 / sqrt(d_k)), where a computation
-in float32 that scales before it shifts gives NaN (float32 inputs are run cold at 0.01
-only; the float16 inputs' factor at 1e-9 fits float32). When an attempt fails, the checker
+Cold, the entries of size 1e19 are run at tau = 0.1 and 1e-3, the float32 inputs at
+1e-30 and 1e-40 and the float16 inputs at 1e-40: scores scaled in float32 (the float16
+inputs' work too) before the shift are inf once |q . k| / (tau sqrt(d_k)) passes 3.4e38,
+which the raw scores' size decides as much as tau (those of about 1e38 pass it at 0.1),
+and at 1e-40 the factor 1/(tau sqrt(d_k)) itself passes it, so that a factor made a
+float32 is inf, shift or no shift; the NaN is named so (the raw scores shifted by their
+row maximum, then divided by tau and sqrt(d_k) in float64, are right at every tau). Not
+covered: float64 inputs at a tau below about 5.6e-309 / sqrt(d_k), where the factor
+passes float64's largest number (the library's reference raises there). When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches (told apart, when hot, by how far their
 weights lie from uniform; a temperature applied as a power of the weights at tau = 1,
 whose rows underflow to 0/0 when cold, is named before the NaN's usual causes; at the
 extreme temperatures an attempt right at 1e150 and 1e-150 and wrong at 1e300 and
-1e-300 is told that tau * tau overflows or underflows float64 there, and one whose
+1e-300 (or raising ZeroDivisionError or OverflowError there) is told that tau * tau
+overflows or underflows float64 there, and one whose
 weights at 1e300 are those of a colder tau that tau was clamped from above; rows made
 uniform one by one are named as such). The cases' titles say what is run, not what comes out: the
 exercise asks what the limits give.
@@ -1113,15 +1119,17 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
 
 def _tau_squared(fn, Q, K, V, tau, A) -> str:
     """What an attempt is told whose weights ``A`` at an extreme tau (on ``tau * Q``;
-    ``Q`` is given unscaled) are uniform (hot) or not finite (cold) and which is right
-    at SQUARE_FITS[tau], where tau^2 fits float64: tau * tau overflowed, or
-    underflowed, on the way. Otherwise ""."""
-    A = np.asarray(A, dtype=np.float64)
+    ``Q`` is given unscaled) are uniform (hot) or not finite (cold), or which raised
+    ZeroDivisionError or OverflowError there (``A`` None), and which is right at
+    SQUARE_FITS[tau], where tau^2 fits float64: tau * tau overflowed, or underflowed, on
+    the way. Otherwise ""."""
     hot = tau > 1
     if tau not in SQUARE_FITS:  # (at 1e100 and 1e-100 tau * tau fits float64)
         return ""
-    if not (np.all(A == 1 / A.shape[-1]) if hot else not np.isfinite(A).all()):
-        return ""
+    if A is not None:
+        A = np.asarray(A, dtype=np.float64)
+        if not (np.all(A == 1 / A.shape[-1]) if hot else not np.isfinite(A).all()):
+            return ""
     mid = SQUARE_FITS[tau]
     pair, _ = _attempt(fn, mid * Q, K, V, mid)
     if pair is None:
@@ -1135,11 +1143,18 @@ def _tau_squared(fn, Q, K, V, tau, A) -> str:
          "5e-324, so it is 0")
     scores = "0" if hot else "inf"
     other = "underflows to 0" if hot else "overflows to inf"
+    got = "an error" if A is None else "uniform" if hot else "NaN"
+    if A is not None:
+        then = f"and the scores {scores}"
+    elif hot:
+        then = "or, as tau ** 2 of a Python float, raises OverflowError"
+    else:
+        then = "and a Python float divided by it raises ZeroDivisionError"
     return (f"right at tau = {mid:g} (on Q scaled by tau), but "
-            f"{'uniform' if hot else 'NaN'} at {tau:g}: tau * tau {square} at "
+            f"{got} at {tau:g}: tau * tau {square} at "
             f"tau = {tau:g} ({tau:g} squared {edge}), so a divisor built from it, "
-            f"such as np.sqrt(tau * tau * d_k), is {'inf' if hot else '0'} and the "
-            f"scores {scores} (and 1 / (tau * tau) {other}); divide the scores by "
+            f"such as np.sqrt(tau * tau * d_k), is {'inf' if hot else '0'} {then} "
+            f"(and 1 / (tau * tau) {other}); divide the scores by "
             "tau sqrt(d_k), with tau itself, not its square")
 
 
@@ -1179,6 +1194,11 @@ def _extreme_case(fn, Q, K, V, tau, what, want_A=None, want_O=None, shortcuts=Fa
     if ok or not shortcuts:
         return ok, detail
     pair, _ = _attempt(fn, tau * Q, K, V, tau)
+    if pair is None and detail.startswith(("raised ZeroDivisionError",
+                                           "raised OverflowError")):
+        # (a divisor built from tau * tau in Python floats raises instead)
+        hint = _tau_squared(fn, Q, K, V, tau, None)
+        return (False, f"{detail}: {hint}") if hint else (ok, detail)
     if pair is None or np.shape(pair[1]) != _raw_scores(tau * Q, K).shape:
         return ok, detail
     hint = _tau_squared(fn, Q, K, V, tau, pair[1])
@@ -1295,7 +1315,9 @@ COLDEST16 = 1e-9
 WIDE16, ROUND16 = (30.0, 128), (20.0, 64)
 #: How to compute in a precision of at least float32, said in the dtype hints.
 _WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and float32 "
-         "inputs, float64 for float64), the factor w.type(1 / (tau * d_k ** 0.5))")
+         "inputs, float64 for float64), the raw scores R shifted by their row maximum, "
+         "then divided in float64, (R - R.max(axis=-1, keepdims=True)).astype(np.float64) "
+         "/ tau / np.sqrt(d_k)")
 #: How far the results for float32 and for float16 inputs may lie from the float64
 #: reference of the same inputs (right attempts in float16 are off by under 1e-3 there).
 _LOW_ATOL = {"float32": 1e-5, "float16": 5e-3}
@@ -1433,7 +1455,10 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                 top = float(np.abs(_raw_scores(*(x.astype(np.float64) for x in (Q, K))))
                             .max() / (tau * np.sqrt(Q.shape[-1])))
                 factor = 1 / (tau * np.sqrt(Q.shape[-1]))
-                if factor > float(np.finfo(np.float16).max):
+                overflow = _float32_overflow_hint(Q, K, tau)
+                if overflow:
+                    detail = detail.replace(": " + _NAN_FROM_SCORES, "") + ": " + overflow
+                elif factor > float(np.finfo(np.float16).max):
                     # (not the NaN's usual causes: the scores are finite in float32)
                     detail = detail.replace(": " + _NAN_FROM_SCORES, "")
                     detail += (f": the factor 1/(tau sqrt(d_k)) is about {factor:.2g} "
@@ -1495,6 +1520,10 @@ def _float32_at(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str, dict]:
             d = dtypes[name]
             if got is not None and np.shape(got) == want.shape and \
                     not np.isfinite(np.asarray(got, dtype=np.float64)).all():
+                overflow = _float32_overflow_hint(Q, K, tau)
+                if overflow:
+                    return ok, (detail.replace(": " + _NAN_FROM_SCORES, "") + ": "
+                                + overflow), dtypes
                 return ok, detail + _exp_limit_hint(pair[1], Q, K, tau, limit), dtypes
             near = (got is not None and np.shape(got) == want.shape and np.abs(
                 np.asarray(got, dtype=np.float64) - want).max() < _LOW["float16"][1])
@@ -1522,8 +1551,46 @@ HOT32_K = ((1e19, 0.0), (-1e19, 0.0), (0.0, 1e19))
 HOT32_V = ((1.0, 0.0), (0.0, 1.0), (5.0, 5.0))
 #: Said when the float32 weights at HOT32 are uniform.
 TAU_INF_IN_FLOAT32 = ("tau (or tau sqrt(d_k)) rounded to float32 is inf past 3.4e38: "
-                      "keep tau a Python float / compute the factor in float64 "
-                      "(c = w.type(1 / (tau * d_k**0.5)), then S = c * (Q K^T))")
+                      "shift the raw scores R by their row maximum, then divide them by "
+                      "tau and by sqrt(d_k) in float64, (R - R.max(axis=-1, "
+                      "keepdims=True)).astype(np.float64) / tau / np.sqrt(d_k), or "
+                      "compute in float64")
+#: The HOT32 inputs' cold temperatures: their raw scores, about 1e38, scaled by
+#: 1/(tau sqrt(d_k)) pass float32's largest number (3.4e38) there, so that scores scaled
+#: in float32 before the shift are inf, and inf - inf NaN (row 0 at 0.1, both at 1e-3).
+COLD32_ON_HOT32 = (0.1, 1e-3)
+#: The float32 inputs' far colder temperatures, and the float16 inputs' coldest: at
+#: 1e-30 the factor 1/(tau sqrt(d_k)), about 6e29, fits float32; at 1e-40, about 6e39,
+#: it does not, so that a factor made a float32 is inf (and 0 * inf, or inf - inf, NaN)
+#: even after a shift, whatever the size of the scores.
+COLD32 = (1e-30, 1e-40)
+
+
+def _float32_overflow_hint(Q, K, tau) -> str:
+    """What float32 (or float16) inputs' weights that are not finite are told where the
+    factor 1/(tau sqrt(d_k)), or the scaled scores, pass float32's largest number: that
+    they are inf when computed in float32, and how to avoid it; "" elsewhere."""
+    big = float(np.finfo(np.float32).max)
+    factor = 1 / (float(tau) * np.sqrt(Q.shape[-1]))
+    top = _raw_top(Q, K) * factor
+    work = "float32" if Q.dtype == np.float32 else "float32, the work for float16 inputs,"
+    remedy = ("shift the raw scores R by their row maximum before scaling (a positive "
+              "divisor keeps the maximum where it is), then divide them by tau and by "
+              "sqrt(d_k) in float64, (R - R.max(axis=-1, keepdims=True)).astype("
+              "np.float64) / tau / np.sqrt(d_k), or compute in float64; cast O and A "
+              "back with .astype(Q.dtype)")
+    if factor > big:
+        return (f"in {work} the factor 1/(tau sqrt(d_k)) is inf at tau = {float(tau):g} "
+                f"(about {factor:.2g}, past float32's largest number, 3.4e38): made a "
+                "float32 (w.type(...), or a Python float multiplied into a float32 "
+                "array, which NumPy 2 casts to float32) it makes the scaled scores inf, "
+                f"and 0 * inf or inf - inf NaN, shifted or not; {remedy}")
+    if top > big:
+        return (f"in {work} the scaled scores overflow to inf when |q . k| / (tau "
+                "sqrt(d_k)) passes float32's largest number, 3.4e38 (here they reach "
+                f"about {top:.2g}, at tau = {float(tau):g}): scaled before the shift, "
+                f"a row's maximum is inf, and inf - inf is NaN; {remedy}")
+    return ""
 
 
 def _float32_hot_case(fn) -> tuple[bool, str]:
@@ -1542,6 +1609,29 @@ def _float32_hot_case(fn) -> tuple[bool, str]:
             detail = (f"{detail.split(': ', 1)[0]} at tau = {HOT32:g}: your weights "
                       f"are all equal: {TAU_INF_IN_FLOAT32}")
     return ok, detail
+
+
+def _float32_cold_case(fn, Q, K, V, tau, inputs: str) -> tuple[bool, str]:
+    """``_float32_case`` at a cold ``tau``, its message naming the inputs and tau."""
+    ok, detail = _float32_case(fn, Q, K, V, tau)
+    return ok, detail.replace("for float32 inputs", f"for float32 inputs {inputs}at "
+                              f"tau = {tau:g}", 1)
+
+
+def _float32_cold_cases(fn, Q32, K32, V32) -> tuple[bool, str]:
+    """float32 inputs cold: the HOT32 inputs at COLD32_ON_HOT32, whose scaled scores pass
+    float32's largest number, and the ordinary ones at COLD32, where at 1e-40 the factor
+    1/(tau sqrt(d_k)) does."""
+    Q, K, V = (np.array(x, dtype=np.float32) for x in (HOT32_Q, HOT32_K, HOT32_V))
+    for tau in COLD32_ON_HOT32:
+        ok, detail = _float32_cold_case(fn, Q, K, V, tau, "of size 1e19 ")
+        if not ok:
+            return ok, detail
+    for tau in COLD32:
+        ok, detail = _float32_cold_case(fn, Q32, K32, V32, tau, "")
+        if not ok:
+            return ok, detail
+    return True, ""
 
 
 def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool:
@@ -2066,10 +2156,13 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                           "about -103)", floor="-80"))
         return ok, detail
 
+    cold32 = " and ".join(f"{t:g}" for t in COLD32_ON_HOT32)
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
-                        f"(tau = 1.5, {TAU32:g} and {HOT32:g}; 0.7, {TAU32:g}, {COLD16:g} and "
-                        f"{COLDEST16:g}, and 1 on entries of size {WIDE16[0]:g} at "
-                        f"d_k = {WIDE16[1]} and {ROUND16[0]:g} at d_k = {ROUND16[1]})",
+                        f"(tau = 1.5, {TAU32:g}, {COLD32[0]:g}, {COLD32[1]:g} and "
+                        f"{HOT32:g}, and {cold32} on entries of size 1e19; 0.7, "
+                        f"{TAU32:g}, {COLD16:g}, {COLDEST16:g} and {COLD32[1]:g}, and 1 on "
+                        f"entries of size {WIDE16[0]:g} at d_k = {WIDE16[1]} and "
+                        f"{ROUND16[0]:g} at d_k = {ROUND16[1]})",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
                              lambda: _float32_case(fn, Q32, K32, V32, TAU32, shift_ok),
                              float32_negative,
@@ -2080,7 +2173,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _float16_case(fn, Qw16, Kw16, Vw16, 1.0),
                              lambda: _float16_case(fn, Qr16, Kr16, Vr16, 1.0),
                              # (last: attempts that fail the others are told those)
-                             lambda: _float32_hot_case(fn))))
+                             lambda: _float32_hot_case(fn),
+                             lambda: _float32_cold_cases(fn, Q32, K32, V32),
+                             lambda: _float16_case(fn, Q16, K16, V16, COLD32[-1]))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
