@@ -1314,7 +1314,45 @@ def returns_float64_zeros_without_keys(Q, K, V):  # np.zeros: float64 whatever t
     return np.zeros(Q.shape[:-1] + V.shape[-1:]), np.zeros(Q.shape[:-1] + (0,))
 
 
+# --- st20a: causal by default; no key at all, batched and in float16 -------------------
+
+def applies_a_causal_mask_by_default(Q, K, V, mask=None):
+    """mask=None read as "causal" on square inputs (T_q = T_k): no unmasked case was
+    square, and it passed."""
+    if mask is None and Q.shape[-2] == K.shape[-2]:
+        mask = np.tril(np.ones((Q.shape[-2],) * 2, dtype=bool))
+    return correct_in_float32(Q, K, V, mask)
+
+
+def _special_cases_no_key_with_a_plain_maximum(result):
+    """``result(Q, K, V)`` for no key at all (T_k = 0), and otherwise the right steps
+    with a plain S.max(axis=-1, keepdims=True): the patch a student writes after the
+    checker's T_k = 0 hint (st20a: it passed while every no-key case was 2-D)."""
+    def attempt(Q, K, V, mask=None):
+        return result(Q, K, V) if K.shape[-2] == 0 else \
+            takes_a_plain_row_maximum(Q, K, V, mask)
+    attempt.__name__ = result.__name__
+    return attempt
+
+
+@_special_cases_no_key_with_a_plain_maximum
+def returns_2d_zeros_without_keys(Q, K, V):  # (T_q, d_v) and (T_q, 0): no batch axes
+    return (np.zeros((Q.shape[-2], V.shape[-1]), Q.dtype),
+            np.zeros((Q.shape[-2], 0), Q.dtype))
+
+
+@_special_cases_no_key_with_a_plain_maximum
+def returns_zeros_in_the_working_dtype_without_keys(Q, K, V):  # float32 for float16
+    work = np.promote_types(Q.dtype, np.float32)
+    return (np.zeros(Q.shape[:-1] + V.shape[-1:], work),
+            np.zeros(Q.shape[:-1] + (0,), work))
+
+
 WRONG = [
+    (applies_a_causal_mask_by_default, "a causal mask was applied with mask=None"),
+    (returns_2d_zeros_without_keys, "the leading batch and head axes (6, 7) were dropped"),
+    (returns_zeros_in_the_working_dtype_without_keys,
+     "with T_k = 0 (no key at all) O is float32, A float32 for float16 inputs"),
     (takes_a_plain_row_maximum, "zero-size array to reduction operation maximum"),
     (takes_a_plain_row_maximum, "take S.max(axis=-1, keepdims=True, initial=-np.inf)"),
     (divides_the_output_unguarded_without_a_mask,
@@ -1322,7 +1360,7 @@ WRONG = [
     (returns_nan_without_keys, "no key at all) O contains NaN"),
     (returns_the_shape_of_Q_without_keys, "d_v = V.shape[-1], here 2, not d_k = 4"),
     (returns_float64_zeros_without_keys,
-     "with T_k = 0 (no key at all): O, A are float64 for float32 inputs"),
+     "with T_k = 0 (no key at all) O is float64, A float64 for float32 inputs"),
     (weights_from_the_log_sum_exp, LOG_SUM_EXP),
     (returns_zeros, NEAR_ZERO),
     (returns_a_tiny_multiple, NEAR_ZERO),
@@ -1469,12 +1507,17 @@ WRONG = [
 
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
-    "initial=-np.inf": {takes_a_plain_row_maximum},
+    # (NO_KEY_RAISED, said to what else raises on T_k = 0, says "taken as S.max(...")
+    "take S.max(axis=-1, keepdims=True, initial=-np.inf)": {takes_a_plain_row_maximum},
     "O = A V, a sum over no key": {divides_the_output_unguarded_without_a_mask,
-                                   returns_nan_without_keys},
+                                   returns_nan_without_keys,
+                                   output_plus_a_stray_bias},  # (its O is not 0)
     "(K of shape (0, 4), V of shape (0, 2): no key at all) A has one row per query":
         {returns_the_shape_of_Q_without_keys},
-    "with T_k = 0 (no key at all)": {returns_float64_zeros_without_keys},
+    "with T_k = 0 (no key at all) O is": {returns_float64_zeros_without_keys,
+                                         returns_zeros_in_the_working_dtype_without_keys},
+    "were dropped": {returns_2d_zeros_without_keys},
+    "mask=None": {applies_a_causal_mask_by_default},
     LOG_SUM_EXP: {weights_from_the_log_sum_exp},
     NEAR_ZERO: {returns_zeros, returns_a_tiny_multiple},
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
@@ -1593,14 +1636,18 @@ def test_no_wrong_attempt_is_told_another_mistakes_name(fn, phrase, capsys):
 
 
 def test_a_plain_row_maximum_fails_only_on_no_key_at_all_and_is_told_the_crash(capsys):
-    """st19a: S.max(axis=-1, keepdims=True) raises on T_k = 0; it fails the two cases
-    that hold it (the fully masked rows, and float32), each told what it raised."""
+    """st19a: S.max(axis=-1, keepdims=True) raises on T_k = 0; it fails the four cases
+    that hold it (the fully masked rows, the batched ones, float32 and float16; st20a),
+    each told what it raised."""
     failures = _failures(takes_a_plain_row_maximum, capsys)
     assert [f.split(":")[0] for f in failures] == [
         "✗ a fully masked row gets zero weights and a zero output; an all-False (T_k,) "
         "mask (an empty sequence); and no key at all (T_k = 0)",
+        "✗ batch and head dimensions (B, H, T, d), five-dimensional (2, 7, 2, T, d), "
+        "and (B, H) with no key at all (T_k = 0), no mask",
         "✗ float32 inputs give float32 results, scores near 180, with and without a "
-        "causal mask; a fully masked row; no key at all"], failures
+        "causal mask; a fully masked row; no key at all",
+        "✗ float16 inputs give float16 results, and with no key at all"], failures
     assert all("raised ValueError: zero-size array to reduction operation maximum "
                "which has no identity; here T_k = 0" in f for f in failures), failures
 
@@ -1907,10 +1954,14 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
     assert any(Q.ndim == 5 for Q, _, _ in seen)
-    # no key at all, T_k = 0 (st19a), without a mask and with a (T_q, 0) one, float32 too
-    no_key = {(Q.dtype.name, m is None) for Q, K, m in seen if K.shape[-2] == 0
+    # no key at all, T_k = 0 (st19a), without a mask and with a (T_q, 0) one, float32
+    # and float16 too, and with batch and head axes (st20a)
+    no_key = {(Q.dtype.name, m is None, Q.ndim) for Q, K, m in seen if K.shape[-2] == 0
               and (m is None or np.shape(m) == Q.shape[-2:-1] + (0,))}
-    assert no_key == {("float64", True), ("float64", False), ("float32", False)}
+    assert no_key == {("float64", True, 2), ("float64", False, 2), ("float32", False, 2),
+                      ("float16", True, 2), ("float64", True, 4)}
+    # and unmasked self-attention, T_q = T_k (st20a: a causal mask by default passed)
+    assert any(m is None and Q.shape[-2] == K.shape[-2] > 1 for Q, K, m in seen)
 
 
 def test_a_wrong_shift_is_told_the_shift_on_the_far_case_and_no_fill_in_float16(capsys):

@@ -1376,7 +1376,45 @@ def returns_float64_zeros_without_keys(Q, K, V, dO):  # np.zeros: float64 whatev
     return np.zeros(Q.shape), np.zeros(K.shape), np.zeros(V.shape)
 
 
+# --- st20a: causal by default; no key at all, batched and in float16 -------------------
+
+def applies_a_causal_mask_by_default(Q, K, V, dO, mask=None):
+    """mask=None read as "causal" on square inputs (T_q = T_k): told only "dQ differs
+    from the reference by up to 0.802"."""
+    if mask is None and Q.shape[-2] == K.shape[-2]:
+        mask = np.tril(np.ones((Q.shape[-2],) * 2, dtype=bool))
+    return correct(Q, K, V, dO, mask)
+
+
+def _special_cases_no_key_with_a_plain_maximum(result):
+    """``result(Q, K, V, dO)`` for no key at all (T_k = 0), and otherwise the page's
+    steps with a plain S.max(axis=-1, keepdims=True): the patch a student writes after
+    the checker's T_k = 0 hint (st20a: it passed while every no-key case was 2-D)."""
+    def attempt(Q, K, V, dO, mask=None):
+        return result(Q, K, V, dO) if K.shape[-2] == 0 else \
+            takes_a_plain_row_maximum(Q, K, V, dO, mask)
+    attempt.__name__ = result.__name__
+    return attempt
+
+
+@_special_cases_no_key_with_a_plain_maximum
+def returns_2d_zeros_without_keys(Q, K, V, dO):  # (T_q, d_k), (0, d_k), (0, d_v)
+    return (np.zeros(Q.shape[-2:], Q.dtype), np.zeros(K.shape[-2:], Q.dtype),
+            np.zeros(V.shape[-2:], Q.dtype))
+
+
+@_special_cases_no_key_with_a_plain_maximum
+def returns_zeros_in_the_working_dtype_without_keys(Q, K, V, dO):  # float32 for float16
+    work = np.promote_types(Q.dtype, np.float32)
+    return np.zeros(Q.shape, work), np.zeros(K.shape, work), np.zeros(V.shape, work)
+
+
 WRONG = [
+    (applies_a_causal_mask_by_default, "a causal mask was applied with mask=None"),
+    (returns_2d_zeros_without_keys, "the leading batch and head axes (2, 3) were dropped"),
+    (returns_zeros_in_the_working_dtype_without_keys,
+     "with T_k = 0 (no key at all) dQ is float32, dK is float32, dV is float32 for "
+     "float16 inputs"),
     (takes_a_plain_row_maximum, "zero-size array to reduction operation maximum"),
     (takes_a_plain_row_maximum, "take S.max(axis=-1, keepdims=True, initial=-np.inf)"),
     (returns_nan_without_keys, "with T_k = 0 (K of shape (0, 5), V of shape (0, 7): no "
@@ -1385,7 +1423,8 @@ WRONG = [
      "dK has shape (4, 5), expected (0, 5) (the shape of K); dV has shape (4, 7), "
      "expected (0, 7) (the shape of V)"),
     (returns_float64_zeros_without_keys,
-     "with T_k = 0 (no key at all): dQ, dK, dV are float64 for float32 inputs"),
+     "with T_k = 0 (no key at all) dQ is float64, dK is float64, dV is float64 for "
+     "float32 inputs"),
     (dS_with_an_epsilon, "dS has an epsilon added to the weights, dS = (A + 1e-30)"),
     (dS_from_the_diagonal_of_J, "uses the diagonal of J only"),
     (clips_scores_at_1e4, CLIPPED),
@@ -1552,7 +1591,10 @@ EXCLUSIVE = {
     "initial=-np.inf": {takes_a_plain_row_maximum},
     "dQ = c dS K, a sum over no key": {returns_nan_without_keys},
     "(the shape of K): each gradient": {returns_the_shapes_of_Q_and_dO_without_keys},
-    "with T_k = 0 (no key at all)": {returns_float64_zeros_without_keys},
+    "with T_k = 0 (no key at all) dQ is": {returns_float64_zeros_without_keys,
+                                          returns_zeros_in_the_working_dtype_without_keys},
+    "were dropped": {returns_2d_zeros_without_keys},
+    "mask=None": {applies_a_causal_mask_by_default},
     CLIPPED: {clips_scores_at_1e4, clips_scores_at_1e5, clips_scores_at_1e6,
               clips_scores_at_1e20},
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
@@ -1721,11 +1763,13 @@ def test_the_mask_mistakes_pass_without_a_mask_and_fail_with_one(capsys):
 
 
 def test_a_plain_row_maximum_fails_only_on_no_key_at_all_and_is_told_the_crash(capsys):
-    """st19a: S.max(axis=-1, keepdims=True) raises on T_k = 0; it fails the two cases
-    that hold it (one head with masks, and float32), each told what it raised."""
+    """st19a: S.max(axis=-1, keepdims=True) raises on T_k = 0; it fails the three cases
+    that hold it (one head with masks, the batched ones, st20a, and float32 and
+    float16), each told what it raised."""
     failures = _failures(takes_a_plain_row_maximum, capsys)
-    assert len(failures) == 2 and failures[0].startswith("✗ one head, causal mask") \
-        and failures[1].startswith("✗ float32 inputs"), failures
+    assert len(failures) == 3 and failures[0].startswith("✗ one head, causal mask") \
+        and failures[1].startswith("✗ batch and head dimensions") \
+        and failures[2].startswith("✗ float32 inputs"), failures
     assert all("no key at all" in f.split(":")[0] for f in failures), failures  # the titles
     assert all("raised ValueError: zero-size array to reduction operation maximum "
                "which has no identity; here T_k = 0" in f for f in failures), failures
@@ -2027,10 +2071,15 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
                and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.ndim(m) == 1 and not np.any(m) for _, _, m in seen if m is not None)
     assert any(Q.ndim == 5 for Q, _, _ in seen)
-    # no key at all, T_k = 0 (st19a), without a mask and with a (T_q, 0) one, float32 too
-    no_key = {(Q.dtype.name, m is None) for Q, K, m in seen if K.shape[-2] == 0
+    # no key at all, T_k = 0 (st19a), without a mask and with a (T_q, 0) one, float32
+    # and float16 too, and with batch and head axes (st20a)
+    no_key = {(Q.dtype.name, m is None, Q.ndim) for Q, K, m in seen if K.shape[-2] == 0
               and (m is None or np.shape(m) == Q.shape[-2:-1] + (0,))}
-    assert no_key == {("float64", True), ("float64", False), ("float32", False)}
+    assert no_key == {("float64", True, 2), ("float64", False, 2), ("float32", False, 2),
+                      ("float16", True, 2), ("float64", True, 4)}
+    # and unmasked square inputs, T_q = T_k (st20a: a causal mask by default was told
+    # only "dQ differs")
+    assert any(m is None and Q.shape[-2] == K.shape[-2] > 1 for Q, K, m in seen)
 
 
 def test_a_backward_pass_that_zeroes_rows_where_A_max_is_1_fails_and_is_named(capsys):
@@ -2085,7 +2134,8 @@ def test_the_cases_hold_visible_scores_far_above_where_a_clip_would_cut():
         assert any(np.any((tops > 1e6) & (s[..., -1] - s[..., -2] < 1.0))
                    for tops, s in f64)
     assert any(np.any(tops > 1e299) for tops, _ in f64)
-    f16 = [top_rows(Q, K, m)[0] for Q, K, m in seen if Q.dtype == np.float16]
+    f16 = [top_rows(Q, K, m)[0] for Q, K, m in seen
+           if Q.dtype == np.float16 and K.shape[-2] > 0]
     assert any(np.any((t > 65504) & (t < 7e4)) for t in f16)
     assert any(np.any(t > 5e5) for t in f16)
 

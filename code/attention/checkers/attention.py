@@ -49,8 +49,12 @@ The contract the exercise states, and this checker tests:
   visible score of exactly that value, which no case has; a query whose every key is
   masked gets all-zero weights and a zero output, never NaN, and so does every query
   when there is no key at all (T_k = 0: K (0, d_k), V (0, d_v), with and without a
-  (T_q, 0) mask, in float64 and float32): O zeros (T_q, d_v), A of shape (T_q, 0) (a
-  plain S.max(axis=-1), which raises there, is told initial=-np.inf);
+  (T_q, 0) mask, in float64, float32 and float16, and with (B, H) axes): O zeros
+  (..., T_q, d_v), A of shape (..., T_q, 0) (a plain S.max(axis=-1), which raises
+  there, is told initial=-np.inf; zeros built by hand without the leading axes, or
+  in float32 for float16 inputs, are named, st20a);
+* ``mask=None`` is no mask: one unmasked case is self-attention (T_q = T_k), where a
+  causal mask applied by default is named (st20a: it passed);
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``);
 * float16 inputs computed in float32 and cast back (scores near 3200, whose raw
@@ -155,6 +159,14 @@ KEY_PER_QUERY = ("the (T_k,) mask was read as one flag per query (mask[:, None],
                  "as it is (with "
                  "T_q = T_k, as in self-attention, mask[:, None] broadcasts too, and "
                  "hides queries instead of keys); use np.where(mask, S, -np.inf)")
+
+
+#: Said when the weights on square inputs without a mask are causal (st20a: no
+#: unmasked case had T_q = T_k, and it passed).
+CAUSAL_DEFAULT = ("with no mask every key is visible: a causal mask was applied with "
+                  "mask=None (here T_q = T_k, as in self-attention), so each query "
+                  "lost the keys after it; mask=None means no mask at all: mask the "
+                  "scores only when a mask is given, as it is")
 
 
 #: Said when a result is a NumPy masked array (st15a: its hidden entries hold
@@ -405,6 +417,9 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
                  "leaves such a row unshifted; subtract S.max(axis=-1, keepdims=True) "
                  "itself (and shift a fully masked row, whose maximum is -inf, by 0)")
     mistakes = [
+        *[("causal-default", CAUSAL_DEFAULT,
+           out(lambda: _soft(_fill(S, causal_mask(T_q, T_k)))))]
+        [:1 if not M and T_q == T_k else 0],
         ("no-shift", no_shift_msg, soft(m=np.zeros(1))),
         *([("no-shift", no_shift_msg, soft(S_work, m=np.zeros(1, work)))]
           if work != np.float64 else []),
@@ -1089,6 +1104,21 @@ NO_KEY_SHAPE = ("shapes O {got_O}, A {got_A}; expected O {O}, A {A}: with T_k = 
                 "shape {K}, V of shape {V}: no key at all) A has one row per query and no "
                 "column, and O = A V has the width of V, d_v = V.shape[-1]{d_k}; compute "
                 "them as for any other T_k (no special case)")
+#: Said when those results dropped the leading batch and head axes (st20a: a special
+#: case returning np.zeros((T_q, d_v)) passed while no-key inputs were 2-D only).
+NO_KEY_LEADING = ("shapes O {got_O}, A {got_A}; expected O {O}, A {A}: with T_k = 0 (K of "
+                  "shape {K}, V of shape {V}: no key at all) the leading batch and head "
+                  "axes {lead} were dropped, as zeros of shape (T_q, d_v) and (T_q, 0) "
+                  "built by hand drop them; the results keep Q's leading axes, O of "
+                  "shape Q.shape[:-1] + (d_v,): compute them as for any other T_k (no "
+                  "special case)")
+#: Said when the results on no key at all are of another dtype (st20a: float32 zeros
+#: for float16 inputs passed while no-key inputs were float64 and float32 only).
+NO_KEY_DTYPE = ("with T_k = 0 (no key at all) O is {O}, A {A} for {want} inputs: the "
+                "results keep the inputs' dtype, and zeros built by hand take the dtype "
+                "they are given (np.zeros' default float64, or the float32 of the work "
+                "for float16 inputs); compute them as for any other T_k (no special "
+                "case), or give them Q.dtype")
 #: Said when the output on no key at all (T_k = 0) is not zero.
 NO_KEY_OUTPUT = ("with T_k = 0 (K of shape {K}, V of shape {V}: no key at all) O {what}: "
                  "every row is fully masked, its weights are zero (A of shape {A}), and "
@@ -1112,6 +1142,12 @@ def _no_key_case(fn, Q, K, V, mask=None):
                 raise
             hint = NO_KEY_MAX if "reduction operation maximum" in text else NO_KEY_RAISED
             raise Rejected(text + hint.format(**shapes)) from exc
+        if O.shape == A_ref.shape and A.shape == O_ref.shape:
+            return False, "O and A are swapped: return (O, A), the output first"
+        lead = Q.shape[:-2]
+        if lead and O.shape == O_ref.shape[-2:] and A.shape == A_ref.shape[-2:]:
+            return False, NO_KEY_LEADING.format(got_O=O.shape, got_A=A.shape, lead=lead,
+                                                **shapes)
         if O.shape != O_ref.shape or A.shape != A_ref.shape:
             d_k = (f", here {V.shape[-1]}, not d_k = {Q.shape[-1]}, the width of Q"
                    if O.shape[-1:] == Q.shape[-1:] else "")
@@ -1124,8 +1160,9 @@ def _no_key_case(fn, Q, K, V, mask=None):
         if np.any(Of):
             return False, NO_KEY_OUTPUT.format(
                 what=f"is not zero (entries up to {float(np.abs(Of).max()):.3g})", **shapes)
-        wrong = _dtype_rejection(Q.dtype, dict(O=O.dtype, A=A.dtype))
-        return not wrong, wrong and f"with T_k = 0 (no key at all): {wrong}"
+        if O.dtype != Q.dtype or A.dtype != Q.dtype:
+            return False, NO_KEY_DTYPE.format(O=O.dtype, A=A.dtype, want=Q.dtype)
+        return True, ""
     return case
 
 
@@ -1249,7 +1286,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # (mask[:, None, None]) it adds an axis, and shows.
     key_mask = np.array([True, False, True, True, False])
 
-    # Self-attention, T_q = T_k: a square A, whose shape cannot show a transpose.
+    # Self-attention, T_q = T_k: a square A, whose shape cannot show a transpose; and
+    # without a mask, where a causal mask applied by default shows (st20a: it passed).
     Q_sq, K_sq, V_sq = _inputs(rng, T_q=6, T_k=6)
 
     # float32 with scores from 165 to 186, above 88.7, where float32's exp() overflows
@@ -1319,8 +1357,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     key_mask_sq = np.array([True, False, True, True, False, True])
     no_key = np.zeros(T_k, dtype=bool)
     # And no key at all, T_k = 0 (K (0, d_k), V (0, d_v), d_v != d_k), without a mask
-    # and with a (T_q, 0) one (in float32 too, in the float32 case, where a dtype
-    # mistake is told): O zeros (T_q, d_v), A of shape (T_q, 0).
+    # and with a (T_q, 0) one (in float32 too, in the float32 case, and in float16,
+    # where a dtype mistake is told; and with batch and head axes, st20a, where
+    # zeros of shape (T_q, d_v) built by hand are told): O zeros (..., T_q, d_v), A
+    # of shape (..., T_q, 0).
     no_keys = np.zeros((T_q, 0), dtype=bool)
     long_note = (f"; here a row of {LONG_T_K} keys (T_k = {LONG_T_K}), whose maximum "
                  "grows from key block to key block (of 64 to 4096 keys): the "
@@ -1386,9 +1426,10 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
              _all(_case(fn, Q, K, V, empty_row), _case(fn, Q, K, V, no_key),
                   _no_key_case(fn, Q, K[:0], V[:0]),
                   _no_key_case(fn, Q, K[:0], V[:0], no_keys))),
-        _run("self-attention (T_q = T_k) with a causal mask, d_k = 4 and 10; "
-             "and with a (T_k,) key mask",
-             _all(_case(fn, Q_sq, K_sq, V_sq, causal_mask(6)),
+        _run("self-attention (T_q = T_k) without a mask; with a causal mask, "
+             "d_k = 4 and 10; and with a (T_k,) key mask",
+             _all(_case(fn, Q_sq, K_sq, V_sq),
+                  _case(fn, Q_sq, K_sq, V_sq, causal_mask(6)),
                   _case(fn, Q_5, K_5, V_5, causal_mask(6)),
                   _case(fn, Q_sq, K_sq, V_sq, key_mask_sq))),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
@@ -1403,13 +1444,14 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
-        _run("batch and head dimensions (B, H, T, d), and five-dimensional "
-             "(2, 7, 2, T, d), no mask", _all(
+        _run("batch and head dimensions (B, H, T, d), five-dimensional "
+             "(2, 7, 2, T, d), and (B, H) with no key at all (T_k = 0), no mask", _all(
                  _case(fn, Qb, Kb, Vb,
                        on_error="; " + BATCH_HINT.format(X="K") if flat_ok else ""),
                  _case(fn, Q_5d, K_5d, V_5d,
                        on_error="; " + FIVE_D_HINT.format(X="K") if flat_ok
-                       else ""))),
+                       else ""),
+                 _no_key_case(fn, Qb, Kb[..., :0, :], Vb[..., :0, :]))),
     ]
     batched_ok = results[-1][1]
     results += [
@@ -1435,7 +1477,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                            empty_row, atol=1e-5, exact_reference=True),
                      _no_key_case(fn, *(x.astype(np.float32) for x in (Q, K[:0], V[:0])),
                                   no_keys)))),
-        _run("float16 inputs give float16 results", _dtype_case(fn, Q16, K16, V16)),
+        _run("float16 inputs give float16 results, and with no key at all",
+             _all(_dtype_case(fn, Q16, K16, V16),
+                  _no_key_case(fn, Q16, K16[:0], V16[:0]))),
         _run("float16, causal mask with a fully masked row", _case(
             fn, Q16, K16, V16, empty_row, atol=5e-3,
             notes={"unguarded": " (in float16, -1e9 also rounds to -inf)"})),

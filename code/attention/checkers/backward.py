@@ -28,9 +28,12 @@ The contract the exercise states, and this checker tests:
   accepted: it ties only with a visible score of exactly that value, which no case
   has); a query whose every key is masked has zero weights and a zero output, so its
   gradients are zero, never NaN; and so has every query when there is no key at all
-  (T_k = 0: K (0, d_k), V (0, d_v), with and without a (T_q, 0) mask, in float64 and
-  float32): dQ zeros (T_q, d_k), dK (0, d_k), dV (0, d_v) (a plain S.max(axis=-1),
-  which raises there, is told initial=-np.inf);
+  (T_k = 0: K (0, d_k), V (0, d_v), with and without a (T_q, 0) mask, in float64,
+  float32 and float16, and with (B, H) axes): dQ zeros (..., T_q, d_k), dK
+  (..., 0, d_k), dV (..., 0, d_v) (a plain S.max(axis=-1), which raises there, is
+  told initial=-np.inf; zeros built by hand without the leading axes, or in float32
+  for float16 inputs, are named, st20a); ``mask=None`` is no mask (on T_q = T_k, a
+  causal mask applied by default is named, st20a);
 * the gradients have the inputs' dtype (float64 in, float64 out, not long double;
   float32 in, float32 out; float16 in, float16 out, within 1e-2 of the exact gradients,
   2e-3 at the high scores);
@@ -51,7 +54,8 @@ Eleven cases: one head without and with a causal mask, compared with central dif
 in float64 (they know nothing of the derivation), and with a (T_k,) mask, an all-False
 one, no key at all (T_k = 0), a masked row of 4999 keys and rows whose first keys are
 masked; one head with T_q = T_k (where a missing transpose
-does not change a shape, only the values), without and with a (T_k,) mask;
+does not change a shape, only the values), without and with a (T_k,) mask (without
+one, a causal mask applied by default is named);
 one head with
 scores near 7000 (no row maximum subtracted overflows) and one query's scores near
 -1000 (a shift that is not the row's own maximum, clamped at 0 or the whole array's,
@@ -73,7 +77,8 @@ finite fill such as -1e15 or float32's -3.4e38, and below a row maximum clamped 
 below at -1e13), and, at d_k = 1, a masked key near 1.4e308 above visible keys near
 -1e308 (finite), which even ``np.finfo(np.float64).min`` added to it leaves on top,
 and a visible key near -1.79e308, above which a finite fill of -1.5e308 or -1.75e308
-lies; three with batch and head dimensions (B, H): no mask (and 5-D inputs), one causal mask for every head, a
+lies; three with batch and head dimensions (B, H): no mask (and 5-D inputs, and no key at
+all), one causal mask for every head, a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
@@ -84,7 +89,7 @@ heads' masks differ; and float32 inputs with scores above 100 (float32's exp()
 overflows above 88.7), with a causal mask and without one, and at small scores with
 the (B, H, T_q, T_k) mask in which some queries see no key (st18a: empty rows were
 checked in float64 only, and a finite fill in float32 that left them uniform passed),
-compared with the inputs' exact gradients, and float16 inputs (with that mask too), whose gradients must be float16: at small scores
+compared with the inputs' exact gradients, and float16 inputs (with that mask too, and with no key at all), whose gradients must be float16: at small scores
 within 1e-2, and with scores from 15 to 36 (d_k = 8; float16's exp() overflows above
 11.1) and near 9600 (d_k = 64; the raw products pass 65504) within 2e-3, which only a
 computation in float32 cast back meets; and, masked, with visible scores near -65600
@@ -120,9 +125,9 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from .attention import (FIRST_BLOCK, KEY_PER_QUERY, LOG_SUM_EXP, LONG_T_K,  # said alike
-                        ONLINE_BLOCKS, PER_BATCH, _first_block_nan, _long_row,
-                        _lse_weights)
+from .attention import (CAUSAL_DEFAULT, FIRST_BLOCK, KEY_PER_QUERY,  # said alike
+                        LOG_SUM_EXP, LONG_T_K, ONLINE_BLOCKS, PER_BATCH,
+                        _first_block_nan, _long_row, _lse_weights)
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
                       _boolean_index_hint, _fill_edge, _library_attention,
@@ -184,7 +189,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
            floor=0.0, block=None, clip=None):
     """The page's forward and backward quantities in float64 (c, S, A, O, dA, D, dS), the
     forward pass done some wrong way if asked: ``d`` is read for d_k in c = 1/sqrt(d);
-    ``mask_mode`` "per-batch" (a 3-D mask given a head axis, ``mask[:, None]``),
+    ``mask_mode`` "causal-default" (no mask read as a causal one), "per-batch" (a 3-D
+    mask given a head axis, ``mask[:, None]``),
     "ignored", "inverted", "zero" (masked scores 0), "large" (-1e9 for
     -inf: a query with no visible key gets uniform weights) or "after" (the unmasked
     softmax times the mask, not renormalised), "bias" (``bias`` added to the masked
@@ -201,6 +207,8 @@ def _parts(Q, K, V, dO, mask=None, *, d=None, mask_mode="-inf", axis=-1, guard=T
     of that size whose running sum is not rescaled when the running maximum grows;
     given ``clip``, the scores are clipped from above at it before the mask."""
     Q, K, V, dO = (np.asarray(x, dtype=np.float64) for x in (Q, K, V, dO))
+    if mask is None and mask_mode == "causal-default":  # mask=None read as causal
+        mask, mask_mode = causal_mask(Q.shape[-2], K.shape[-2]), "-inf"
     if mask is not None and mask_mode == "per-batch":  # a 3-D mask read as (B, T_q, T_k)
         mask, mask_mode = np.asarray(mask)[:, None], "-inf"
     if mask is not None and mask_mode == "per-query":  # a (T_k,) mask read per query
@@ -560,6 +568,9 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
             "whose true gradients are wiped out; guard the forward pass instead (such "
             "a query gets zero weights and a zero output) and its gradients are 0",
             dict(guard=False), lambda p: tuple(np.nan_to_num(g) for g in _grads(p))))
+    if square and mask is None:
+        mistakes.append(("causal-default", CAUSAL_DEFAULT,
+                         dict(mask_mode="causal-default"), RIGHT))
     if square:
         mistakes += [
             ("dK-no-transpose", "dK uses dS where it needs dS^T: dK = c dS^T Q has one "
@@ -1374,6 +1385,24 @@ NO_KEY_DQ = ("with T_k = 0 (K of shape {K}, V of shape {V}: no key at all) dQ {w
              "forward pass")
 
 
+#: Said when the gradients on no key at all dropped the leading batch and head axes
+#: (st20a: zeros of shape (T_q, d_k), (0, d_k), (0, d_v) passed while no-key inputs
+#: were 2-D only).
+NO_KEY_LEADING = ("with T_k = 0 (K of shape {K}, V of shape {V}: no key at all) "
+                  "{wrong}: the leading batch and head axes {lead} were dropped, as "
+                  "zeros of shape (T_q, d_k), (0, d_k) and (0, d_v) built by hand "
+                  "drop them; each gradient has the shape of its input, "
+                  "np.zeros_like(Q) and so on: compute them as for any other T_k (no "
+                  "special case)")
+#: Said when the gradients on no key at all are of another dtype (st20a: float32
+#: zeros for float16 inputs passed while no-key inputs were float64 and float32 only).
+NO_KEY_DTYPE = ("with T_k = 0 (no key at all) {got} for {want} inputs: the gradients "
+                "keep the inputs' dtype, and zeros built by hand take the dtype they "
+                "are given (np.zeros' default float64, or the float32 of the work for "
+                "float16 inputs); compute them as for any other T_k (no special "
+                "case), or give them Q.dtype")
+
+
 def _no_key_case(fn, Q, K, V, dO, mask=None):
     """No key at all (K and V with T_k = 0, the mask too if given): the gradients must be
     dQ zeros (..., T_q, d_k), dK (..., 0, d_k) and dV (..., 0, d_v), of the inputs'
@@ -1391,6 +1420,10 @@ def _no_key_case(fn, Q, K, V, dO, mask=None):
             return False, f"raised {type(exc).__name__}: {exc}{hint.format(**shapes)}"
         wrong = [f"{n} has shape {g.shape}, expected {r.shape} (the shape of {n[1:]})"
                  for n, g, r in zip(NAMES, got, ref) if g.shape != r.shape]
+        lead = Q.shape[:-2]
+        if wrong and lead and all(g.shape == r.shape[-2:] for g, r in zip(got, ref)):
+            return False, NO_KEY_LEADING.format(wrong="; ".join(wrong), lead=lead,
+                                                **shapes)
         if wrong:
             return False, (f"with T_k = 0 (K of shape {K.shape}, V of shape {V.shape}: "
                            f"no key at all) {'; '.join(wrong)}: each gradient has the "
@@ -1402,8 +1435,10 @@ def _no_key_case(fn, Q, K, V, dO, mask=None):
             return False, NO_KEY_DQ.format(
                 what=f"is not zero (entries up to {float(np.abs(got[0]).max()):.3g})",
                 **shapes)
-        wrong = _dtype_rejection(Q.dtype, dict(zip(NAMES, dtypes)))
-        return not wrong, wrong and f"with T_k = 0 (no key at all): {wrong}"
+        if any(d != Q.dtype for d in dtypes):
+            return False, NO_KEY_DTYPE.format(
+                got=", ".join(f"{n} is {d}" for n, d in zip(NAMES, dtypes)), want=Q.dtype)
+        return True, ""
     return case
 
 
@@ -1551,8 +1586,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     key_mask_sq = np.array([True, False, True, True])
     no_key = np.zeros(T_k, dtype=bool)
     # And no key at all, T_k = 0 (K (0, d_k), V (0, d_v)), without a mask and with a
-    # (T_q, 0) one (in float32 too, in the float32 case, where a dtype mistake is
-    # told): dQ zeros (T_q, d_k), dK (0, d_k), dV (0, d_v).
+    # (T_q, 0) one (in float32 and float16 too, in the dtype case, where a dtype
+    # mistake is told; and with batch and head axes, st20a, where zeros of shape
+    # (T_q, d_k) built by hand are told): dQ zeros (..., T_q, d_k), dK (..., 0, d_k),
+    # dV (..., 0, d_v).
     no_keys = np.zeros((T_q, 0), dtype=bool)
     # Five-dimensional inputs (2, 3, 2, T, d): "any leading batch and head
     # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
@@ -1667,10 +1704,11 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     high_note = ("; compute in float32 (as the forward exercise's solution does) and cast "
                  "back: Q.astype(np.float32), the gradients .astype(Q.dtype)")
     return _report(one_head + [
-        _run("batch and head dimensions (B, H, T_q, d_k), and five-dimensional "
-             "(2, 3, 2, T_q, d_k), no mask",
+        _run("batch and head dimensions (B, H, T_q, d_k), five-dimensional "
+             "(2, 3, 2, T_q, d_k), and (B, H) with no key at all (T_k = 0), no mask",
              _all(_case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint),
-                  _case(fn, Q5, K5, V5, dO5, on_error=FIVE_D_HINT if batch_hint else ""))),
+                  _case(fn, Q5, K5, V5, dO5, on_error=FIVE_D_HINT if batch_hint else ""),
+                  _no_key_case(fn, Qb, Kb[..., :0, :], Vb[..., :0, :], dOb))),
         _run("one (T_q, T_k) causal mask for every batch item and head",
              _case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint)),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
@@ -1687,7 +1725,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   _case(fn, Qhh, Khh, Vhh, dOhh, mask_h, on_error=batch_hint))),
         _run("float32 inputs, causal mask and none, scores above 100, queries "
              "that see no key, and no key at all (float32 gradients); float16 inputs "
-             "give float16 gradients (to a relative 1e-2), some queries seeing no key",
+             "give float16 gradients (to a relative 1e-2), some queries seeing no key, "
+             "and no key at all",
              _all(_case(fn, *f32, causal_mask(T_q, T_k), on_error=batch_hint),
                   _case(fn, *f32, on_error=batch_hint),
                   # (st18a: empty rows were checked in float64 only, so a finite
@@ -1699,6 +1738,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                                no_keys),
                   _dtype_case(fn, *f16, on_error=batch_hint),
                   _dtype_case(fn, *f16, empty, on_error=batch_hint),
+                  _no_key_case(fn, *(x.astype(np.float16) for x in (Q, K[:0], V[:0], dO))),
                   _dtype_case(fn, *f16_mid, on_error=batch_hint, rtol=RTOL_FLOAT16_HIGH,
                               what=" (scores 15 to 36, d_k = 8)" + high_note),
                   _dtype_case(fn, *f16_high, rtol=RTOL_FLOAT16_HIGH,
