@@ -327,39 +327,86 @@ def add_running_heads(pdf: Path, out: Path, chapters: list[tuple[str, str]], sta
     Chromium cannot print a header that changes with the chapter, so the heads are drawn
     into the printed pages: Helvetica (one of PDF's standard fonts, nothing embedded), marked
     as a pagination artifact so that the tagged PDF's reading order leaves it out.
-    """
-    import logging
 
-    from pypdf import PageObject, PdfReader, PdfWriter
-    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+    The printed file is kept byte for byte and the heads are appended to it as an incremental
+    update (the PDF format's own way to amend a file): each headed page's dictionary again,
+    with one more content stream and the font, then a cross-reference section for those
+    objects. Rewriting the whole file with pypdf's ``PdfWriter`` instead (which clones every
+    object of the tagged PDF's structure tree, tens of thousands) was most of the PDF step's
+    time.
+    """
+    import io
+    import logging
+    import zlib
+
+    from pypdf import PdfReader
+    from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject, NumberObject
 
     # Chromium's PDF declares a trailer /Size a few objects short; pypdf says so, and mends it.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-    reader = PdfReader(str(pdf))
-    writer = PdfWriter(clone_from=reader)
+    data = pdf.read_bytes()
+    data += b"" if data.endswith(b"\n") else b"\n"
+    reader = PdfReader(io.BytesIO(data))
+    previous = int(re.findall(rb"startxref\s+(\d+)", data[-1024:])[-1])
     order = sorted((page, dict(chapters)[stem]) for stem, page in starts.items() if stem in dict(chapters))
-    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
-                             NameObject("/BaseFont"): NameObject("/Helvetica"),
-                             NameObject("/Encoding"): NameObject("/WinAnsiEncoding")})
+    first_pages = {start for start, _ in order}
     margin_x = 16 / 25.4 * 72
-    for number, page in enumerate(writer.pages, 1):
+    number_of = iter(range(max(max(ids) for ids in reader.xref.values() if ids) + 1, 10**9))
+    body = io.BytesIO()
+    offsets: dict[int, int] = {}
+
+    def put(serialised: bytes, number: int | None = None) -> IndirectObject:
+        number = next(number_of) if number is None else number
+        offsets[number] = len(data) + body.tell()
+        body.write(b"%d 0 obj\n" % number + serialised + b"\nendobj\n")
+        return IndirectObject(number, 0, reader)
+
+    def stream(text: str) -> IndirectObject:
+        packed = zlib.compress(text.encode("latin-1"))
+        return put(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream")
+
+    def serialise(obj) -> bytes:
+        buffer = io.BytesIO()
+        obj.write_to_stream(buffer)
+        return buffer.getvalue()
+
+    font = put(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    # The page's own content is left as Chromium wrote it, wrapped in q ... Q so that the
+    # graphics state it leaves (a transformation) does not move the head drawn after it.
+    save = stream("q\n")
+    for number, page in enumerate(reader.pages, 1):
         current = [title for start, title in order if start <= number]
-        if not current or number in {start for start, _ in order}:
+        if not current or number in first_pages:
             continue
-        width, height = float(page.mediabox.width), float(page.mediabox.height)
-        y = height - RUNNING_HEAD_FROM_TOP_MM / 25.4 * 72
-        overlay = PageObject.create_blank_page(width=width, height=height)
-        overlay[NameObject("/Resources")] = DictionaryObject(
-            {NameObject("/Font"): DictionaryObject({NameObject("/FRunningHead"): font})})
-        stream = DecodedStreamObject()
-        stream.set_data((f"/Artifact <</Type /Pagination /Subtype /Header>> BDC BT /FRunningHead "
-                         f"{RUNNING_HEAD_PT} Tf 0.27 g {margin_x:.2f} {y:.2f} Td {_pdf_string(current[-1])} Tj "
-                         f"ET EMC").encode("latin-1"))
-        overlay[NameObject("/Contents")] = writer._add_object(stream)
-        page.merge_page(overlay)
-        page.compress_content_streams()  # merging leaves the page's content uncompressed
-    with open(out, "wb") as handle:
-        writer.write(handle)
+        y = float(page.mediabox.height) - RUNNING_HEAD_FROM_TOP_MM / 25.4 * 72
+        head = stream(f"\nQ /Artifact <</Type /Pagination /Subtype /Header>> BDC BT /FRunningHead "
+                      f"{RUNNING_HEAD_PT} Tf 0.27 g {margin_x:.2f} {y:.2f} Td {_pdf_string(current[-1])} Tj "
+                      "ET EMC\n")
+        headed = DictionaryObject(page)  # a shallow copy: references stay references
+        contents = page.raw_get("/Contents")
+        parts = list(contents.get_object()) if isinstance(contents.get_object(), ArrayObject) else [contents]
+        headed[NameObject("/Contents")] = ArrayObject([save, *parts, head])
+        resources = DictionaryObject(page["/Resources"].get_object()) if "/Resources" in page else DictionaryObject()
+        fonts = resources.get("/Font")
+        fonts = DictionaryObject(fonts.get_object()) if fonts is not None else DictionaryObject()
+        fonts[NameObject("/FRunningHead")] = font
+        resources[NameObject("/Font")] = fonts
+        headed[NameObject("/Resources")] = resources  # this page's own copy, written inline
+        put(serialise(headed), page.indirect_reference.idnum)
+    size = max(offsets) + 1
+    xref = len(data) + body.tell()
+    body.write(b"xref\n")
+    for number in sorted(offsets):
+        body.write(b"%d 1\n%010d 00000 n \n" % (number, offsets[number]))
+    trailer = DictionaryObject({NameObject("/Size"): NumberObject(max(size, reader.trailer.get("/Size", 0))),
+                                NameObject("/Prev"): NumberObject(previous),
+                                NameObject("/Root"): reader.trailer.raw_get("/Root")})
+    if "/Info" in reader.trailer:
+        trailer[NameObject("/Info")] = reader.trailer.raw_get("/Info")
+    if "/ID" in reader.trailer:
+        trailer[NameObject("/ID")] = reader.trailer.raw_get("/ID")
+    body.write(b"trailer\n" + serialise(trailer) + b"\nstartxref\n%d\n%%%%EOF\n" % xref)
+    out.write_bytes(data + body.getvalue())
 
 
 def render(html: Path, out: Path, timeout_ms: int = 240_000) -> dict[str, int]:
