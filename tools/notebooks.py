@@ -240,13 +240,17 @@ def run_pages(sources: list[Path], workers: int = 2, out: Path | None = None,
     def one(source: Path) -> RunResult:
         extra = ["--out", str(out)] if out is not None else []
         extra += ["--cache", str(cache)] if cache is not None else []
+        env = {"SOURCE_DATE_EPOCH": "1767225600", **os.environ,  # as the Makefile
+               "PYTHONHASHSEED": "0",
+               # two pages run at once on two cores: one BLAS thread each
+               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+               "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+        # The kernel draws with Jupyter's inline backend, as in a reader's JupyterLab (the
+        # Makefile's MPLBACKEND=Agg is for scripts): a figure a cell leaves open is shown under
+        # it there and here, so the build's figures are the bytes a reader's Run All gives.
+        env.pop("MPLBACKEND", None)
         proc = subprocess.run([sys.executable, "-m", "tools.notebooks", "--json", *extra, str(source)],
-                              cwd=ROOT, capture_output=True, text=True,
-                              env={"SOURCE_DATE_EPOCH": "1767225600", **os.environ,  # as the Makefile
-                                   "PYTHONHASHSEED": "0", "MPLBACKEND": "Agg",
-                                   # two pages run at once on two cores: one BLAS thread each
-                                   "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-                                   "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+                              cwd=ROOT, capture_output=True, text=True, env=env)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
         if proc.returncode not in (0, 1) or not lines:
             page = source.relative_to(ROOT).as_posix()
