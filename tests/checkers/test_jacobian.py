@@ -5,6 +5,7 @@ message that names the mistake."""
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -503,6 +504,68 @@ def vjp_recomputes_a_dot_g_after_tolist(a, g):  # st19a: passed
     return np.array([a2[i] * (g2[i] - a2 @ g2) for i in range(a2.size)])
 
 
+def vjp_a_dot_g_by_chunks_missing_the_tail(a, g):  # st20a: told "never builds J"
+    n, ag = len(a), 0.0
+    for i in range(0, n - n % 512 if n > 512 else n, 512):
+        ag += np.dot(a[i:i + 512], g[i:i + 512])
+    return a * (g - ag)
+
+
+def vjp_in_float32_on_long_rows(a, g):  # st20a: told under "never builds J"
+    if len(a) < 1000:
+        return a * (g - a @ g)
+    a32, g32 = a.astype(np.float32), g.astype(np.float32)
+    return (a32 * (g32 - a32 @ g32)).astype(np.float64)
+
+
+def vjp_recomputes_a_dot_g_by_np_dot_on_lists(a, g):  # st20a: told "one row of J"
+    al, gl = a.tolist(), g.tolist()
+    return np.array([x * (y - np.dot(al, gl)) for x, y in zip(al, gl)])
+
+
+def vjp_recomputes_a_dot_g_by_sum_on_lists(a, g):  # st20a: passed, O(T_k^2)
+    al, gl = a.tolist(), g.tolist()
+    return np.array([x * (y - sum(map(operator.mul, al, gl))) for x, y in zip(al, gl)])
+
+
+def vjp_recomputes_a_dot_g_by_fsum_on_lists(a, g):
+    al, gl = a.tolist(), g.tolist()
+    return np.array([x * (y - math.fsum(map(operator.mul, al, gl))) for x, y in zip(al, gl)])
+
+
+def _rows_of_j_into_copies(a2, g2):  # one row of J at a time, buffers copied from a2
+    out, row = a2.copy(), a2.copy()
+    for i in range(a2.size):
+        np.multiply(a2, -a2[i], out=row)
+        row[i] += a2[i]
+        out[i] = np.dot(row, g2)
+    return out
+
+
+def _a_dot_g_per_key_into_a_copy(a2, g2):
+    out = a2.copy()
+    for i in range(a2.size):
+        out[i] = a2[i] * (g2[i] - a2 @ g2)
+    return out
+
+
+def vjp_row_by_row_after_astype(a, g):  # rv41n: passed
+    return _rows_of_j_into_copies(a.astype(float, subok=False), g.astype(float, subok=False))
+
+
+def vjp_row_by_row_after_dunder_array(a, g):  # rv41n: passed
+    return _rows_of_j_into_copies(a.__array__(), g.__array__())
+
+
+def vjp_recomputes_a_dot_g_after_astype(a, g):  # rv41n: passed
+    return _a_dot_g_per_key_into_a_copy(a.astype(float, subok=False),
+                                        g.astype(float, subok=False))
+
+
+def vjp_recomputes_a_dot_g_after_dunder_array(a, g):  # rv41n: passed
+    return _a_dot_g_per_key_into_a_copy(a.__array__(), g.__array__())
+
+
 def vjp_pure_python_double_loop(a, g):
     a, g = a.tolist(), g.tolist()
     n = len(a)
@@ -776,6 +839,16 @@ WRONG_VJPS = [
     (vjp_row_by_row_after_fromiter, "one row of J at a time"),
     (vjp_row_by_row_after_copyto, "one row of J at a time"),
     (vjp_row_by_row_after_list, "one row of J at a time"),
+    (vjp_a_dot_g_by_chunks_missing_the_tail,
+     "its values: VJP on a dense row of 1500 keys, g of both signs differs"),
+    (vjp_in_float32_on_long_rows, "its values: VJP on a dense row of 1500 keys"),
+    (vjp_recomputes_a_dot_g_by_np_dot_on_lists, "recomputes the number a.g"),
+    (vjp_recomputes_a_dot_g_by_sum_on_lists, "your vjp's sums (sum, math.fsum) took"),
+    (vjp_recomputes_a_dot_g_by_fsum_on_lists, "your vjp's sums (sum, math.fsum) took"),
+    (vjp_row_by_row_after_astype, "one row of J at a time"),
+    (vjp_row_by_row_after_dunder_array, "one row of J at a time"),
+    (vjp_recomputes_a_dot_g_after_astype, "recomputes the number a.g"),
+    (vjp_recomputes_a_dot_g_after_dunder_array, "recomputes the number a.g"),
     (vjp_recomputes_a_dot_g_after_tolist, "recomputes the number a.g"),
     (vjp_row_by_row_after_asarray, "one row of J at a time"),
     (vjp_row_by_row_after_np_array, "one row of J at a time"),
@@ -832,7 +905,7 @@ def test_a_vjp_that_builds_j_is_caught_by_its_memory_even_though_its_numbers_are
     np.testing.assert_allclose(vjp_builds_j(a, g), attention.softmax_vjp(a, g))  # right numbers
     assert checkers.check_softmax_jacobian(jacobian, vjp_builds_j) is False
     out = capsys.readouterr().out
-    assert "KiB at its peak" in out and "builds J" in out
+    assert "KiB at its peak" in out and "builds J" in out and "its cost: on a row" in out
     assert "6 of 7 checks passed." in out  # only the memory check fails
 
 
@@ -898,6 +971,31 @@ def test_the_work_count_gives_numpy_its_own_converters_back_even_when_the_attemp
     with pytest.raises(RuntimeError):
         jacobian_checker._vjp_work(raises_after_asarray, a, a.copy())
     assert all(getattr(np, name) is f for name, f in own.items())
+
+
+def test_the_cost_check_gives_python_its_own_sums_back_even_when_the_attempt_raises():
+    import builtins
+    own = builtins.sum, math.fsum
+
+    def raises_inside_a_sum(a, g):
+        return sum(1 / 0 for _ in a)
+
+    a = attention.softmax(np.random.default_rng(4).standard_normal(256))
+    cost = jacobian_checker._measured(vjp_recomputes_a_dot_g_by_sum_on_lists, a, a.copy())
+    assert cost["over"] == "summed" and (builtins.sum, math.fsum) == own
+    with pytest.raises(ZeroDivisionError):
+        jacobian_checker._measured(raises_inside_a_sum, a, a.copy())
+    assert (builtins.sum, math.fsum) == own
+
+
+def vjp_row_by_row_on_a_plain_view(a, g):  # rv41n: passes (no new row, no np.empty)
+    return _rows_of_j_into_copies(a.view(np.ndarray), g.view(np.ndarray))
+
+
+def test_the_blind_spot_the_page_names_passes(capsys):
+    """saturation.md says the checker cannot see a loop that allocates nothing per key and
+    takes its buffers from a.view(np.ndarray): if it learns to, the page must change."""
+    assert checkers.check_softmax_jacobian(jacobian, vjp_row_by_row_on_a_plain_view)
 
 
 def test_a_naive_einsum_counts_one_product_per_combination_of_its_indices():

@@ -24,7 +24,8 @@ they passed while the rows stopped at 1 - 1.4e-14); and so is softmax([690, 0, 0
 way), so that weights flushed to 0 below 1e-19 or 1e-20 are named (st18a). Both return plain
 float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
 and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
-cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``), each against a
+cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; its values there are
+compared too, and a wrong one is reported as "its values", not as a cost), each against a
 budget that grows like T_k, far above what a * (g - a.g) needs and far below what J needs,
 so that an attempt that builds J only on short rows, or only on long ones, shows. At each
 length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one weight
@@ -48,7 +49,8 @@ integer-valued, of a given norm), or only on a combination of length, kind of ro
 kind of gradient that no measured row has. What the checker sees: the
 peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
 of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
-not); the traced memory allocated line by line, summed (a loop that builds one row of J per
+not); the numbers ``sum`` and ``math.fsum`` take, summed (a.g recomputed for every key
+by ``sum(map(operator.mul, al, gl))`` over ``a.tolist()``); the traced memory allocated line by line, summed (a loop that builds one row of J per
 key, whatever it converted its arguments to); the entries every PyTorch operation touches,
 summed (a dispatch mode: J built whole or in blocks of rows); at the longest row, on Linux,
 the growth of the resident memory (any library's memory); and the entries NumPy operations
@@ -60,15 +62,18 @@ recomputed on every row shows; ``np.asarray``, ``np.array``,
 hand back a counting array while it counts, when given one or when what they hand back is
 a, g or a * g by value (copies through Python or bytes: ``np.array(a.tolist())``,
 ``np.asarray(list(a))``, ``np.frombuffer(a.tobytes())``), so do NumPy's new arrays
-(``np.empty``, ``np.zeros`` and the like: ``np.copyto(np.empty(n), a)``), and ``np.einsum`` without ``optimize`` counts one product per combination of its
+(``np.empty``, ``np.zeros`` and the like: ``np.copyto(np.empty(n), a)``), the copies
+``a.astype(float, subok=False)`` and ``a.__array__()``, and Python lists that equal a, g
+or a * g when ``np.dot``, ``np.inner`` or ``np.vdot`` takes them (``np.dot(al, gl)``), and ``np.einsum`` without ``optimize`` counts one product per combination of its
 indices, T_k^2 for ``'i,j,j->i'``). What it cannot see: work inside one call of
 compiled code that neither allocates what it traces nor runs Python lines (a C extension,
 Numba, ``np.einsum(..., optimize=True)`` or another library's einsum on a contraction
-that needs T_k^2 products, or a loop after a conversion it does not replace, as
-``from numpy import asarray`` or ``a.view(np.ndarray)`` bind); a.g recomputed for every key by built-ins on
-Python lists, as ``[x * (y - sum(map(operator.mul, al, gl))) for x, y in zip(al, gl)]``
-over ``a.tolist()`` (or with ``math.fsum``) does: one line per key and no array, O(T_k^2)
-work that passes this checker, undetected; and memory outside NumPy and PyTorch on rows
+that needs T_k^2 products, or a loop that allocates nothing per key and takes its buffers
+from a conversion it does not replace, as ``from numpy import asarray``,
+``a.view(np.ndarray)`` or ``np.ndarray(a.shape, a.dtype, buffer=a)`` give); a.g recomputed
+for every key on Python lists by a reduction it does not count (``functools.reduce``, or a
+``sum`` bound before the call, as ``from math import fsum`` binds it): one line per key and
+no array, O(T_k^2) work that passes this checker, undetected; and memory outside NumPy and PyTorch on rows
 other than the longest dense one. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches. Both functions must be written in NumPy: an attempt that runs the library's own
@@ -351,6 +356,16 @@ class _Counting(np.ndarray):
         whole = set(whole) | repeated
         _Counting.pairs += bool({"a", "g"} <= whole or "ag" in whole) * rows
 
+    def astype(self, *args, **kwargs):
+        """``a.astype(float, subok=False)``: a plain copy, which counts too (rv41n)."""
+        out = np.ndarray.astype(self, *args, **kwargs)
+        return out.view(_Counting) if type(out) is np.ndarray else out
+
+    def __array__(self, *args, **kwargs):
+        """``a.__array__()``: a plain view, which counts too (rv41n)."""
+        out = np.ndarray.__array__(self, *args, **kwargs)
+        return out.view(_Counting) if type(out) is np.ndarray else out
+
     def dot(self, b, out=None):
         """``a.dot(g)``: the method calls no ufunc and no __array_function__."""
         whole = self._whole([self, b])
@@ -423,6 +438,27 @@ def _keeps_counting(convert: Callable) -> Callable:
     return converted
 
 
+#: NumPy's products that take Python lists: while the work is counted, a list (or
+#: tuple) they are given that holds a, g or a * g by value counts as that row (st20a:
+#: ``np.dot(al, gl)`` recomputed for every key over ``a.tolist()`` was told "one row
+#: of J at a time").
+_LIST_TAKERS = ("dot", "inner", "vdot")
+
+
+def _takes_counting_lists(func: Callable, asarray: Callable) -> Callable:
+    def taking(*args, **kwargs):
+        def counting(x):
+            if not isinstance(x, (list, tuple)):
+                return x
+            try:
+                arr = asarray(x, dtype=np.float64)
+            except (TypeError, ValueError):
+                return x
+            return arr.view(_Counting) if _is_row(arr) else x
+        return func(*map(counting, args), **kwargs)
+    return taking
+
+
 def _allocates_counting(allocate: Callable) -> Callable:
     def allocated(*args, **kwargs):
         out = allocate(*args, **kwargs)
@@ -436,11 +472,12 @@ def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
     a, g = a.copy(), g.copy()
     _Counting.work = _Counting.pairs = _Counting.einsum = 0
     _Counting.rows = dict(a=a.copy(), g=g.copy(), ag=a * g)
-    saved = {name: getattr(np, name) for name in _CONVERTERS + _ALLOCATORS}
+    saved = {name: getattr(np, name) for name in _CONVERTERS + _ALLOCATORS + _LIST_TAKERS}
     try:
         for name, convert in saved.items():
             setattr(np, name, _keeps_counting(convert) if name in _CONVERTERS
-                    else _allocates_counting(convert))
+                    else _takes_counting_lists(convert, saved["asarray"])
+                    if name in _LIST_TAKERS else _allocates_counting(convert))
         vjp(a.view(_Counting), g.view(_Counting))
     finally:
         for name, convert in saved.items():
@@ -510,7 +547,12 @@ ODD_SIZES = (65, 99, 495, 1001, 4095)
 #: line, summed (a row of J per key is 8 n^2), and the entries PyTorch's operations touch,
 #: summed (J in blocks of rows: n^2).
 BUDGETS = dict(peak=lambda n: 16 * 8 * n + 32 * 2**10, lines=lambda n: 16 * n + 2000,
-               volume=lambda n: 256 * 8 * n + 64 * 2**10, torch=lambda n: 64 * n + 4096)
+               volume=lambda n: 256 * 8 * n + 64 * 2**10, torch=lambda n: 64 * n + 4096,
+               summed=lambda n: 16 * n + 2000)
+#: Python's reductions whose items are counted (``summed``): a.g recomputed for every key
+#: by ``sum(map(operator.mul, al, gl))`` or ``math.fsum`` over Python lists runs one line
+#: per key and allocates nothing (st20a: it passed, O(T_k^2)); its sums take T_k^2 items.
+SUMMING = (("builtins", "sum"), ("math", "fsum"))
 
 
 def _untraced() -> tuple:
@@ -534,7 +576,7 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
     one that did. Without ``limits`` (a warm-up call, in which a library may import and
     set up what it needs) nothing is traced or stopped."""
     n = len(a)
-    cost = dict(peak=0, lines=0, volume=0, torch=0)
+    cost = dict(peak=0, lines=0, volume=0, torch=0, summed=0)
     budgets = {name: budget(n) for name, budget in BUDGETS.items()}
     state = {"base": 0}
     untraced = _untraced()
@@ -558,6 +600,33 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
                 over(name)
         return tracer
 
+    def summing(reduce):
+        """``reduce`` (sum, math.fsum) adding the items it takes from the attempt to
+        cost["summed"], stopped past its budget."""
+        def add(k):
+            cost["summed"] += k
+            if cost["summed"] > budgets["summed"]:
+                over("summed")
+
+        def items(iterable):
+            for x in iterable:
+                add(1)
+                yield x
+
+        def counted(iterable, *args, **kwargs):
+            if sys._getframe(1).f_code.co_filename.startswith(untraced):
+                return reduce(iterable, *args, **kwargs)
+            try:
+                add(len(iterable))
+            except TypeError:  # an iterator: counted as it is consumed
+                iterable = items(iterable)
+            return reduce(iterable, *args, **kwargs)
+        return counted
+
+    import builtins
+    import math
+    modules = dict(builtins=builtins, math=math)
+    summed = {(m, name): getattr(modules[m], name) for m, name in SUMMING}
     modes = []
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -586,11 +655,15 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
             for mode in modes:
                 stack.enter_context(mode)
             if limits:
+                for (m, name), reduce in summed.items():
+                    setattr(modules[m], name, summing(reduce))
                 sys.settrace(tracer)
             try:
                 cost["result"] = vjp(a, g)
             finally:
                 sys.settrace(outer)
+                for (m, name), reduce in summed.items():
+                    setattr(modules[m], name, reduce)
         current, peak = tracemalloc.get_traced_memory()
         cost["peak"] = max(cost["peak"], peak - state["start"])
         cost["volume"] += max(peak - state["base"], 0)
@@ -663,6 +736,12 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
                 "T_k^2, a loop inside a loop over the keys "
                 "(over a.tolist() or range(len(a))) computes J g entry by entry of J, "
                 "O(T_k^2) work. Compute J g from a, g and the number a.g, one dot product a.g and one pass")
+    if name == "summed":
+        return (f"on a row of {row} your vjp's sums (sum, math.fsum) took more than "
+                f"{BUDGETS['summed'](n):,} numbers, about T_k^2: it recomputes the number "
+                "a.g (sum(map(operator.mul, al, gl)), math.fsum, over lists or arrays) "
+                "for every key, inside the loop over the keys, O(T_k^2) work. Compute a.g "
+                "once, before any loop: J g needs one dot product and one pass")
     if name == "volume":
         return (f"on a row of {row} your vjp allocated more than "
                 f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
@@ -677,6 +756,19 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
 
 
 def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
+    """_vjp_costs, its failure told as one of its values or one of its costs (st20a: a
+    wrong value on a long row was read as a cost under 'the VJP never builds J')."""
+    ok, detail = _vjp_costs(vjp)
+    if ok or detail.startswith(VALUES):
+        return ok, detail
+    return ok, COST + detail
+
+
+#: How _vjp_cost's failures begin: the values on long rows, or the cost.
+VALUES, COST = "its values: ", "its cost: "
+
+
+def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
     """The VJP's costs at row lengths far apart (SIZES), against budgets that building J,
     or computing J g one row of J at a time, would break; then, at the longest row, the
     resident memory (which sees every library) and the NumPy work on its arguments."""
@@ -705,7 +797,7 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
             ok, detail = _close(cost["result"], want,
                                 f"VJP on a {kind} row of {m} keys, g {g_kind}")
             if not ok:
-                return ok, detail
+                return ok, VALUES + detail
             if m == n:
                 last = cost
         seen.append(f"{n}: {last['peak'] / 2**10:.0f} KiB, {last['lines']} lines")
@@ -974,9 +1066,9 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
         _run("a two-key row: J = p (1 - p) [[1, -1], [-1, 1]]",
              lambda: _close(jacobian(np.array([0.8, 0.2])), 0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
                             "J of a = (0.8, 0.2)")),
-        _run("the VJP never builds J (its cost at T_k = "
-             + ", ".join(map(str, SIZES)) + ", and "
-             + ", ".join(map(str, ODD_SIZES)) + ")",
+        _run("the VJP on long rows, T_k = " + ", ".join(map(str, SIZES)) + " and "
+             + ", ".join(map(str, ODD_SIZES)) + ": its values, and its cost (it never "
+             "builds J)",
              lambda: _vjp_cost(vjp)),
     ]
     return _report(results, verbose)
