@@ -1113,6 +1113,17 @@ def float16_scaled_in_float32_before_the_shift(Q, K, V, tau):
     return O.astype(Q.dtype), A.astype(Q.dtype)
 
 
+def uniform_above_1e250(Q, K, V, tau):
+    # st21b's a20: right, but uniform weights past some tau; it forms no square of tau,
+    # so its message must not say it did (only "as when", and the special case)
+    Qw, Kw, Vw = _work(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    A = _softmax((R - R.max(axis=-1, keepdims=True)).astype(np.float64) / tau / Q.shape[-1] ** 0.5)
+    if tau > 1e250:
+        A = np.full_like(A, 1 / A.shape[-1])
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
 def divided_by_the_root_of_tau_times_tau(Q, K, V, tau):
     # st20b's b12: (tau * tau) ** 0.5 in Python floats is 0 at 1e-300, and 1 / 0 raises
     Qw, Kw, Vw = _work(Q, K, V)
@@ -1347,10 +1358,10 @@ WRONG = [
      "inputs, the factor 1/(tau sqrt(d_k)) is inf at tau = 1e-40"),
     (divided_by_the_root_of_tau_times_tau, "on Q scaled by tau: raised "
      "ZeroDivisionError: float division by zero: right at tau = 1e-150 (on Q scaled by "
-     "tau), but an error at 1e-300: tau * tau underflows float64 at tau = 1e-300"),
+     "tau), but an error at 1e-300, as when tau * tau underflows float64 at tau = 1e-300"),
     (divided_by_math_sqrt_of_tau_squared, "on Q scaled by tau: raised OverflowError"),
     (divided_by_math_sqrt_of_tau_squared, "right at tau = 1e+150 (on Q scaled by tau), "
-     "but an error at 1e+300: tau * tau overflows float64 at tau = 1e+300"),
+     "but an error at 1e+300, as when tau * tau overflows float64 at tau = 1e+300"),
     # found by the student round st18b
     (tau_rounded_to_2_digits, "tau rounded to 2 significant digits"),
     (tau_rounded_to_4_digits, "tau rounded to 4 significant digits"),
@@ -1455,10 +1466,15 @@ WRONG = [
     (spread_1e_7, UNIFORM_ROWS.format(tau="1e+07")),
     (tau_squared_under_the_root, "weights at tau = 1e+300 on Q scaled by tau differs from "
      "the reference by up to 0.346: right at tau = 1e+150 (on Q scaled by tau), but "
-     "uniform at 1e+300: tau * tau overflows float64 at tau = 1e+300"),
+     "uniform at 1e+300, as when tau * tau overflows float64 at tau = 1e+300"),
     (tau_squared_under_the_root, "weights at tau = 1e-300 on Q scaled by tau contains NaN "
      "where the reference has none: right at tau = 1e-150 (on Q scaled by tau), but NaN "
-     "at 1e-300: tau * tau underflows float64 at tau = 1e-300"),
+     "at 1e-300, as when tau * tau underflows float64 at tau = 1e-300"),
+    (uniform_above_1e250, "but uniform at 1e+300, as when tau * tau overflows float64 at "
+     "tau = 1e+300"),
+    (uniform_above_1e250, "(code that forms no square of tau has a special case above some "
+     "tau instead, uniform weights that no tau > 0 calls for: the weights follow the scores "
+     "at every tau)"),
     (causal_mask_if_square, "with T_q = T_k (Q = K = V): the weights are those of a "
      "causal mask: a causal mask when T_q = T_k"),
     (k_layout_auto_detected, "with T_k = d_k: the weights are softmax(Q K / (tau "
@@ -1659,7 +1675,7 @@ EXCLUSIVE = {
                       uniform_above_1e8, uniform_above_1e10, spread_1e_6, spread_1e_7},
     "made uniform when its scaled scores lie close together": {spread_1e_6, spread_1e_7},
     "was tau clamped from above": {tau_clamped_from_above_at_1e12},
-    "tau * tau": {tau_squared_under_the_root, divided_by_the_root_of_tau_times_tau,
+    "tau * tau": {tau_squared_under_the_root, divided_by_the_root_of_tau_times_tau, uniform_above_1e250,
                   divided_by_math_sqrt_of_tau_squared},
     # st20b: told only to attempts whose float32 factor is inf at 1e-40 (and to one that
     # returns NaN there, whose NaN it explains as the likeliest cause)
@@ -2351,8 +2367,8 @@ def test_the_page_says_a_large_tau_is_inf_in_float32():
     from tests.pages._common import CHAPTERS
 
     page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
-    assert ("a large $\\tau$ is inf there, where a Python float meeting a `float32` "
-            "array is made a `float32` (NumPy 2's promotion rules)") in page
+    assert ("a $\\tau$ past `float32`'s range, divided into a `float32` array as a "
+            "Python float, is made a `float32` inf (NumPy 2's promotion rules)") in page
     assert t.HOT32 > float(np.finfo(np.float32).max)
     with np.errstate(over="ignore"):
         assert (np.ones(2, np.float32) * t.HOT32).dtype == np.float32

@@ -473,10 +473,10 @@ def test_float16_products_of_large_entries_overflow_or_round_at_tau_1_and_are_tr
     from attention.checkers import temperature as t
 
     text = " ".join(SOURCE.split())
-    assert ("the raw products $QK^\\top$ of large entries overflow or are rounded even "
-            "at $\\tau = 1$ (dividing them by $\\tau\\sqrt{d_k}$ afterwards comes too "
-            "late), and the scaled scores of a small $\\tau$ overflow before the shift "
-            "can help (the checker tries both)") in text
+    assert ("in `float16` the raw products $QK^\\top$ of large entries overflow or are "
+            "rounded even at $\\tau = 1$ (dividing them afterwards comes too late)") in text
+    assert ("The raw scores are shifted by their row maximum *before* they are divided by "
+            "$\\tau\\sqrt{d_k}$") in text
     Qw, Kw, _, Qr, Kr, _ = t._wide_float16_inputs()
     with np.errstate(over="ignore"):
         assert np.isinf(Qw @ Kw.T).any()  # overflowed: inf, whatever comes after

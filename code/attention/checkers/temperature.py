@@ -1151,11 +1151,14 @@ def _tau_squared(fn, Q, K, V, tau, A) -> str:
     else:
         then = "and a Python float divided by it raises ZeroDivisionError"
     return (f"right at tau = {mid:g} (on Q scaled by tau), but "
-            f"{got} at {tau:g}: tau * tau {square} at "
+            f"{got} at {tau:g}, as when tau * tau {square} at "
             f"tau = {tau:g} ({tau:g} squared {edge}), so a divisor built from it, "
             f"such as np.sqrt(tau * tau * d_k), is {'inf' if hot else '0'} {then} "
             f"(and 1 / (tau * tau) {other}); divide the scores by "
-            "tau sqrt(d_k), with tau itself, not its square")
+            "tau sqrt(d_k), with tau itself, not its square (code that forms no "
+            f"square of tau has a special case {'above' if hot else 'below'} some tau "
+            f"instead, {'uniform weights' if hot else 'a guard'} that no tau > 0 "
+            "calls for: the weights follow the scores at every tau)")
 
 
 def _colder_than_asked(Q, K, V, tau, A, colder) -> str:
