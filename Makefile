@@ -91,7 +91,8 @@ $(LAB_SETTINGS): $(VENV)/.installed
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $@
 
 lab: venv $(LAB_SETTINGS)  ## Open the chapter's pages as notebooks in JupyterLab (jupytext reads the .md files).
-	cd chapters && ../$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1
+	@# Without the MPLBACKEND=Agg exported above: the kernels draw inline, as in the build.
+	cd chapters && env -u MPLBACKEND ../$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1
 
 # --- tests ---------------------------------------------------------------------------
 chromium:  ## Install Debian's chromium for the browser tests (apt, as root).
