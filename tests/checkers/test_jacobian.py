@@ -992,9 +992,10 @@ def vjp_row_by_row_on_a_plain_view(a, g):  # rv41n: passes (no new row, no np.em
     return _rows_of_j_into_copies(a.view(np.ndarray), g.view(np.ndarray))
 
 
-def test_the_blind_spot_the_page_names_passes(capsys):
-    """saturation.md says the checker cannot see a loop that allocates nothing per key and
-    takes its buffers from a.view(np.ndarray): if it learns to, the page must change."""
+def test_a_blind_spot_of_the_docstring_passes(capsys):
+    """The docstring says the checker cannot see a loop that allocates nothing per key and
+    takes its buffers from a.view(np.ndarray) (saturation.md says only that some forms of
+    O(T_k^2) work pass: rv43n): if it learns to, the docstring must change."""
     assert checkers.check_softmax_jacobian(jacobian, vjp_row_by_row_on_a_plain_view)
 
 
