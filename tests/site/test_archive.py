@@ -300,9 +300,8 @@ class ArchiveRun:
     executed: Path  # the executed notebooks, NAME.ipynb
 
 
-# Installing and running every notebook takes minutes: every test that uses it is marked slow
-# (a fixture parameter's mark applies to each test that depends on the fixture).
-@pytest.fixture(scope="module", params=[pytest.param("archive", marks=pytest.mark.slow)])
+# Installing and running every notebook takes minutes: every test that uses it is marked slow.
+@pytest.fixture(scope="module")
 def archive_run(archive, tmp_path_factory) -> ArchiveRun:
     tmp_path = tmp_path_factory.mktemp("archive")
     start = time.perf_counter()
@@ -368,6 +367,7 @@ def archive_run(archive, tmp_path_factory) -> ArchiveRun:
     return ArchiveRun(folder, torch, served, results, executed)
 
 
+@pytest.mark.slow
 def test_archive_installs_with_its_readme_and_every_notebook_runs_in_its_own_kernel(archive_run):
     folder, results = archive_run.folder, archive_run.results
     # The CPU build of torch, and none of the CUDA build's NVIDIA packages.
@@ -406,6 +406,7 @@ def reader_runs(archive_run) -> dict[str, dict]:
     return {page: json.loads((archive_run.executed / f"{page}.ipynb").read_text()) for page in NOTEBOOK_PAGES}
 
 
+@pytest.mark.slow
 def test_every_glued_value_is_byte_identical_in_the_build_and_the_archives_run(reader_runs):
     compared, measured, differences = 0, 0, []
     for page, run in reader_runs.items():
@@ -421,6 +422,7 @@ def test_every_glued_value_is_byte_identical_in_the_build_and_the_archives_run(r
         "else needs a fixed seed, or differs in a reader's environment):\n  " + "\n  ".join(differences))
 
 
+@pytest.mark.slow
 def test_every_widget_state_is_identical_in_the_build_and_the_archives_run(reader_runs):
     with_widgets = [page for page, run in reader_runs.items() if run.get("metadata", {}).get("widgets")]
     assert with_widgets, "no notebook of the archive embeds a widget state: nothing was compared"
@@ -430,6 +432,7 @@ def test_every_widget_state_is_identical_in_the_build_and_the_archives_run(reade
                              + "\n  ".join(differences))
 
 
+@pytest.mark.slow
 def test_every_displayed_figure_is_identical_in_the_build_and_the_archives_run(reader_runs):
     compared, differences = 0, []
     for page, run in reader_runs.items():
