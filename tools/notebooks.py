@@ -32,6 +32,7 @@ a reader's run of the downloaded archive).
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -78,7 +79,16 @@ def toc_pages() -> list[Path]:
 
 
 def jupytext_notebook(source: Path):
-    """The notebook jupytext (and so JupyterLab under `make lab`) makes of a page."""
+    """The notebook jupytext (and so JupyterLab under `make lab`) makes of a page (a copy of
+    the one read last for the page's current bytes: reading a page takes jupytext about 0.3 s,
+    and the tests' parametrisations ask for each page several times)."""
+    source = Path(source)
+    stat = source.stat()
+    return copy.deepcopy(_jupytext_read(source.resolve(), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _jupytext_read(source: Path, mtime_ns: int, size: int):
     import jupytext
 
     return jupytext.read(source)
