@@ -1118,6 +1118,52 @@ online_softmax_in_blocks_of_64_from_minus_inf = _online_from_minus_inf(64)
 online_softmax_in_blocks_of_4_from_minus_inf = _online_from_minus_inf(4)
 online_softmax_in_blocks_of_2_from_minus_inf = _online_from_minus_inf(2)
 online_softmax_in_blocks_of_3_from_minus_inf = _online_from_minus_inf(3)
+# st21a: passed while row 1 hid its first 4200 keys (a first block of 4201 or more
+# saw a visible key); now it hides all but its last
+online_softmax_in_blocks_of_4500_from_minus_inf = _online_from_minus_inf(4500)
+
+
+def _online_from_minus_inf_nan_to_num(block):
+    """st21a: the same, its NaN made zeros by np.nan_to_num (passed in blocks of 4201
+    to 4998 keys while row 1 hid its first 4200)."""
+    def attempt(Q, K, V, mask=None):
+        work = np.promote_types(Q.dtype, np.float32)
+        q, k, v = (x.astype(work) for x in (Q, K, V))
+        S = _scores(q, k, mask)
+        m = np.full(S.shape[:-1] + (1,), -np.inf, work)
+        total = np.zeros_like(m)
+        with np.errstate(all="ignore"):
+            for b in range(0, S.shape[-1], block):
+                S_b = S[..., b:b + block]
+                m_new = np.maximum(m, S_b.max(-1, keepdims=True, initial=-np.inf))
+                total = total * np.exp(m - m_new) + np.exp(S_b - m_new).sum(
+                    -1, keepdims=True)
+                m = m_new
+            A = np.nan_to_num(np.exp(S - m) / total)
+        return np.nan_to_num(A @ v).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"online_softmax_in_blocks_of_{block}_from_minus_inf_nan_to_num"
+    return attempt
+
+
+online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num = \
+    _online_from_minus_inf_nan_to_num(4500)
+online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num = \
+    _online_from_minus_inf_nan_to_num(4201)
+online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num = \
+    _online_from_minus_inf_nan_to_num(64)
+
+
+def one_key_gets_weight_1(Q, K, V, mask=None):  # st21a: passed (no case had T_k = 1)
+    """A shortcut for one key: all the weight on it, the mask skipped."""
+    if K.shape[-2] == 1:
+        A = np.ones(Q.shape[:-1] + (1,), dtype=Q.dtype)
+        return (A @ V).astype(Q.dtype), A
+    return correct_in_float32(Q, K, V, mask)
+
+
+def squeezes_its_inputs(Q, K, V, mask=None):  # st21a: told its shapes only
+    Q, K, V = Q.squeeze(), K.squeeze(), V.squeeze()
+    return correct_in_float32(Q, K, V, mask)
 
 
 def online_softmax_from_the_lowest_float(Q, K, V, mask=None):
@@ -1348,7 +1394,18 @@ def returns_zeros_in_the_working_dtype_without_keys(Q, K, V):  # float32 for flo
             np.zeros(Q.shape[:-1] + (0,), work))
 
 
+FIRST_BLOCK_ZEROED = "turned that row's NaN into zeros"
+ONE_KEY = "a shortcut for T_k = 1 (A = np.ones(...), O = V) skipped the mask"
+INT_SQRT = "the scale must be 1/sqrt(d_k) as a float; int() or // truncates it"
+SQUEEZED = "as .squeeze() or np.squeeze() does"
+
 WRONG = [
+    (one_key_gets_weight_1, ONE_KEY),
+    (online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
+    (online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
+    (online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
+    (online_softmax_in_blocks_of_4500_from_minus_inf, FIRST_BLOCK),
+    (squeezes_its_inputs, SQUEEZED),
     (applies_a_causal_mask_by_default, "a causal mask was applied with mask=None"),
     (returns_2d_zeros_without_keys, "the leading batch and head axes (6, 7) were dropped"),
     (returns_zeros_in_the_working_dtype_without_keys,
@@ -1383,8 +1440,8 @@ WRONG = [
     (reads_a_3d_mask_per_batch_item, PER_HEAD),
     (gives_a_3d_mask_a_head_axis, PER_HEAD),
     (clamps_the_row_maximum_at_minus_1e300, "the row maximum is clamped from below"),
-    (scales_by_the_integer_root_of_d_k,
-     "the scale must be 1/sqrt(d_k), not of its integer part"),
+    (scales_by_the_integer_root_of_d_k, "1/int(np.sqrt(d_k)) = 1/1 at d_k = 2"),
+    (scales_by_the_integer_root_of_d_k, "1/int(np.sqrt(d_k)) = 1/3 at d_k = 10"),
     (fills_the_inputs_finfo_min_in_float32,
      "a finite fill (float16's minimum) above a visible score"),
     (float16_unless_the_products_overflow, "compute float16 in float32"),
@@ -1414,6 +1471,7 @@ WRONG = [
     *[(fn, "calls the library's own attention.") for fn in LIBRARY_ATTEMPTS],
     (widens_the_mask_in_place, "mask = mask | "),
     (squeezes_its_results, "shapes O (3,), A (7,); expected O (1, 1, 3)"),
+    (squeezes_its_results, SQUEEZED),
     (adds_a_float64_bias, "the mask made the result float64"),
     (fills_with_float64_min, "the mask made the result float64"),
     (masked_float16_returns_float32, "the mask made the result float32"),
@@ -1523,7 +1581,8 @@ EXCLUSIVE = {
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
                   online_softmax_in_blocks_of_4_from_minus_inf,
                   online_softmax_in_blocks_of_2_from_minus_inf,
-                  online_softmax_in_blocks_of_3_from_minus_inf},
+                  online_softmax_in_blocks_of_3_from_minus_inf,
+                  online_softmax_in_blocks_of_4500_from_minus_inf},
     ONLINE: {online_softmax_in_blocks_of_2048_not_rescaled,
              online_softmax_in_blocks_of_4096_not_rescaled,
              online_softmax_in_blocks_of_64_not_rescaled,
@@ -1588,7 +1647,12 @@ EXCLUSIVE = {
                            float32_inputs_rounded_to_float16},
     "as the inputs rounded to float16 give": {float32_inputs_rounded_to_float16},
     "(~mask) * -inf": {adds_not_mask_times_minus_inf},
-    "not of its integer part": {scales_by_the_integer_root_of_d_k},
+    INT_SQRT: {scales_by_the_integer_root_of_d_k},
+    ONE_KEY: {one_key_gets_weight_1},
+    FIRST_BLOCK_ZEROED: {online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num,
+                         online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num,
+                         online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num},
+    SQUEEZED: {squeezes_its_results, squeezes_its_inputs},
     "(float16's minimum)": {fills_the_inputs_finfo_min_in_float32,
                             fills_float16_min_and_zeroes_empty_rows},
     "compute float16 in float32": {float16_unless_the_products_overflow},
@@ -1947,6 +2011,13 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
                for Q, K, m in long for rows in [m[:, 0]])
     assert any(np.any(m[:, :4097].any(-1) == False & m.any(-1))  # noqa: E712
                for _, _, m in long)
+    # (st21a) a row that sees only its last key: a first block of any size up to
+    # T_k - 1 is fully masked there
+    assert any(np.any(~m[:, :-1].any(-1) & m[:, -1]) for _, _, m in long)
+    # one key, T_k = 1, on (B, H) inputs, hidden from some query by a (T_q, 1) mask
+    # (st21a: a shortcut giving it weight 1 passed)
+    assert any(K.shape[-2] == 1 and Q.ndim == 4 and np.shape(m) == (Q.shape[-2], 1)
+               and np.any(m) and not np.all(m) for Q, K, m in seen if m is not None)
     hidden_first = [np.argmax(m, axis=-1) for _, K, m in seen
                     if m is not None and np.ndim(m) == 2 and 0 < K.shape[-2] < 10]
     assert any(np.any(first >= 3) for first in hidden_first)
@@ -1987,7 +2058,7 @@ def test_the_cases_hold_visible_float64_scores_far_above_where_a_clip_would_cut(
     assert checkers.check_scaled_dot_product_attention(spy, verbose=False)
     near_1e7 = near_1e299 = False
     for Q, K, m in seen:
-        if Q.dtype != np.float64 or K.shape[-2] == 0:  # (no key at all: no score)
+        if Q.dtype != np.float64 or K.shape[-2] < 2:  # (no key, or one: no gap)
             continue
         with np.errstate(all="ignore"):
             S = Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1])

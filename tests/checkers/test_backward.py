@@ -1224,6 +1224,32 @@ online_softmax_in_blocks_of_64_from_minus_inf = _from_minus_inf(64)
 online_softmax_in_blocks_of_4_from_minus_inf = _from_minus_inf(4)
 online_softmax_in_blocks_of_2_from_minus_inf = _from_minus_inf(2)
 online_softmax_in_blocks_of_3_from_minus_inf = _from_minus_inf(3)
+# st21a: passed while the long row 1 hid its first 4200 keys; now all but its last
+online_softmax_in_blocks_of_4500_from_minus_inf = _from_minus_inf(4500)
+
+
+def _from_minus_inf_nan_to_num(block):
+    """st21a: the same, its NaN made zeros by np.nan_to_num (passed in blocks of 4201
+    to 4998 keys while row 1 hid its first 4200)."""
+    def weights(S):
+        with np.errstate(all="ignore"):
+            return np.nan_to_num(_online_weights(S, block, from_minus_inf=True))
+    return _backward_with(f"online_softmax_in_blocks_of_{block}_from_minus_inf_nan_to_num",
+                          weights)
+
+
+online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num = _from_minus_inf_nan_to_num(4500)
+online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num = _from_minus_inf_nan_to_num(4201)
+online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num = _from_minus_inf_nan_to_num(64)
+
+
+def one_key_gets_weight_1(Q, K, V, dO, mask=None):  # st21a: passed (no case had T_k = 1)
+    """A shortcut for one key: A = 1, so dS = 0 and dV = dO summed over the queries,
+    the mask skipped."""
+    if K.shape[-2] == 1:
+        dV = np.broadcast_to(dO.sum(-2, keepdims=True), V.shape).astype(Q.dtype)
+        return np.zeros_like(Q), np.zeros_like(K), dV
+    return correct(Q, K, V, dO, mask)
 D_over_the_first_8_keys = _backward_with(
     "D_over_the_first_8_keys",
     guarded_softmax, lambda A, dA: (A * dA)[..., :8].sum(-1, keepdims=True))
@@ -1301,6 +1327,8 @@ def _zeroes_dS_where(pick, name):
 
 ONLINE = "the running sum was not rescaled when the running maximum grew"
 FIRST_BLOCK = "a row whose first key block is fully masked gives NaN"
+FIRST_BLOCK_ZEROED = "turned that row's NaN into zeros"
+ONE_KEY = "a shortcut for T_k = 1 (dQ = dK = 0, dV = dO summed over the queries)"
 SATURATED_ONE = "saturated rows are not zero: their small entries a_j(1-a_j) ~ 4e-18"
 KEY_PER_QUERY = "the (T_k,) mask was read as one flag per query"
 
@@ -1437,6 +1465,11 @@ WRONG = [
     (online_softmax_in_blocks_of_4_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_3_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_4500_from_minus_inf, FIRST_BLOCK),
+    (online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
+    (online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
+    (online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
+    (one_key_gets_weight_1, ONE_KEY),
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
@@ -1455,7 +1488,7 @@ WRONG = [
     (gives_a_3d_mask_a_head_axis, PER_HEAD),
     (rounds_A_to_float16, "which does not show A right to float32's precision"),
     (scales_by_the_integer_root_of_d_k,
-     "the scale must be 1/sqrt(d_k), not of its integer part"),
+     "the scale must be 1/sqrt(d_k) as a float; int() or // truncates it"),
     (fills_the_inputs_finfo_min_in_float32,
      "a finite fill (float16's minimum) above a visible score"),
     (fills_minus_1_75e308, "a finite fill"),
@@ -1600,7 +1633,12 @@ EXCLUSIVE = {
     FIRST_BLOCK: {online_softmax_in_blocks_of_64_from_minus_inf,
                   online_softmax_in_blocks_of_4_from_minus_inf,
                   online_softmax_in_blocks_of_2_from_minus_inf,
-                  online_softmax_in_blocks_of_3_from_minus_inf},
+                  online_softmax_in_blocks_of_3_from_minus_inf,
+                  online_softmax_in_blocks_of_4500_from_minus_inf},
+    FIRST_BLOCK_ZEROED: {online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num,
+                         online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num,
+                         online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num},
+    ONE_KEY: {one_key_gets_weight_1},
     ONLINE: {online_softmax_in_blocks_of_2048_not_rescaled,
              online_softmax_in_blocks_of_4096_not_rescaled,
              online_softmax_in_blocks_of_64_not_rescaled,
@@ -1661,7 +1699,7 @@ EXCLUSIVE = {
     # (at d_k = 5, T_q = 4: 1/int(np.sqrt(d_k)) and 1/sqrt(T_q) are both 1/2)
     "uses T_q": {scale_from_T_q, d_k_from_axis_1, d_k_from_axis_3_or_1,
                  scales_by_the_integer_root_of_d_k},
-    "not of its integer part": {scale_from_T_q, scales_by_the_integer_root_of_d_k},
+    "int() or // truncates it": {scale_from_T_q, scales_by_the_integer_root_of_d_k},
     "(float16's minimum)": {fills_the_inputs_finfo_min_in_float32,
                             fills_float16_min_and_zeroes_empty_rows},
     "an allowed score below it": {fills_minus_1e9_and_zeroes_empty_rows,
@@ -1692,7 +1730,10 @@ EXCLUSIVE = {
     "D lost its keepdims": {D_without_keepdims},
     "(dO * O).sum(axis=-1, keepdims=True)": {D_without_keepdims},
     "argument Q in place": {scales_Q_in_place},
-    "np.nan_to_num": {nan_to_num_on_the_gradients},
+    "np.nan_to_num": {nan_to_num_on_the_gradients,  # (FIRST_BLOCK_ZEROED names it)
+                      online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num,
+                      online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num,
+                      online_softmax_in_blocks_of_64_from_minus_inf_nan_to_num},
     "(~mask) * -inf": {adds_not_mask_times_minus_inf},
     "store each one at its own index": {last_head_only, loop_without_the_batch_index},
     "1/d_k instead": {scale_one_over_d_k},
@@ -1797,20 +1838,23 @@ def test_the_skeleton_that_raises_fails_every_case_without_crashing(capsys):
 def test_the_empty_row_mistakes_fail_only_the_case_with_an_empty_row(capsys):
     # the all-False (T_k,) mask (an empty sequence), the padding case (one sequence
     # of length 0) and the full mask's case
-    # (and the float32 and float16 queries that see no key, st18a)
+    # (and the float32 and float16 queries that see no key, st18a; and the query
+    # that one key, T_k = 1, is hidden from, st21a)
     failures = _failures(nan_for_a_query_with_no_visible_key, capsys)
-    assert len(failures) == 4 and "an empty sequence" in failures[0], failures
-    assert failures[3].startswith("✗ float32 inputs") and \
-        "0/0 = NaN" in failures[3], failures
-    assert "one sequence empty" in failures[1], failures
-    assert "see no key" in failures[2], failures
+    assert len(failures) == 5 and "an empty sequence" in failures[0], failures
+    assert failures[4].startswith("✗ float32 inputs") and \
+        "0/0 = NaN" in failures[4], failures
+    assert "one key (T_k = 1)" in failures[1] and "0/0 = NaN" in failures[1], failures
+    assert "one sequence empty" in failures[2], failures
+    assert "see no key" in failures[3], failures
     # -1e9 for -inf fails there, and where a query's visible keys score below -1e9
     # (and the float32 and float16 queries that see no key, st18a)
     failures = _failures(minus_1e9_for_masked_scores, capsys)
-    assert len(failures) == 5 and "see no key" in failures[3], failures
-    assert "one sequence empty" in failures[2], failures
-    assert failures[4].startswith("✗ float32 inputs") and \
-        "uniform weights" in failures[4], failures
+    assert len(failures) == 6 and "see no key" in failures[4], failures
+    assert "one key (T_k = 1)" in failures[2] and "uniform weights" in failures[2]
+    assert "one sequence empty" in failures[3], failures
+    assert failures[5].startswith("✗ float32 inputs") and \
+        "uniform weights" in failures[5], failures
     assert "an empty sequence" in failures[0] and "uniform weights" in failures[0]
     assert failures[1].startswith("✗ masked keys") and "allowed score below" in failures[1]
 
@@ -2065,6 +2109,13 @@ def test_the_cases_hold_a_long_row_a_square_key_mask_an_empty_sequence_and_5d_in
     # a row hiding its first keys beyond the largest block (st17a), and a short one
     # hiding its first 3
     assert any(np.any(~m[:, :4097].any(-1) & m.any(-1)) for _, _, m in long)
+    # (st21a) a row that sees only its last key: a first block of any size up to
+    # T_k - 1 is fully masked there
+    assert any(np.any(~m[:, :-1].any(-1) & m[:, -1]) for _, _, m in long)
+    # one key, T_k = 1, on (B, H) inputs, hidden from some query by a (T_q, 1) mask
+    # (st21a: a shortcut giving it weight 1 passed)
+    assert any(K.shape[-2] == 1 and Q.ndim == 4 and np.shape(m) == (Q.shape[-2], 1)
+               and np.any(m) and not np.all(m) for Q, K, m in seen if m is not None)
     assert any(np.any(np.argmax(m, axis=-1) >= 3) for _, K, m in seen
                if m is not None and np.ndim(m) == 2 and 0 < K.shape[-2] < 10)
     assert any(np.ndim(m) == 1 and Q.shape[-2] == K.shape[-2] and np.any(m)

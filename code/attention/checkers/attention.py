@@ -12,12 +12,15 @@ The contract the exercise states, and this checker tests:
   to 4096) keys to the next, so that code working in key blocks runs several (an
   online softmax that does not rescale its running sum when the running maximum
   grows is named, with its block size; a sum over the first keys fails); its row 1
-  hides its first 4200 keys, more than the largest block, and a short case's rows
-  hide their first 3 and 2 keys, so that an online softmax whose running maximum
-  starts at -inf, and turns NaN (exp(-inf + inf)) on a fully masked first block, is
-  named (st17a: every row of every case saw key 0 or 1, and it passed);
-* scores Q K^T / sqrt(d_k) (one case at d_k = 10, not a square: a scale of
-  1/int(np.sqrt(d_k)) is named); A is their softmax along the keys (each row sums to 1, in
+  hides every key but its last (4998 keys: a first block of any size up to 4998 is
+  fully masked there; st21a: with 4200 hidden, blocks of 4201 to 4998 keys passed),
+  and a short case's rows hide their first 3 and 2 keys, so that an online softmax
+  whose running maximum starts at -inf, and turns NaN (exp(-inf + inf)) on a fully
+  masked first block, is named, and so is that NaN made zeros by np.nan_to_num
+  (st17a: every row of every case saw key 0 or 1, and it passed);
+* scores Q K^T / sqrt(d_k) (cases at d_k = 10 and 2, not squares: a scale of
+  1/int(np.sqrt(d_k)) is named, at d_k = 2, where it is 1, once the large scores at
+  d_k = 4 have ruled out no scale at all, st21a); A is their softmax along the keys (each row sums to 1, in
   float64 within 1e-12), computed stably (each row's own maximum subtracted, even when
   it is negative), so that large scores do not overflow and a row whose scores all
   lie far below 0 (one case has a query near -1000) does not underflow (a shift by
@@ -55,8 +58,12 @@ The contract the exercise states, and this checker tests:
   in float32 for float16 inputs, are named, st20a);
 * ``mask=None`` is no mask: one unmasked case is self-attention (T_q = T_k), where a
   causal mask applied by default is named (st20a: it passed);
+* one key, T_k = 1, on (B, H) inputs with a (T_q, 1) mask that hides it from one
+  query, whose weight and output are zero: a shortcut that gives the one key weight 1
+  (A = np.ones(...)) is named where the same rows masked over two keys come out
+  right (st21a: no case had T_k = 1, and it passed);
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
-  T_q = 1: no ``np.squeeze``);
+  T_q = 1: no ``np.squeeze``, which is named, st21a);
 * float16 inputs computed in float32 and cast back (scores near 3200, whose raw
   products float16 holds but rounds by up to 8: float16 work unless Q K^T overflows
   is named; scores near 65600 and near 514000, above float16's 65504: scores clipped
@@ -93,7 +100,8 @@ The contract the exercise states, and this checker tests:
 
 Blind spots: an online softmax whose blocks are at least as long as the longest row
 (4999 keys; st18a: blocks of 8192 without the rescale) makes one pass over every row
-and looks like the plain softmax, so it passes whether or not it rescales. Attention
+and looks like the plain softmax, so it passes whether or not it rescales or starts
+its running maximum at -inf. Attention
 written from PyTorch's other operations (``torch.exp`` of
 scores formed from tensors made from the inputs, divided by their sum) is not refused;
 an attempt that computes it so and hands back NumPy arrays passes if its numbers are
@@ -203,6 +211,39 @@ FIRST_BLOCK = ("a row whose first key block is fully masked gives NaN: with the 
                "value (np.finfo(S.dtype).min) or skip blocks with no visible key")
 
 
+#: Said when those rows' NaN was made zeros, as by np.nan_to_num (st21a: it passed
+#: while no first block longer than 4200 keys was fully masked).
+FIRST_BLOCK_ZEROED = (
+    "a row whose first key block is fully masked, though it sees a later key, got "
+    "zero weights and a zero output: with the running maximum m started at -inf, "
+    "the rescale exp(m_old - m_new) is exp(-inf + inf) = NaN while every key so far "
+    "is masked, and np.nan_to_num (or another NaN-to-number replacement) turned "
+    "that row's NaN into zeros; start the running maximum at a finite value "
+    "(np.finfo(S.dtype).min) or skip blocks with no visible key")
+
+
+def _first_block_rows(mask, shape):
+    """For each row threshold b >= 2 (a first visible key at b or later), the rows
+    (boolean, of ``shape``, the rows of the scores) that see a key but none of their
+    first b: those an online softmax in key blocks of b started at -inf turns NaN."""
+    if mask is None:
+        return []
+    seen = np.broadcast_to(mask, shape)
+    has, first = seen.any(axis=-1), np.argmax(seen, axis=-1)
+    return [has & (first >= b) for b in sorted({int(f) for f in first[has]}) if b >= 2]
+
+
+def _first_block_zeroed(A, O, A_ref, O_ref, mask, atol) -> bool:
+    """Whether (O, A) is the reference with the rows of one ``_first_block_rows`` set
+    zeroed: FIRST_BLOCK's NaN made zeros (np.nan_to_num)."""
+    for rows in _first_block_rows(mask, A_ref.shape):
+        keep = ~rows[..., None]
+        if _same(A, np.where(keep, A_ref, 0.0), atol) and \
+                _same(O, np.where(keep, O_ref, 0.0), atol):
+            return True
+    return False
+
+
 def _first_block_nan(A, mask, T_k=None) -> bool:
     """Whether the rows of A (..., T_q, T_k), or of dQ (..., T_q, d_k) given T_k, with
     NaN are exactly the rows whose first b keys, b >= 2, are all masked and a later
@@ -233,9 +274,11 @@ FIVE_D_HINT = ("the inputs may have any number of leading axes (here three, "
 #: The long row's keys: above 4096, prime (a multiple of no block size), so that
 #: code working in key blocks (of up to 4096) runs several, the last one short.
 LONG_T_K = 4999
-#: Keys masked at the start of the long case's row 1: more than any block of
-#: ONLINE_BLOCKS, so that its first block, whatever its size, has no visible key.
-LONG_HIDDEN = 4200
+#: Keys masked at the start of the long case's row 1: all but its last key, so that
+#: its first block, of any size up to LONG_T_K - 1, has no visible key (st21a: with
+#: 4200 hidden, an online softmax in blocks of 4201 to 4998 keys from -inf, with
+#: np.nan_to_num, passed).
+LONG_HIDDEN = LONG_T_K - 1
 
 
 def _long_row(Q, K, rng) -> np.ndarray:
@@ -558,6 +601,11 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
          + (" (or d_k + 1, which equals T_k here: divide by sqrt(d_k) itself)"
             if T_k == d_k + 1 else ""), scaled(1.0 / math.sqrt(T_k))),
     ]
+    root = math.isqrt(d_k)
+    if root * root != d_k:  # (at d_k = 2 and 3 the same as no scale: see ruled_out)
+        mistakes.append(("int-sqrt", INT_SQRT.format(root=root, d_k=d_k,
+                                                     c=1 / math.sqrt(d_k)),
+                         scaled(1.0 / root)))
     if d_k + 1 not in (T_k, T_q):
         mistakes.append(("d_k+1", "the scores are divided by sqrt(d_k + 1) instead of "
                                   "sqrt(d_k)", scaled(1.0 / math.sqrt(d_k + 1))))
@@ -572,6 +620,15 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
                 f"dimension here) instead of d_k = Q.shape[-1], the last axis",
                 scaled(1.0 / math.sqrt(Q.shape[ax]))))
     return mistakes
+
+
+#: Said when the scale is 1/int(np.sqrt(d_k)) (st21a: at d_k = 2, where that is 1, it
+#: was told the scores were not scaled).
+INT_SQRT = ("the scale is 1/int(np.sqrt(d_k)) = 1/{root} at d_k = {d_k}, where "
+            "1/sqrt(d_k) = {c:.4g}: the scale must be 1/sqrt(d_k) as a float; int() "
+            "or // truncates it (int(np.sqrt(d_k)), math.isqrt(d_k) or "
+            "np.sqrt(d_k) // 1 is right only when d_k is a square); use "
+            "math.sqrt(d_k)")
 
 
 # --- comparing one attempt with the reference -----------------------------------------
@@ -652,7 +709,7 @@ SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-ma
 #: The mistakes that are one computation each, with no constant to tune (a fill, a
 #: bias or a clamp has one): an attempt that passed inputs on which such a mistake's
 #: answer is wrong has not made it (``_ruled_out``).
-FIXED = {"no-shift", "clamped-shift", "after-renormalise", "after-zero", "max-unmasked",
+FIXED = {"no-shift", "no-scale", "int-sqrt", "clamped-shift", "after-renormalise", "after-zero", "max-unmasked",
          "inverted", "ignored", "zero-fill", "nan-to-num", "raw-max", "axis",
          "global-max", "max-axis", "sum-axis", "sum-all", "no-keepdims"}
 
@@ -676,6 +733,26 @@ def _ruled_out(Q, K, V, mask) -> set:
     return {key for key, wrong in wrong_everywhere.items() if wrong}
 
 
+#: Said when a result lost size-1 axes (st21a: a forward that calls .squeeze() was told
+#: its shapes only).
+SQUEEZED = (": a size-1 axis was dropped, as .squeeze() or np.squeeze() does (it "
+            "drops every axis of length 1): O and A keep every axis, size-1 ones "
+            "too; squeeze nothing")
+
+
+def _drops_ones(got: tuple, want: tuple) -> bool:
+    """Whether shape ``got`` is ``want`` with some of its 1s removed."""
+    if len(got) >= len(want):
+        return False
+    i = 0
+    for size in want:
+        if i < len(got) and got[i] == size:
+            i += 1
+        elif size != 1:
+            return False
+    return i == len(got)
+
+
 def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
               keys=None, ruled_out=None, prefer_shift=False) -> tuple[str, str]:
     """Say what is wrong with an attempt (O, A) that does not match (O_ref, A_ref).
@@ -689,7 +766,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
     if A.shape != A_ref.shape or O.shape != O_ref.shape:
         transposed = A_ref.shape[:-2] + A_ref.shape[:-3:-1]
         hint = (": the weights are transposed; A has one row per query"
-                if A.shape == transposed else _mask_axes_hint(A.shape, A_ref.shape, mask, "A"))
+                if A.shape == transposed else SQUEEZED
+                if _drops_ones(A.shape, A_ref.shape) or _drops_ones(O.shape, O_ref.shape)
+                else _mask_axes_hint(A.shape, A_ref.shape, mask, "A"))
         return "shape", (f"shapes O {O.shape}, A {A.shape}; expected O {O_ref.shape}, "
                          f"A {A_ref.shape}{hint}")
     Af, Of = A.astype(np.float64), O.astype(np.float64)
@@ -788,6 +867,8 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
             "np.where(mask, S, -np.inf)")
     if _first_block_nan(Af, mask):
         return "first-block", FIRST_BLOCK
+    if _first_block_zeroed(Af, Of, A_ref, O_ref, mask, atol):
+        return "first-block-zeroed", FIRST_BLOCK_ZEROED
     if np.isnan(Af).any() or np.isnan(Of).any():
         return "", f"the result contains NaN where the reference has none: {_NAN_FROM_SCORES}"
     top = float(np.abs(A_ref).max(initial=0.0))
@@ -867,12 +948,8 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
                       mask, tol=5e-3 if Q.dtype == np.float16 else 1e-6)
     if c is not None and not np.isclose(c, 1 / math.sqrt(d_k), rtol=1e-3):
         if np.isclose(c, 1 / math.isqrt(d_k), rtol=1e-3):
-            return "fitted-scale", (
-                f"your weights are softmax(c Q K^T) with c = {c:.4g} = 1/"
-                f"{math.isqrt(d_k)}, but at d_k = {d_k} the factor is 1/sqrt(d_k) "
-                f"= {1 / math.sqrt(d_k):.4g}: the scale must be 1/sqrt(d_k), not "
-                "of its integer part (int(np.sqrt(d_k)) or math.isqrt(d_k) is "
-                "right only when d_k is a square); use math.sqrt(d_k)")
+            return "fitted-scale", INT_SQRT.format(root=math.isqrt(d_k), d_k=d_k,
+                                                   c=1 / math.sqrt(d_k))
         return "fitted-scale", (
             f"your weights are softmax(c Q K^T) with c = {c:.4g}, but at d_k = "
             f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
@@ -1127,6 +1204,53 @@ NO_KEY_OUTPUT = ("with T_k = 0 (K of shape {K}, V of shape {V}: no key at all) O
                  "O = A V from the guarded weights, as for any other T_k")
 
 
+#: Said when one key (T_k = 1) gets weight 1 from a query whose mask hides it (st21a:
+#: no case had T_k = 1, and a shortcut A = np.ones(...) passed).
+ONE_KEY = ("with one key (T_k = 1, a mask of shape {mask}) a query that sees it gives "
+           "it all the weight, A = 1, but a query whose mask hides it sees no key: its "
+           "weights and output are zero, as for any fully masked row; a shortcut for "
+           "T_k = 1 (A = np.ones(...), O = V) skipped the mask: compute one key as any "
+           "other T_k, the mask applied")
+
+
+def _two_key_mask(mask):
+    """The (T_q, 1) mask of one key made a (T_q, 2) one of two keys: the rows it hides
+    see neither, query 0 the first only (a masked key beside a visible one, so that a
+    fill of 0 shows apart from a large negative one), the others both."""
+    second = np.array(mask)
+    second[0] = False
+    return np.concatenate([mask, second], axis=-1)
+
+
+def _one_key_case(fn, Q, K2, V2, mask):
+    """One key (T_k = 1) and a (T_q, 1) mask that hides it from some query: the usual
+    comparison, and, where it fails, ONE_KEY when the answer is the unmasked one and
+    the same rows masked over two keys come out right (the attempt reaches this case
+    only after passing a mask on the same inputs; a finite fill, which gives a fully
+    masked row uniform weights, fails on two keys, and is told so). ``K2`` and ``V2``
+    hold two keys, the first the one key."""
+    K, V = K2[..., :1, :], V2[..., :1, :]
+    plain = _case(fn, Q, K, V, mask)
+    two_keys = _case(fn, Q, K2, V2, _two_key_mask(mask))
+
+    def case():
+        ok, text = plain()
+        if ok:
+            return ok, text
+        O, A = _call(fn, Q, K, V, mask)
+        O_ref, A_ref = scaled_dot_product_attention(Q, K, V)  # the mask skipped
+        with np.errstate(all="ignore"):
+            if _same(A.astype(np.float64), A_ref, 1e-8) and \
+                    _same(O.astype(np.float64), O_ref, 1e-8):
+                two_ok, two_text = two_keys()
+                return False, (ONE_KEY.format(mask=np.shape(mask)) if two_ok else
+                               f"{two_text} (here on two keys, the query hidden "
+                               "from the one key seeing neither: on one key, T_k = 1, your answer is the "
+                               "unmasked one)")
+        return ok, text
+    return case
+
+
 def _no_key_case(fn, Q, K, V, mask=None):
     """No key at all (K and V with T_k = 0, the mask too if given): the results must be O
     zeros (..., T_q, d_v) and A of shape (..., T_q, 0), of the inputs' dtype, as the
@@ -1362,6 +1486,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     # zeros of shape (T_q, d_v) built by hand are told): O zeros (..., T_q, d_v), A
     # of shape (..., T_q, 0).
     no_keys = np.zeros((T_q, 0), dtype=bool)
+    # And one key, T_k = 1, with a (T_q, 1) mask that hides it from query 1 (st21a: no
+    # case had T_k = 1, and A = np.ones(...) for one key passed): on (B, H) inputs.
+    one_key = np.array([[True], [False], [True]])
     long_note = (f"; here a row of {LONG_T_K} keys (T_k = {LONG_T_K}), whose maximum "
                  "grows from key block to key block (of 64 to 4096 keys): the "
                  "maximum and the sum must run over all T_k keys of the row (code "
@@ -1394,7 +1521,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
             fn, Q_big, K_big, V,
             what="; the scores here exceed 700, where exp() overflows float64, and "
                  "query 2's all lie near -1000, where it underflows"),
-            _case(fn, Q_top, K_top, V_top), _small_weights_case(fn))),
+            # (d_k = 2, where 1/int(np.sqrt(d_k)) is 1: no scale is ruled out by
+            # the large scores at d_k = 4, which the attempt passed to get here)
+            _case(fn, Q_top, K_top, V_top,
+                  ruled_out=functools.partial(_ruled_out, Q_big, K_big, V, None)),
+            _small_weights_case(fn))),
         _run(f"a causal mask, a (T_k,) key mask, and a masked row of {LONG_T_K} "
              "keys; rows whose first keys are masked: masked keys get weight "
              "exactly 0",
@@ -1455,8 +1586,11 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
     ]
     batched_ok = results[-1][1]
     results += [
-        _run("one (T_q, T_k) mask for every batch item and head",
-             _case(fn, Qb, Kb, Vb, causal_mask(T_q, T_k), on_error=batched_error())),
+        _run("one (T_q, T_k) mask for every batch item and head; and one key "
+             "(T_k = 1), a (T_q, 1) mask that hides it from one query",
+             _all(_case(fn, Qb, Kb, Vb, causal_mask(T_q, T_k),
+                        on_error=batched_error()),
+                  _one_key_case(fn, Qb, Kb[..., :2, :], Vb[..., :2, :], one_key))),
         _run("a (B, H, T_q, T_k) mask; an (H, T_q, T_k) one, B = H = 3",
              _all(_case(fn, Qb, Kb, Vb, mask_bh), _case(fn, Q_hh, K_hh, V_hh, mask_h))),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",

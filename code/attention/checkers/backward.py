@@ -11,9 +11,12 @@ The contract the exercise states, and this checker tests:
   multiple of any block size), each row's maximum growing from each block of 64 (up
   to 4096) keys to the next (an online softmax that does not rescale its running sum
   when the running maximum grows is named, with its block size; D summed over the
-  first keys fails); its row 1 hides its first 4200 keys, and another case's rows
-  their first 3 and 2, so that an online softmax whose running maximum starts at
-  -inf, NaN on a fully masked first block, is named (st17a: it passed);
+  first keys fails); its row 1 hides every key but its last (a first block of any
+  size up to 4998 is fully masked there; st21a: with 4200 hidden, blocks of 4201 to
+  4998 keys passed), and another case's rows their first 3 and 2, so that an online
+  softmax whose running maximum starts at -inf, NaN on a fully masked first block,
+  is named, and so is that NaN made zeros by np.nan_to_num (the gradients of those
+  rows fully masked; st17a: it passed);
 * the forward pass is the attention of ``ex-numpy-attention``: S = c Q K^T with
   c = 1/sqrt(d_k), A = softmax(S) along the keys, O = A V; ``mask`` is boolean, True =
   "may attend", broadcasts to (..., T_q, T_k) as it is (the cases give it as (T_k,),
@@ -32,7 +35,11 @@ The contract the exercise states, and this checker tests:
   float32 and float16, and with (B, H) axes): dQ zeros (..., T_q, d_k), dK
   (..., 0, d_k), dV (..., 0, d_v) (a plain S.max(axis=-1), which raises there, is
   told initial=-np.inf; zeros built by hand without the leading axes, or in float32
-  for float16 inputs, are named, st20a); ``mask=None`` is no mask (on T_q = T_k, a
+  for float16 inputs, are named, st20a); one key, T_k = 1, on (B, H) inputs with a
+  (T_q, 1) mask that hides it from one query, whose gradients are zero (a shortcut
+  giving the one key weight 1, dV = dO summed over every query, is named where the
+  same rows masked over two keys come out right; st21a: it passed); ``mask=None`` is
+  no mask (on T_q = T_k, a
   causal mask applied by default is named, st20a);
 * the gradients have the inputs' dtype (float64 in, float64 out, not long double;
   float32 in, float32 out; float16 in, float16 out, within 1e-2 of the exact gradients,
@@ -78,7 +85,7 @@ below at -1e13), and, at d_k = 1, a masked key near 1.4e308 above visible keys n
 -1e308 (finite), which even ``np.finfo(np.float64).min`` added to it leaves on top,
 and a visible key near -1.79e308, above which a finite fill of -1.5e308 or -1.75e308
 lies; three with batch and head dimensions (B, H): no mask (and 5-D inputs, and no key at
-all), one causal mask for every head, a
+all), one causal mask for every head (and one key, T_k = 1, hidden from one query), a
 (B, 1, 1, T_k) padding mask with lengths 4 and 0 (a guard for queries that see no key
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
@@ -99,7 +106,8 @@ d_k = 2 a query's visible scores near 7.1e6 and another's near 1.4e299 (one-hot)
 scores clipped from above before exp() (np.minimum(S, 1e4), at float16's 65504, 1e5,
 1e6, or anywhere below 7e298) are named (st16a: such clips passed while no visible
 score exceeded 9600).
-At d_k = 5 a scale of 1/int(np.sqrt(d_k)) equals 1/sqrt(T_q): both are named. Every
+At d_k = 5 a scale of 1/int(np.sqrt(d_k)) equals 1/sqrt(T_q): both are named (an
+integer root is told that int() or // truncates the scale). Every
 size differs
 from every other (B = 2, H = 3, T_q = 4, d_k = 5, T_k = 6, d_v = 7; but for the
 (H, T_q, T_k) mask's B = H = 3, on purpose), so that a size read from the wrong axis
@@ -125,9 +133,10 @@ from ..forward import scaled_dot_product_attention
 from ..gradcheck import numerical_gradient, relative_error
 from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
-from .attention import (CAUSAL_DEFAULT, FIRST_BLOCK, KEY_PER_QUERY,  # said alike
-                        LOG_SUM_EXP, LONG_T_K, ONLINE_BLOCKS, PER_BATCH,
-                        _first_block_nan, _long_row, _lse_weights)
+from .attention import (CAUSAL_DEFAULT, FIRST_BLOCK, FIRST_BLOCK_ZEROED,  # said alike
+                        KEY_PER_QUERY, LOG_SUM_EXP, LONG_T_K, ONLINE_BLOCKS, PER_BATCH,
+                        _first_block_nan, _first_block_rows, _long_row, _lse_weights,
+                        _two_key_mask)
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
                       _boolean_index_hint, _fill_edge, _library_attention,
@@ -588,9 +597,9 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
     # another candidate (T_q, a constant) has that width, its message says both.
     root = math.isqrt(d_k)
     if root * root != d_k:
-        isqrt_msg = (f"the scale must be 1/sqrt(d_k), not of its integer part: "
-                     f"1/int(np.sqrt(d_k)) = 1/{root} at d_k = {d_k} (right only when "
-                     "d_k is a square); use math.sqrt(d_k)")
+        isqrt_msg = (f"the scale must be 1/sqrt(d_k) as a float; int() or // "
+                     f"truncates it: 1/int(np.sqrt(d_k)) = 1/{root} at d_k = {d_k} "
+                     "(right only when d_k is a square); use math.sqrt(d_k)")
         shared = [i for i, (key, _, fwd, _) in enumerate(mistakes)
                   if key.startswith("scale-") and fwd.get("d") == root * root]
         for i in shared:
@@ -699,6 +708,14 @@ def _diagnose(got, Q, K, V, dO, mask, ref, rtol) -> str:
     if all(_same(-g, r, rtol) for g, r in zip(got, ref)):
         return ("every gradient has the wrong sign: return dL/dX itself, not -dL/dX "
                 "(the direction a descent step takes)")
+    if all(g.shape == r.shape for g, r in zip(got, ref)):
+        # the gradients of the rows whose first key block is fully masked zeroed
+        # (an online softmax from -inf, its NaN made zeros; st21a)
+        shape = np.broadcast_shapes(Q.shape[:-1] + K.shape[-2:-1], np.shape(mask))
+        for rows in _first_block_rows(mask, shape):
+            zeroed = np.broadcast_to(mask, shape) & ~rows[..., None]
+            if all(_same(g, r, rtol) for g, r in zip(got, _gradients(Q, K, V, dO, zeroed))):
+                return FIRST_BLOCK_ZEROED
     flat = lambda xs: np.concatenate([np.ravel(x) for x in xs])  # noqa: E731
     shaped = all(g.shape == r.shape for g, r in zip(got, ref))
     fin = np.isfinite(flat(got)) if shaped else None  # NaN and inf say nothing of it
@@ -1079,11 +1096,13 @@ def _case(fn, Q, K, V, dO, mask=None, *, numeric=False, on_error="", note="",
         if not all(_same(g, r, rtol) for g, r in zip(got, ref)):
             with np.errstate(all="ignore"):
                 detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
+            blocks = ONLINE in detail or FIRST_BLOCK in detail or \
+                FIRST_BLOCK_ZEROED in detail
             flushed = _flushed_weights(got, Q, K, V, dO, mask, rtol) \
-                if what and ONLINE not in detail and FIRST_BLOCK not in detail else ""
+                if what and not blocks else ""
             if flushed:  # (st18a: told the long row's note on key blocks)
                 detail = flushed
-            elif what and ONLINE not in detail and FIRST_BLOCK not in detail:
+            elif what and not blocks:
                 detail += what
             if numeric and all(g.shape == r.shape for g, r in zip(got, ref)):
                 errs = ", ".join(f"{relative_error(np.nan_to_num(g), r):.1g}"
@@ -1403,6 +1422,45 @@ NO_KEY_DTYPE = ("with T_k = 0 (no key at all) {got} for {want} inputs: the gradi
                 "case), or give them Q.dtype")
 
 
+#: Said when one key (T_k = 1) passes a gradient for a query whose mask hides it
+#: (st21a: no case had T_k = 1, and a shortcut giving it weight 1 passed).
+ONE_KEY = ("with one key (T_k = 1, a mask of shape {mask}) a query that sees it gives "
+           "it all the weight, A = 1, but a query whose mask hides it sees no key: its "
+           "weights and output are zero, and so are its gradients (its dO adds "
+           "nothing to dV); a shortcut for T_k = 1 (dQ = dK = 0, dV = dO summed over "
+           "the queries) skipped the mask: compute one key as any other T_k, the mask "
+           "applied")
+
+
+def _one_key_case(fn, Q, K2, V2, dO, mask, **how):
+    """One key (T_k = 1) and a (T_q, 1) mask that hides it from some query: the usual
+    comparison, and, where it fails, ONE_KEY when the gradients are the unmasked ones
+    and the same rows masked over two keys come out right (the attempt reaches this
+    case only after passing a mask on the same inputs; a finite fill, which gives a
+    fully masked row uniform weights, fails on two keys, and is told so). ``K2`` and
+    ``V2`` hold two keys; the one key is the first, its V row with one nonzero entry,
+    so that dA = D to the last bit, whatever the order of the sums, and dS, dQ and dK
+    are exactly 0."""
+    K, V = K2[..., :1, :], np.zeros_like(V2[..., :1, :])
+    V[..., 0] = V2[..., :1, 0]
+    plain = _case(fn, Q, K, V, dO, mask, **how)
+    two_keys = _case(fn, Q, K2, V2, dO, _two_key_mask(mask))
+
+    def case():
+        ok, text = plain()
+        if ok:
+            return ok, text
+        got, _ = _call(fn, Q, K, V, dO, mask)
+        if all(_same(g, r) for g, r in zip(got, _gradients(Q, K, V, dO))):
+            two_ok, two_text = two_keys()
+            return False, (ONE_KEY.format(mask=np.shape(mask)) if two_ok else
+                           f"{two_text} (here on two keys, the query hidden from the "
+                           "one key seeing neither: on one key, T_k = 1, your gradients are the unmasked "
+                           "ones)")
+        return ok, text
+    return case
+
+
 def _no_key_case(fn, Q, K, V, dO, mask=None):
     """No key at all (K and V with T_k = 0, the mask too if given): the gradients must be
     dQ zeros (..., T_q, d_k), dK (..., 0, d_k) and dV (..., 0, d_v), of the inputs'
@@ -1564,11 +1622,11 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # (a scale of 1/sqrt(T_q) is named, and would be told a constant 1/sqrt(5)).
     # A long row (st15a; st16a; st17a: 1100 keys let blocks of 2048 or 4096 pass):
     # T_k = 4999, the forward checker's (attention._long_row: each row's maximum
-    # grows from each block of 64, up to 4096, keys to the next; row 1 hides its
-    # first 4200 keys), and rows 1 and 2 of the first inputs hiding their first 3
+    # grows from each block of 64, up to 4096, keys to the next; row 1 hides every
+    # key but its last), and rows 1 and 2 of the first inputs hiding their first 3
     # and 2 keys: an online softmax that forgets to rescale its running sum, or
     # that turns NaN on a fully masked first block (its running maximum started at
-    # -inf), or D summed over the first keys only, shows. (Its own generator: the
+    # -inf; or that NaN made zeros), or D summed over the first keys only, shows. (Its own generator: the
     # other cases' draws stay as they were.)
     rng_l = np.random.default_rng(_RNG_SEED + 6)
     Q_l, K_l, V_l, dO_l = _inputs(rng_l, T_q=3, T_k=LONG_T_K)
@@ -1591,6 +1649,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     # (T_q, d_k) built by hand are told): dQ zeros (..., T_q, d_k), dK (..., 0, d_k),
     # dV (..., 0, d_v).
     no_keys = np.zeros((T_q, 0), dtype=bool)
+    # And one key, T_k = 1, with a (T_q, 1) mask that hides it from query 1 (st21a: no
+    # case had T_k = 1, and dV = dO summed over the queries for one key passed): on
+    # (B, H) inputs.
+    one_key = np.array([[True], [False], [True], [True]])
     # Five-dimensional inputs (2, 3, 2, T, d): "any leading batch and head
     # dimensions", so code written per ndim (2-, 3- and 4-D only) shows.
     Q5, K5, V5, dO5 = _inputs(np.random.default_rng(_RNG_SEED + 7), batch=(2, 3, 2))
@@ -1709,8 +1771,11 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
              _all(_case(fn, Qb, Kb, Vb, dOb, on_error=batch_hint),
                   _case(fn, Q5, K5, V5, dO5, on_error=FIVE_D_HINT if batch_hint else ""),
                   _no_key_case(fn, Qb, Kb[..., :0, :], Vb[..., :0, :], dOb))),
-        _run("one (T_q, T_k) causal mask for every batch item and head",
-             _case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint)),
+        _run("one (T_q, T_k) causal mask for every batch item and head; and one key "
+             "(T_k = 1), a (T_q, 1) mask that hides it from one query",
+             _all(_case(fn, Qb, Kb, Vb, dOb, causal_mask(T_q, T_k), on_error=batch_hint),
+                  _one_key_case(fn, Qb, Kb[..., :2, :], Vb[..., :2, :], dOb, one_key,
+                                on_error=batch_hint))),
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, dOb, pad, on_error=batch_hint)),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: (3, T_q = 2, d_k = 9), "
