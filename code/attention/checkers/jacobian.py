@@ -23,11 +23,14 @@ they passed while the rows stopped at 1 - 1.4e-14); and so is softmax([690, 0, 0
 0]), whose small weights are 2.9e-300 (their products underflow to 0 in every right
 way), so that weights flushed to 0 below 1e-19 or 1e-20 are named (st18a). Both return plain
 float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
-and leave their arguments unchanged; and ``vjp`` never builds J. That is judged by how its
-cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; its values there are
-compared too, and a wrong one is reported as "its values", not as a cost), each against a
-budget that grows like T_k, far above what a * (g - a.g) needs and far below what J needs,
-so that an attempt that builds J only on short rows, or only on long ones, shows. At each
+and leave their arguments unchanged (and ``vjp`` is finite for a g with zero entries,
+or all zero: one that divides by g is named); and ``vjp`` never builds J. That is judged
+by how its cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; its values
+there are compared too, and a wrong one is reported as "its values", not as a cost), each
+cost against a budget that grows like T_k (``BUDGETS``, ``VJP_WORK_PASSES``), far above
+what a * (g - a.g) needs and below what J needs at every measured length (J alone is
+8 T_k^2 bytes, 32 KiB at 64 keys, where the peak's budget is 28 KiB), so that an attempt
+that builds J only on short rows, or only on long ones, shows. At each
 length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one weight
 above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
 so that an attempt that builds J only on one kind of row shows; and with them a dense
@@ -41,40 +44,37 @@ for a gradient of one sign (a common one) shows. Unmeasured calls on rows of 7 k
 (what a library sets up on its first call is not counted); every call after them is
 measured, each on a row the vjp has not seen, so a J cached from an earlier call (keyed
 on the row's bytes) or built only on a length's first call is built in a measured call.
+Each measured call is followed by one in which NumPy's work is counted, on a fresh row
+of the same length and kinds.
 What remains: an attempt that builds J only on lengths or gradients the checker does not
-measure passes it, undetected: only below 64 keys (J there is too small to tell from a
-library's own overhead), only above 4096, only on lengths other than these ten (a prime
-length, a multiple of 17), only for gradients of another pattern (all zero, constant,
-integer-valued, of a given norm), or only on a combination of length, kind of row and
-kind of gradient that no measured row has. What the checker sees: the
-peak of the memory ``tracemalloc`` traces (NumPy's arrays and Python's objects); the lines
-of Python run (``sys.settrace``: a loop inside a loop over the keys, over ``a.tolist()`` or
-not); the numbers ``sum`` and ``math.fsum`` take, summed (a.g recomputed for every key
-by ``sum(map(operator.mul, al, gl))`` over ``a.tolist()``); the traced memory allocated line by line, summed (a loop that builds one row of J per
-key, whatever it converted its arguments to); the entries every PyTorch operation touches,
-summed (a dispatch mode: J built whole or in blocks of rows); at the longest row, on Linux,
-the growth of the resident memory (any library's memory); and the entries NumPy operations
-on the arguments touch (an ndarray subclass, whose method ``a.dot`` counts too: ``a @ g``
-or ``a.dot(g)`` recomputed on every row; what NumPy derives from the arguments, such
-as ``a * g``, ``a + 0.0`` and their views, counts as they do, so ``(a * g).sum()``
-recomputed on every row shows; ``np.asarray``, ``np.array``,
-``np.ascontiguousarray``, ``np.asfortranarray``, ``np.frombuffer`` and ``np.fromiter``
-hand back a counting array while it counts, when given one or when what they hand back is
-a, g or a * g by value (copies through Python or bytes: ``np.array(a.tolist())``,
-``np.asarray(list(a))``, ``np.frombuffer(a.tobytes())``), so do NumPy's new arrays
-(``np.empty``, ``np.zeros`` and the like: ``np.copyto(np.empty(n), a)``), the copies
-``a.astype(float, subok=False)`` and ``a.__array__()``, and Python lists that equal a, g
-or a * g when ``np.dot``, ``np.inner`` or ``np.vdot`` takes them (``np.dot(al, gl)``), and ``np.einsum`` without ``optimize`` counts one product per combination of its
-indices, T_k^2 for ``'i,j,j->i'``). What it cannot see: work inside one call of
-compiled code that neither allocates what it traces nor runs Python lines (a C extension,
-Numba, ``np.einsum(..., optimize=True)`` or another library's einsum on a contraction
-that needs T_k^2 products, or a loop that allocates nothing per key and takes its buffers
-from a conversion it does not replace, as ``from numpy import asarray``,
-``a.view(np.ndarray)`` or ``np.ndarray(a.shape, a.dtype, buffer=a)`` give); a.g recomputed
-for every key on Python lists by a reduction it does not count (``functools.reduce``, or a
-``sum`` bound before the call, as ``from math import fsum`` binds it): one line per key and
-no array, O(T_k^2) work that passes this checker, undetected; and memory outside NumPy and PyTorch on rows
-other than the longest dense one. Nothing is timed.
+measure passes it, undetected: only below 64 keys, only above 4096, only on lengths
+other than these ten (a prime length, a multiple of 17), only for gradients of another
+pattern (constant, integer-valued, of a given norm: gradients with zero entries are
+given on four keys only, for the values), or only on a combination of length, kind of
+row and kind of gradient that no measured row has.
+What the checker sees, in each measured call: the peak of the memory ``tracemalloc``
+traces (NumPy's arrays and Python's objects, in every thread) and that memory allocated
+line by line, summed; the lines of Python run in the calling thread, outside NumPy's,
+PyTorch's and the checker's own files (the attempt's functions they call back count);
+the items ``sum`` and ``math.fsum`` take, looked up by those names when they are called;
+the entries every PyTorch operation touches (a dispatch mode); at one row of 4096 keys,
+on Linux, the growth of the resident memory (any library's); and, in the counted call,
+the entries NumPy operations touch when they take the arrays it passes as a and g
+(a subclass that counts) or what NumPy derives from them (results and views), with the
+copies it makes count too (``np.asarray``, ``np.array``, ``np.ascontiguousarray``,
+``np.asfortranarray``, ``np.frombuffer``, ``np.fromiter``, ``np.empty`` and its kin,
+``a.astype(float, subok=False)``, ``a.__array__()``) and lists equal to a, g or a * g
+given to ``np.dot``, ``np.inner``, ``np.vdot``, ``np.matmul`` or ``np.multiply``;
+``np.einsum`` without ``optimize`` counts one product per combination of its indices.
+What it cannot see: O(T_k^2) work that keeps the traced memory and the calling thread's
+lines of Python within their budgets and that the counted call does not see: work on a
+plain array reached without a copy it replaces (``a.base``, ``a.view(np.ndarray)``,
+``asarray`` imported from NumPy before the call, a torch round trip
+``torch.from_numpy(a).numpy()``), by a method called unbound (``np.ndarray.dot(a, g)``),
+in compiled code (a C extension, Numba, ``np.einsum(..., optimize=True)``) or in another
+thread, or by a reduction over Python lists it does not count (``functools.reduce``, a
+``sum`` bound before the call); and memory outside NumPy and PyTorch on rows other than
+that one. Nothing is timed.
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches. Both functions must be written in NumPy: an attempt that runs the library's own
 ``attention.softmax_jacobian`` or ``attention.softmax_vjp`` is refused where the profiler
@@ -153,9 +153,10 @@ LONG = 4096
 #: Growth of the resident memory allowed (Linux): 16 MiB, half of J even in float16, with room
 #: for what a library sets up on its own (thread stacks, caches) beside the attempt's arrays.
 VJP_RESIDENT_LIMIT = 16 * 2**20
-#: Entries that NumPy operations on the row may touch: 64 passes over it. a * (g - a.g) takes 3;
-#: J g row by row takes about 2 T_k passes.
-VJP_WORK_LIMIT = 64 * LONG
+#: Entries that NumPy operations on a row of n keys may touch, at every measured length: 32
+#: passes over it. a * (g - a.g) takes 3; J g row by row about 2 n passes (128 at the
+#: shortest row, 64 keys), a.g recomputed for every key n (64 there), J n.
+VJP_WORK_PASSES = 32
 
 
 #: Said when a result is J (or J g) of the row with its tiny weights set to 0.
@@ -441,22 +442,35 @@ def _keeps_counting(convert: Callable) -> Callable:
 #: NumPy's products that take Python lists: while the work is counted, a list (or
 #: tuple) they are given that holds a, g or a * g by value counts as that row (st20a:
 #: ``np.dot(al, gl)`` recomputed for every key over ``a.tolist()`` was told "one row
-#: of J at a time").
-_LIST_TAKERS = ("dot", "inner", "vdot")
+#: of J at a time"; h22j: so was ``np.matmul(al, gl)``).
+_LIST_TAKERS = ("dot", "inner", "vdot", "matmul", "multiply")
+
+
+class _TakesCountingLists:
+    """A NumPy function (or ufunc, whose attributes, as ``np.multiply.outer``, it passes
+    on) that takes a list holding a, g or a * g as that row, counting."""
+
+    def __init__(self, func: Callable, asarray: Callable):
+        self._func, self._asarray = func, asarray
+
+    def __getattr__(self, name):
+        return getattr(self._func, name)
+
+    def _counting(self, x):
+        if not isinstance(x, (list, tuple)):
+            return x
+        try:
+            arr = self._asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            return x
+        return arr.view(_Counting) if _is_row(arr) else x
+
+    def __call__(self, *args, **kwargs):
+        return self._func(*map(self._counting, args), **kwargs)
 
 
 def _takes_counting_lists(func: Callable, asarray: Callable) -> Callable:
-    def taking(*args, **kwargs):
-        def counting(x):
-            if not isinstance(x, (list, tuple)):
-                return x
-            try:
-                arr = asarray(x, dtype=np.float64)
-            except (TypeError, ValueError):
-                return x
-            return arr.view(_Counting) if _is_row(arr) else x
-        return func(*map(counting, args), **kwargs)
-    return taking
+    return _TakesCountingLists(func, asarray)
 
 
 def _allocates_counting(allocate: Callable) -> Callable:
@@ -542,12 +556,14 @@ SIZES = (64, 100, 512, 1500, LONG)  # not all powers of two
 ODD_SIZES = (65, 99, 495, 1001, 4095)
 #: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors, a
 #: dozen lines) and far below what J, or J g computed row by row, needs at n = 512: the
-#: traced memory's peak (J alone is 8 n^2 bytes), the lines of Python run (a loop over the
+#: traced memory's peak (J alone is 8 n^2 bytes, 32 KiB at 64 keys, where the budget is
+#: 28 KiB: the right VJP in PyTorch peaks at 20 KiB there, the dispatch mode's own
+#: objects; h22j: at 32 KiB more, a J built only up to 65 keys passed), the lines of Python run (a loop over the
 #: keys runs a few per key; a loop in a loop, n^2), the traced memory allocated line by
 #: line, summed (a row of J per key is 8 n^2), and the entries PyTorch's operations touch,
 #: summed (J in blocks of rows: n^2).
-BUDGETS = dict(peak=lambda n: 16 * 8 * n + 32 * 2**10, lines=lambda n: 16 * n + 2000,
-               volume=lambda n: 256 * 8 * n + 64 * 2**10, torch=lambda n: 64 * n + 4096,
+BUDGETS = dict(peak=lambda n: 16 * 8 * n + 20 * 2**10, lines=lambda n: 16 * n + 2000,
+               volume=lambda n: 512 * 8 * n + 64 * 2**10, torch=lambda n: 64 * n + 4096,
                summed=lambda n: 16 * n + 2000)
 #: Python's reductions whose items are counted (``summed``): a.g recomputed for every key
 #: by ``sum(map(operator.mul, al, gl))`` or ``math.fsum`` over Python lists runs one line
@@ -556,13 +572,16 @@ SUMMING = (("builtins", "sum"), ("math", "fsum"))
 
 
 def _untraced() -> tuple:
-    """Python files whose lines are not counted (their memory still is): this checker's
-    own and its engine's (the wrapper that refuses the library), and PyTorch's (its dispatch runs Python code on every operation)."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return (__file__, _engine.__file__, "<frozen importlib")
+    """Python files whose lines are not counted (their memory still is, and the attempt's
+    own functions they call back are traced): this checker's own and its engine's (the
+    wrapper that refuses the library), NumPy's (np.clip or np.isclose run a dozen lines
+    or more per call: h22j, a right loop calling one per key was told O(T_k^2)) and
+    PyTorch's (its dispatch runs Python code on every operation)."""
     import os
-    return (__file__, _engine.__file__, "<frozen importlib", os.path.dirname(torch.__file__))
+    own = (__file__, _engine.__file__, "<frozen importlib",
+           os.path.dirname(np.__file__) + os.sep)
+    torch = sys.modules.get("torch")
+    return own if torch is None else own + (os.path.dirname(torch.__file__) + os.sep,)
 
 
 class _OverBudget(Exception):
@@ -709,47 +728,62 @@ def _cost_rows(rng, n: int) -> dict:
             for kind, x in zip(ROW_KINDS, (s, top, s, top))}
 
 
+def _row_name(n: int, kind: str = "dense", g_kind: str = GRADIENT_KINDS[0]) -> str:
+    """A measured row, as the cost messages name it: its length, its kind unless dense,
+    its gradient's kind when of one sign."""
+    row = f"{n} keys" + ("" if kind == "dense" else f" ({kind})")
+    return row + ("" if g_kind == GRADIENT_KINDS[0] else f", its gradient g {g_kind},")
+
+
 def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = False,
                   g_kind: str = GRADIENT_KINDS[0]) -> str:
-    """What a cost over its budget at a row of n keys says about the attempt
-    (``recomputed``: it recomputes a.g for every key, ``_recomputes_ag``; ``g_kind``:
-    the gradient's, named when it is of one sign)."""
+    """What a cost over its budget at a row of n keys says about the attempt, naming the
+    budget it passed, that budget and how far (``recomputed``: it recomputes a.g for
+    every key, ``_recomputes_ag``; ``g_kind``: the gradient's, named when it is of one
+    sign)."""
     J_KiB = n * n * 8 / 2**10
     name = cost["over"]
-    row = f"{n} keys" + ("" if kind == "dense" else f" ({kind})")
-    if g_kind != GRADIENT_KINDS[0]:
-        row += f", its gradient g {g_kind},"
+    row = _row_name(n, kind, g_kind)
+    budget = BUDGETS[name](n)
+    if name in ("peak", "volume"):
+        passed = (f"your vjp's traced memory {'at its peak' if name == 'peak' else 'allocated line by line, summed,'} "
+                  f"reached {cost[name] / 2**10:,.0f} KiB, past the budget of "
+                  f"{budget / 2**10:,.0f} KiB at this length")
+    else:
+        passed = {"lines": f"your vjp ran more than {budget:,} lines of Python, its budget "
+                           "at this length (16 per key and 2,000),",
+                  "summed": f"your vjp's sums (sum, math.fsum) took more than {budget:,} "
+                            "numbers, their budget at this length (16 per key and 2,000),",
+                  "torch": f"your vjp's PyTorch operations touched more than {budget:,} "
+                           "entries, their budget at this length (64 per key and 4,096),"
+                  }[name] + " and it was stopped there"
+    passed = f"on a row of {row} {passed}"
     if name == "volume" and recomputed and cost["lines"] <= 8 * n:
-        return (f"on a row of {row} your vjp allocated more than "
-                f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
-                f"once: {_RECOMPUTED}")
+        return f"{passed}, though little at once: {_RECOMPUTED}"
     if name == "volume" and cost["lines"] > 8 * n:  # many lines per key: a nested loop
-        name = "lines"
+        return (f"{passed}, and it ran {cost['lines']:,} lines of Python, more than "
+                f"{8 * n:,} (8 per key): a loop inside a loop over the keys (over a.tolist() "
+                "or range(len(a))) computes J g entry by entry of J, O(T_k^2) work. Compute "
+                "J g from a, g and the number a.g, one dot product a.g and one pass")
     if name == "peak":
-        return (f"on a row of {row} your vjp's memory passed {cost['peak'] / 2**10:.0f} "
-                f"KiB at its peak; a {n} x {n} matrix takes {J_KiB:.0f} KiB: it builds J, "
+        return (f"{passed}; a {n} x {n} matrix takes {J_KiB:.0f} KiB: it builds J, "
                 "the full T_k x T_k Jacobian (or another T_k x T_k array), at least at "
                 "this length. Compute J g from a, g and the number a.g, which needs O(T_k) memory at every length")
     if name == "lines":
-        return (f"on a row of {row} your vjp ran {cost['lines']:,} lines of Python "
-                f"and was stopped, more than {8 * n:,} (8 per key): the number grows like "
-                "T_k^2, a loop inside a loop over the keys "
+        return (f"{passed}: the number grows like T_k^2, a loop inside a loop over the keys "
                 "(over a.tolist() or range(len(a))) computes J g entry by entry of J, "
                 "O(T_k^2) work. Compute J g from a, g and the number a.g, one dot product a.g and one pass")
     if name == "summed":
-        return (f"on a row of {row} your vjp's sums (sum, math.fsum) took more than "
-                f"{BUDGETS['summed'](n):,} numbers, about T_k^2: it recomputes the number "
+        return (f"{passed}, about T_k^2: it recomputes the number "
                 "a.g (sum(map(operator.mul, al, gl)), math.fsum, over lists or arrays) "
                 "for every key, inside the loop over the keys, O(T_k^2) work. Compute a.g "
                 "once, before any loop: J g needs one dot product and one pass")
     if name == "volume":
-        return (f"on a row of {row} your vjp allocated more than "
-                f"{BUDGETS['volume'](n) / 2**10:.0f} KiB piece by piece, though little at "
-                f"once (J is {J_KiB:.0f} KiB): it computes J g one row of J at a time (or a "
-                "block of rows), O(T_k^2) work, the full Jacobian built piece by piece. "
-                "Compute J g from a, g and the number a.g, which needs one dot product a.g and one pass")
-    return (f"on a row of {row} your vjp's PyTorch operations touched more than "
-            f"{BUDGETS['torch'](n):,} entries, about T_k^2 where the right VJP touches a few "
+        return (f"{passed}, though little at once (J is {J_KiB:.0f} KiB): it computes J g "
+                "one row of J at a time (or a block of rows), O(T_k^2) work, the full "
+                "Jacobian built piece by piece. Compute J g from a, g and the number a.g, "
+                "which needs one dot product a.g and one pass")
+    return (f"{passed}, about T_k^2 where the right VJP touches a few "
             "T_k: it builds J, the full T_k x T_k Jacobian, whole or one row (or block "
             "of rows) at a time, O(T_k^2) work. Compute J g from a, g and the number a.g, one dot product a.g "
             "and one pass")
@@ -768,25 +802,54 @@ def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
 VALUES, COST = "its values: ", "its cost: "
 
 
+def _work_message(work: int, pairs: int, einsum: int, n: int, row: str) -> str:
+    """What NumPy work past VJP_WORK_PASSES passes over a row of n keys says (``row``:
+    the row, as _over_message names it), or "" within the budget."""
+    if work <= VJP_WORK_PASSES * n:
+        return ""
+    touched = (f"on a row of {row} your vjp's NumPy operations touched about "
+               f"{work / n:.0f} x {n} entries, past the budget of {VJP_WORK_PASSES} x {n} "
+               f"(the right VJP touches 3 x {n})")
+    if einsum > work // 2:
+        return (f"on a row of {row} your vjp's np.einsum computed about "
+                f"{einsum / n:.0f} x {n} products, past the budget of {VJP_WORK_PASSES} x "
+                f"{n} entries: without optimize=True, "
+                "einsum computes one product for every combination of its "
+                "indices ('i,j,j->i' is T_k^2, every entry of J times g), "
+                "O(T_k^2) work though little memory. Compute J g from a, g and the number "
+                "a.g, which needs one dot product a.g and one pass")
+    if pairs >= max(16, n // 4):
+        return f"{touched}, and {pairs:,} of them took a and g both: {_RECOMPUTED}"
+    return (f"{touched}: it computes J g one row of J at a time, O(T_k^2) work "
+            "though little memory (the full Jacobian, built piece by piece). "
+            "Compute J g from a, g and the number a.g, which needs one dot "
+            "product a.g and one pass")
+
+
 def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
-    """The VJP's costs at row lengths far apart (SIZES), against budgets that building J,
-    or computing J g one row of J at a time, would break; then, at the longest row, the
-    resident memory (which sees every library) and the NumPy work on its arguments."""
-    rng = np.random.default_rng(5)
+    """The VJP's costs at row lengths far apart (SIZES, ODD_SIZES), against budgets that
+    building J, or computing J g one row of J at a time, would break: on each measured row
+    the traced costs (``_measured``), then on a fresh row of the same length and kinds the
+    NumPy work (``_vjp_work``; a fresh row, so that an attempt that does its O(T_k^2) work
+    only on a row it has seen before, or only on one it has not, shows); then, at the
+    longest dense row, the resident memory (which sees every library)."""
+    rng, fresh = np.random.default_rng(5), np.random.default_rng(6)
     # what a library sets up on its first call, unmeasured, on a row of 7 keys of each
     # kind (an attempt may reach a library only on some kind): every measured call is
     # then on a row (and a length) the vjp has not seen, so a J cached from an earlier
     # call, or built only on a length's first call, shows
     for a in _cost_rows(rng, 7).values():
         _measured(vjp, a, rng.standard_normal(7), limits=False)
-    seen = []
+    seen, passes = [], 0
     for i, (n, odd) in enumerate(zip(SIZES, ODD_SIZES)):
         # each kind of row at n keys, then a dense row of an odd length near n (SIZES
         # are even); the k-th row at the i-th length has the gradient kind (i + k) % 3,
         # so that every length, and every kind of row, meets every kind of gradient
-        rows = [(n, kind, a) for kind, a in _cost_rows(rng, n).items()]
-        rows.append((odd, "dense", softmax(rng.standard_normal(odd))))
-        for k, (m, kind, a) in enumerate(rows):
+        rows = [(n, kind, a, b) for (kind, a), b in
+                zip(_cost_rows(rng, n).items(), _cost_rows(fresh, n).values())]
+        rows.append((odd, "dense", softmax(rng.standard_normal(odd)),
+                     softmax(fresh.standard_normal(odd))))
+        for k, (m, kind, a, b) in enumerate(rows):
             g_kind = GRADIENT_KINDS[(i + k) % len(GRADIENT_KINDS)]
             g = _gradient(rng, m, g_kind)
             want = softmax_vjp(a, g)
@@ -800,15 +863,15 @@ def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
                 return ok, VALUES + detail
             if m == n:
                 last = cost
+            work, pairs = _vjp_work(vjp, b, _gradient(fresh, m, g_kind), pairs=True)
+            message = _work_message(work, pairs, _Counting.einsum, m,
+                                    _row_name(m, kind, g_kind))
+            if message:
+                return False, message
+            passes = max(passes, work / m)
         seen.append(f"{n}: {last['peak'] / 2**10:.0f} KiB, {last['lines']} lines")
-    rows = _cost_rows(rng, LONG)
-    # the work on each kind of row, with a gradient of each kind in turn (the dense row's
-    # of both signs, the saturated one's all positive, the masked one's all negative)
-    gs = {kind: _gradient(rng, LONG, GRADIENT_KINDS[k % len(GRADIENT_KINDS)])
-          for k, kind in enumerate(ROW_KINDS)}
-    work, pairs, einsum = max((*_vjp_work(vjp, row, gs[kind], pairs=True),
-                               _Counting.einsum) for kind, row in rows.items())
-    a, g = rows["dense"], gs["dense"]
+    a = softmax(fresh.standard_normal(LONG))
+    g = fresh.standard_normal(LONG)
     resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
     if resident is not None and resident > VJP_RESIDENT_LIMIT:
@@ -818,27 +881,8 @@ def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
                        "MiB (half that in float32): it builds J, the full T_k x T_k Jacobian "
                        "(or another T_k x T_k array). Compute J g from a, g and the number a.g, which needs O(T_k) "
                        "memory")
-    if work > VJP_WORK_LIMIT and einsum > work // 2:
-        return False, (f"on a row of {LONG} keys your vjp's np.einsum computed about "
-                       f"{einsum / LONG:.0f} x {LONG} products: without optimize=True, "
-                       "einsum computes one product for every combination of its "
-                       "indices ('i,j,j->i' is T_k^2, every entry of J times g), "
-                       "O(T_k^2) work though little memory. Compute J g from a, g and the number a.g, which "
-                       "needs one dot product a.g and one pass")
-    if work > VJP_WORK_LIMIT and pairs >= LONG // 4:
-        return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
-                       f"{work / LONG:.0f} x {LONG} entries, where the right VJP touches "
-                       f"3 x {LONG}, and {pairs:,} of them took a and g both: "
-                       f"{_RECOMPUTED}")
-    if work > VJP_WORK_LIMIT:
-        return False, (f"on a row of {LONG} keys your vjp's NumPy operations touched about "
-                       f"{work / LONG:.0f} x {LONG} entries, where the right VJP touches "
-                       f"3 x {LONG}: it computes J g one row of J at a time, O(T_k^2) work "
-                       "though little memory (the full Jacobian, built piece by piece). "
-                       "Compute J g from a, g and the number a.g, which needs one dot "
-                       "product a.g and one pass")
     return True, ("peak memory and lines at T_k = " + "; ".join(seen)
-                  + f"; {work / LONG:.0f} passes over the row")
+                  + f"; at most {passes:.0f} passes over a row")
 
 
 def _exactly_zero(got, shape: tuple, what: str, mistakes=(),
@@ -1015,6 +1059,36 @@ def _saturated_vjp(vjp: Callable) -> tuple[bool, str]:
     return True, ""
 
 
+#: Gradients with zero entries, and one all zero (h22j: a * g * (1 - a.g / g), which
+#: divides by g, passed while no g had a zero entry): J g is finite for every g.
+ZERO_GRADIENTS = ((np.array([0.3, 0.0, 2.0, 0.0]), "VJP with g = (0.3, 0, 2, 0)"),
+                  (np.zeros(4), "VJP with g = 0"))
+#: Said when the VJP is not finite where g is 0.
+DIVIDES_BY_G = ("your vjp divides by an entry of g (as "
+                "a * g * (1 - a.g / g) does), and a gradient may have zero entries (a "
+                "loss that ignores some weights, or none at all): 0/0 is NaN and x/0 "
+                "inf there. J g needs no division: products, differences and one dot "
+                "product a.g")
+
+
+def _zero_gradient(vjp: Callable, a: np.ndarray, g: np.ndarray, what: str):
+    """vjp(a, g) for a g with zero entries: right, and, where it is not finite only
+    where g is 0, told it divides by g."""
+    ok, detail = _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g),
+                                 _vjp_mistakes(a, g), what)
+    if ok:
+        return ok, detail
+    with np.errstate(all="ignore"):
+        got = _on_copies(vjp, dict(a=a, g=g))
+    try:
+        bad = ~np.isfinite(np.asarray(got, dtype=np.float64))
+    except (TypeError, ValueError):
+        return ok, detail
+    if bad.shape == g.shape and bad.any() and not bad[g != 0].any():
+        return False, f"{what} is NaN or inf where g is 0, and only there: {DIVIDES_BY_G}"
+    return ok, detail
+
+
 def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = True) -> bool:
     """Check ``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for softmax weights ``a``.
 
@@ -1055,6 +1129,8 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
         _run("VJP matches J g",
              _all(lambda: _untouched_then(vjp, dict(a=a, g=g), softmax_vjp(a, g),
                                           _vjp_mistakes(a, g), "VJP"),
+                  *(lambda g0=g0, label=label: _zero_gradient(vjp, a, g0, label)
+                    for g0, label in ZERO_GRADIENTS),
                   lambda: _saturated_vjp(vjp))),
         _run("a one-hot row passes no gradient",
              lambda: _exactly_zero(vjp(one_hot.copy(), g.copy()), (4,), "VJP at one-hot",
