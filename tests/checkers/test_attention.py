@@ -16,6 +16,15 @@ from attention import checkers
 from tests.checkers.conftest import run_once
 
 SQRT = math.sqrt
+CHECKER = importlib.import_module("attention.checkers.attention")
+DRAW_SIZES = CHECKER._draw_sizes
+
+
+@pytest.fixture(autouse=True)
+def _fixed_sizes_only(monkeypatch):
+    """The checker with its sizes drawn afresh on each call off, so that every run is
+    repeatable (run_once, counted failures); the tests of the draws turn them on."""
+    monkeypatch.setattr(CHECKER, "_draw_sizes", lambda seed: ())
 
 
 # --- right answers ----------------------------------------------------------------------
@@ -2076,3 +2085,34 @@ def test_a_result_that_is_almost_zero_is_never_told_float32(fn, capsys):
     failures = _failures(fn, capsys)
     assert failures and not any("float32 number" in line or "computed in float32"
                                 in line for line in failures), failures
+
+
+def test_the_drawn_sizes_lie_in_the_stated_ranges_and_right_attempts_pass_there(
+        monkeypatch):
+    """st21a: sets of sizes drawn afresh on each call (a shortcut tuned to one fixed
+    size passed every round); the same seed draws the same sizes."""
+    monkeypatch.setattr(CHECKER, "_draw_sizes", DRAW_SIZES)
+    assert DRAW_SIZES(1) == DRAW_SIZES(1) != DRAW_SIZES(2)
+    for seed in range(40):
+        for batch, T_q, T_k, d_k, d_v in DRAW_SIZES(seed):
+            assert len(batch) <= 2 and all(1 <= b <= 4 for b in batch)
+            assert 1 <= T_q <= 9 and 1 <= T_k <= 9 and 1 <= d_k <= 16 and 1 <= d_v <= 8
+    for seed in (1, 2, 3):
+        monkeypatch.setattr(CHECKER, "_fresh_seed", lambda seed=seed: seed)
+        for fn in (correct_in_float32, online_softmax_from_the_lowest_float):
+            assert checkers.check_scaled_dot_product_attention(fn, verbose=False), seed
+
+
+def test_a_mistake_seen_only_at_drawn_sizes_prints_them_and_the_seed(monkeypatch, capsys):
+    monkeypatch.setattr(CHECKER, "_draw_sizes", lambda seed: (((2,), 3, 4, 11, 2),))
+    monkeypatch.setattr(CHECKER, "_fresh_seed", lambda: 42)
+
+    def right_but_at_d_k_11(Q, K, V, mask=None):  # no fixed case has d_k = 11
+        return correct_in_float32(Q if Q.shape[-1] != 11 else 1.1 * Q, K, V, mask)
+
+    assert checkers.check_scaled_dot_product_attention(right_but_at_d_k_11) is False
+    out = capsys.readouterr().out
+    assert "(at sizes drawn afresh for this call: Q (2, 3, 11), K (2, 4, 11), V (2, " \
+        "4, 2), no mask; _draw_sizes(42) in attention.checkers.attention draws them " \
+        "again)" in out
+    assert "14 of 15 checks passed." in out

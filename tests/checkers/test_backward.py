@@ -5,6 +5,7 @@ answers and rejects each plausible wrong attempt with a message that names the m
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import re
 
@@ -14,6 +15,18 @@ import pytest
 import attention
 from attention import checkers
 from tests.checkers.conftest import run_once
+
+
+ATTENTION = importlib.import_module("attention.checkers.attention")
+BACKWARD = importlib.import_module("attention.checkers.backward")
+DRAW_SIZES = ATTENTION._draw_sizes
+
+
+@pytest.fixture(autouse=True)
+def _fixed_sizes_only(monkeypatch):
+    """The checker with its sizes drawn afresh on each call off, so that every run is
+    repeatable (run_once, counted failures); the tests of the draws turn them on."""
+    monkeypatch.setattr(ATTENTION, "_draw_sizes", lambda seed: ())
 
 
 def swap(X):
@@ -2199,3 +2212,29 @@ def test_a_first_block_nan_is_named_on_every_failing_case(fn, capsys):
     failures = _failures(fn, capsys)
     assert failures and all(FIRST_BLOCK in line and "overflowed" not in line
                             for line in failures), failures
+
+
+def test_right_attempts_pass_at_sizes_drawn_afresh(monkeypatch):
+    """st21a: sets of sizes drawn afresh on each call, as in ex-numpy-attention's
+    checker (a shortcut tuned to one fixed size passed every round)."""
+    monkeypatch.setattr(ATTENTION, "_draw_sizes", DRAW_SIZES)
+    for seed in (1, 2, 3):
+        monkeypatch.setattr(BACKWARD, "_fresh_seed", lambda seed=seed: seed)
+        for fn in (correct, correct_with_D_from_its_definition):
+            assert checkers.check_attention_backward(fn, verbose=False), seed
+
+
+def test_a_mistake_seen_only_at_drawn_sizes_prints_them_and_the_seed(monkeypatch, capsys):
+    monkeypatch.setattr(ATTENTION, "_draw_sizes", lambda seed: (((2,), 3, 4, 11, 2),))
+    monkeypatch.setattr(BACKWARD, "_fresh_seed", lambda: 42)
+
+    def right_but_at_d_k_11(Q, K, V, dO, mask=None):  # no fixed case has d_k = 11
+        dQ, dK, dV = correct(Q, K, V, dO, mask)
+        return (1.1 * dQ if Q.shape[-1] == 11 else dQ), dK, dV
+
+    assert checkers.check_attention_backward(right_but_at_d_k_11) is False
+    out = capsys.readouterr().out
+    assert "(at sizes drawn afresh for this call: Q (2, 3, 11), K (2, 4, 11), V (2, " \
+        "4, 2), no mask; _draw_sizes(42) in attention.checkers.attention draws them " \
+        "again)" in out
+    assert "10 of 11 checks passed." in out

@@ -64,6 +64,11 @@ The contract the exercise states, and this checker tests:
   right (st21a: no case had T_k = 1, and it passed);
 * the outputs have the inputs' shapes, size-1 axes kept (one case has B = 1 and
   T_q = 1: no ``np.squeeze``, which is named, st21a);
+* sizes drawn afresh on each call (st21a: every round found a shortcut tuned to a
+  size the fixed cases lacked): DRAWN_SIZES sets of (batch, T_q, T_k, d_k, d_v), zero
+  to two leading axes of 1 to 4, T_q and T_k from 1 to 9, d_k from 1 to 16, d_v from
+  1 to 8, without a mask and with a drawn (T_q, T_k) one; a failure there prints the
+  sizes and the seed (``_draw_sizes(seed)`` draws them again);
 * float16 inputs computed in float32 and cast back (scores near 3200, whose raw
   products float16 holds but rounds by up to 8: float16 work unless Q K^T overflows
   is named; scores near 65600 and near 514000, above float16's 65504: scores clipped
@@ -118,6 +123,7 @@ import functools
 import importlib
 import itertools
 import math
+import os
 from collections.abc import Callable
 
 import numpy as np
@@ -1294,6 +1300,59 @@ def _no_key_case(fn, Q, K, V, mask=None):
 _inputs = functools.partial(_qkv, T_q=3, T_k=5, d_k=4, d_v=2)
 
 
+#: How many sets of sizes are drawn afresh on each call (st21a: every round found a
+#: shortcut tuned to one fixed size the cases lacked).
+DRAWN_SIZES = 2
+
+
+def _fresh_seed() -> int:
+    """A seed from the operating system, new on every call."""
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def _draw_sizes(seed: int) -> tuple:
+    """The sizes drawn afresh (DRAWN_SIZES of them): each (batch, T_q, T_k, d_k, d_v),
+    the batch zero to two leading axes of 1 to 4, T_q and T_k from 1 to 9, d_k from
+    1 to 16 and d_v from 1 to 8."""
+    rng = np.random.default_rng(seed)
+    return tuple((tuple(int(b) for b in rng.integers(1, 5, size=rng.integers(0, 3))),
+                  *(int(rng.integers(1, top + 1)) for top in (9, 9, 16, 8)))
+                 for _ in range(DRAWN_SIZES))
+
+
+def _drawn_inputs(seed: int, sizes: tuple):
+    """Q, K, V (float64) and a (T_q, T_k) mask, about 7 keys in 10 visible (a row may
+    see none), of the drawn ``sizes``, from ``seed``."""
+    batch, T_q, T_k, d_k, d_v = sizes
+    rng = np.random.default_rng([seed, *batch, T_q, T_k, d_k, d_v])
+    return (*_qkv(rng, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v, batch=batch),
+            rng.random((T_q, T_k)) < 0.7)
+
+
+def _drawn_case(case, seed: int, where: str, two_keys: bool = False):
+    """``case(Q, K, V, mask)`` at each set of sizes drawn from ``seed`` (``_draw_sizes``),
+    without and with the mask; a failure says the sizes and how to draw them again.
+    With ``two_keys`` T_k is at least 2 and query 0 sees keys 0 and 1 (gradients: with
+    one visible key in every row, dS is rounding noise and no relative tolerance
+    holds)."""
+    def drawn():
+        for sizes in _draw_sizes(seed):
+            if two_keys:
+                sizes = (*sizes[:2], max(sizes[2], 2), *sizes[3:])
+            Q, K, V, mask = _drawn_inputs(seed, sizes)
+            if two_keys:
+                mask[0, :2] = True
+            for m in (None, mask):
+                ok, detail = case(Q, K, V, m)()
+                if not ok:
+                    return ok, (f"{detail} (at sizes drawn afresh for this call: Q "
+                                f"{Q.shape}, K {K.shape}, V {V.shape}, "
+                                + ("no mask" if m is None else f"a mask {m.shape}")
+                                + f"; _draw_sizes({seed}) in {where} draws them again)")
+        return True, ""
+    return drawn
+
+
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, mask=None) -> (O, A)`` against the contract in this module's
     docstring: fifteen cases; returns True when all pass. An attempt that runs the
@@ -1565,13 +1624,15 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                   _case(fn, Q_sq, K_sq, V_sq, key_mask_sq))),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: B = 5, T_q = 2, "
              "T_k = 7, d_k = 9, d_v = 3; and B = 1, T_q = 1; and a (B, T_q, T_k) "
-             "mask",
+             f"mask; and {DRAWN_SIZES} sets of sizes drawn afresh",
              _all(*(_case(fn, q, k, v, m,
                           on_error="; " + LEADING_HINT.format(X="K") if ran else "")
                     for q, k, v, m in ((Q_o, K_o, V_o, causal_mask(2, 7)),
                                        (Q_o[:1, 1:], K_o[:1], V_o[:1],
                                         causal_mask(2, 7)[1:]),
-                                       (Q_o, K_o, V_o, mask_b))))),
+                                       (Q_o, K_o, V_o, mask_b))),
+                  _drawn_case(lambda q, k, v, m: _case(fn, q, k, v, m), _fresh_seed(),
+                              "attention.checkers.attention"))),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [

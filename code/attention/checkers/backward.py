@@ -90,7 +90,9 @@ all), one causal mask for every head (and one key, T_k = 1, hidden from one quer
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
 B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows), and with a (B, T_q, T_k)
-mask; a full (B, H, T_q, T_k) mask in
+mask, and the forward checker's sizes drawn afresh on each call (``attention._draw_sizes``,
+T_k from 2, query 0 seeing keys 0 and 1 under the drawn mask: where every row sees one
+key, dS is rounding noise; a failure prints the sizes and the seed; st21a); a full (B, H, T_q, T_k) mask in
 which some queries see no key, and an (H, T_q, T_k) mask on inputs with B = H = 3, whose
 heads' masks differ; and float32 inputs with scores above 100 (float32's exp()
 overflows above 88.7), with a causal mask and without one, and at small scores with
@@ -135,7 +137,8 @@ from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from .attention import (CAUSAL_DEFAULT, FIRST_BLOCK, FIRST_BLOCK_ZEROED,  # said alike
                         KEY_PER_QUERY, LOG_SUM_EXP, LONG_T_K, ONLINE_BLOCKS, PER_BATCH,
-                        _first_block_nan, _first_block_rows, _long_row, _lse_weights,
+                        DRAWN_SIZES, _drawn_case, _first_block_nan,
+                        _first_block_rows, _fresh_seed, _long_row, _lse_weights,
                         _two_key_mask)
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
                       _all, _float32_valued, _mask_axes_hint, _named, _qkv,
@@ -1779,11 +1782,17 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         _run("a (B, 1, 1, T_k) padding mask, one sequence empty",
              _case(fn, Qb, Kb, Vb, dOb, pad, on_error=batch_hint)),
         _run("3-D inputs (B, T, d), a (T_q, T_k) causal mask: (3, T_q = 2, d_k = 9), "
-             "T_k = 8, d_v = 4; and B = 1, T_q = 1; and a (B, T_q, T_k) mask",
+             "T_k = 8, d_v = 4; and B = 1, T_q = 1; and a (B, T_q, T_k) mask; and "
+             f"{DRAWN_SIZES} sets of sizes drawn afresh",
              _all(_case(fn, Qo, Ko, Vo, dOo, causal_mask(2, 8), on_error=leading_hint),
                   _case(fn, Qo[:1, 1:], Ko[:1], Vo[:1], dOo[:1, 1:], causal_mask(2, 8)[1:],
                         on_error=leading_hint),
-                  _case(fn, Qo, Ko, Vo, dOo, mask_o, on_error=leading_hint))),
+                  _case(fn, Qo, Ko, Vo, dOo, mask_o, on_error=leading_hint),
+                  # (dO drawn from the sizes: the same sizes, the same dO)
+                  _drawn_case(lambda q, k, v, m: _case(
+                      fn, q, k, v, np.random.default_rng(list(q.shape) + [v.shape[-1]])
+                      .standard_normal(q.shape[:-1] + v.shape[-1:]), m), _fresh_seed(),
+                      "attention.checkers.attention", two_keys=True))),
         _run("a (B, H, T_q, T_k) mask where some queries see no key; an "
              "(H, T_q, T_k) one, B = H = 3",
              _all(_case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint),
