@@ -774,7 +774,7 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
                 "(over a.tolist() or range(len(a))) computes J g entry by entry of J, "
                 "O(T_k^2) work. Compute J g from a, g and the number a.g, one dot product a.g and one pass")
     if name == "summed":
-        return (f"{passed}, about T_k^2: it recomputes the number "
+        return (f"{passed}; that is about T_k^2: it recomputes the number "
                 "a.g (sum(map(operator.mul, al, gl)), math.fsum, over lists or arrays) "
                 "for every key, inside the loop over the keys, O(T_k^2) work. Compute a.g "
                 "once, before any loop: J g needs one dot product and one pass")
@@ -783,7 +783,7 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
                 "one row of J at a time (or a block of rows), O(T_k^2) work, the full "
                 "Jacobian built piece by piece. Compute J g from a, g and the number a.g, "
                 "which needs one dot product a.g and one pass")
-    return (f"{passed}, about T_k^2 where the right VJP touches a few "
+    return (f"{passed}; that is about T_k^2, where the right VJP touches a few "
             "T_k: it builds J, the full T_k x T_k Jacobian, whole or one row (or block "
             "of rows) at a time, O(T_k^2) work. Compute J g from a, g and the number a.g, one dot product a.g "
             "and one pass")
