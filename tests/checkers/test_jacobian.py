@@ -851,7 +851,19 @@ def vjp_recomputes_a_dot_g_by_multiply_on_lists(a, g):  # h22j: told "a loop ins
     return np.array([x * (y - np.sum(np.multiply(al, gl))) for x, y in zip(al, gl)])
 
 
+def vjp_recomputes_a_dot_g_by_einsum_on_lists(a, g):  # h22j: told "one row of J"
+    al, gl = a.tolist(), g.tolist()
+    return np.array([x * (y - np.einsum("i,i", al, gl)) for x, y in zip(al, gl)])
+
+
+def vjp_recomputes_a_dot_g_by_tensordot_on_lists(a, g):  # h22j
+    al, gl = a.tolist(), g.tolist()
+    return np.array([x * (y - np.tensordot(al, gl, 1)) for x, y in zip(al, gl)])
+
+
 WRONG_VJPS = [
+    (vjp_recomputes_a_dot_g_by_einsum_on_lists, "it recomputes the number a.g"),
+    (vjp_recomputes_a_dot_g_by_tensordot_on_lists, "it recomputes the number a.g"),
     (vjp_builds_j_up_to_65_keys, "KiB, past the budget of 28 KiB at this length; a 64 x 64 "
                                  "matrix takes 32 KiB: it builds J"),
     (vjp_row_by_row_up_to_256_keys, "on a row of 64 keys your vjp's NumPy operations "

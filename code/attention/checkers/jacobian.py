@@ -64,7 +64,8 @@ the entries NumPy operations touch when they take the arrays it passes as a and 
 copies it makes count too (``np.asarray``, ``np.array``, ``np.ascontiguousarray``,
 ``np.asfortranarray``, ``np.frombuffer``, ``np.fromiter``, ``np.empty`` and its kin,
 ``a.astype(float, subok=False)``, ``a.__array__()``) and lists equal to a, g or a * g
-given to ``np.dot``, ``np.inner``, ``np.vdot``, ``np.matmul`` or ``np.multiply``;
+given to ``np.dot``, ``np.inner``, ``np.vdot``, ``np.matmul``, ``np.multiply``,
+``np.einsum`` or ``np.tensordot``;
 ``np.einsum`` without ``optimize`` counts one product per combination of its indices.
 What it cannot see: O(T_k^2) work that keeps the traced memory and the calling thread's
 lines of Python within their budgets and that the counted call does not see: work on a
@@ -389,7 +390,7 @@ class _Counting(np.ndarray):
         args, kwargs = self._plain(args), {k: self._plain(v) for k, v in kwargs.items()}
         result = func(*args, **kwargs)
         self._count(list(args) + list(kwargs.values()), result, whole)
-        if func is np.einsum and args and isinstance(args[0], str) \
+        if func is _EINSUM and args and isinstance(args[0], str) \
                 and not kwargs.get("optimize"):
             naive = _einsum_naive_work(args[0], args[1:])
             _Counting.work += naive
@@ -442,8 +443,10 @@ def _keeps_counting(convert: Callable) -> Callable:
 #: NumPy's products that take Python lists: while the work is counted, a list (or
 #: tuple) they are given that holds a, g or a * g by value counts as that row (st20a:
 #: ``np.dot(al, gl)`` recomputed for every key over ``a.tolist()`` was told "one row
-#: of J at a time"; h22j: so was ``np.matmul(al, gl)``).
-_LIST_TAKERS = ("dot", "inner", "vdot", "matmul", "multiply")
+#: of J at a time"; h22j: so was ``np.matmul(al, gl)``, and ``np.einsum("i,i", al, gl)``).
+_LIST_TAKERS = ("dot", "inner", "vdot", "matmul", "multiply", "einsum", "tensordot")
+#: NumPy's own einsum (while the work is counted, ``np.einsum`` takes lists as above).
+_EINSUM = np.einsum
 
 
 class _TakesCountingLists:
