@@ -1344,8 +1344,127 @@ FLOORED_FAR = ("clipping the scores (or the shift) changes rows of very negative
                "scores: softmax is shift-invariant, no floor is needed")
 
 
+# Found by the student round st22b.
+def _tau_plus(eps):
+    def attempt(Q, K, V, tau):
+        return right(Q, K, V, tau + eps)  # "against a division by zero"
+    attempt.__name__ = f"tau_plus_{eps:g}".replace("-", "_")
+    return attempt
+
+
+# an epsilon added to tau was told that the factor was rounded to float32
+tau_plus_1e_8, tau_plus_1e_9, tau_plus_1e_12 = (_tau_plus(e) for e in (1e-8, 1e-9, 1e-12))
+
+
+def no_shift_then_nan_to_num(Q, K, V, tau):
+    # st14b: exp() not shifted overflows when cold, and NaN made 0: rows of zeros
+    with np.errstate(all="ignore"):
+        E = np.exp(_scores(Q, K, tau))
+        A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True), nan=0.0)
+    return A @ V, A
+
+
+def no_shift_nan_set_to_0_by_index(Q, K, V, tau):
+    # told only that some rows sum to 0 (and plain np.nan_to_num was said to give 1/T_k)
+    Qw, Kw, Vw = _work(Q, K, V)
+    with np.errstate(all="ignore"):
+        E = np.exp(_scaled(Qw, Kw, tau))
+        A = E / E.sum(axis=-1, keepdims=True)
+    A[np.isnan(A)] = 0.0
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def _first_order_below_a_spread(bound):
+    def attempt(Q, K, V, tau):
+        # the expansion of exp() to first order wherever a row's scaled scores lie
+        # within ``bound`` of their mean (passed for a bound of 1e-3: the gap between
+        # the warm temperatures 1e3 and 1e6 held no probe)
+        Qw, Kw, Vw = _work(Q, K, V)
+        S = _shifted(Qw, Kw, tau)
+        D = S - S.mean(axis=-1, keepdims=True)
+        if np.abs(D).max() < bound:
+            A = (1 + D) / S.shape[-1]
+        else:
+            A = _softmax(S)
+        return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+    attempt.__name__ = f"first_order_below_a_spread_of_{bound:g}".replace("-", "_")
+    return attempt
+
+
+first_order_below_a_spread_of_1e_3 = _first_order_below_a_spread(1e-3)
+first_order_below_a_spread_of_5e_4 = _first_order_below_a_spread(5e-4)
+
+
+def the_pages_skeleton(Q, K, V, tau):
+    ...  # your code: scores, softmax along the keys, weighted values
+    return O, A  # noqa: F821 (the page's skeleton: a NameError on every case)
+
+
+def K_untransposed_when_square(Q, K, V, tau):
+    # "K may come transposed": used as it is when its shape allows (the float32 row near
+    # -200, whose K is 3 x 3, was told a floor on the shift)
+    Qw, Kw, Vw = _work(Q, K, V)
+    Kt = Kw if Kw.shape[-2] == Kw.shape[-1] else np.swapaxes(Kw, -1, -2)
+    A = _softmax(_shifted(Qw, np.swapaxes(Kt, -1, -2), tau))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def _with_O_from(sdpa):
+    def attempt(Q, K, V, tau):
+        O, A = right(Q, K, V, tau)
+        q, k, v = (torch.as_tensor(x.astype(np.float64)) for x in (Q, K, V))
+        O = sdpa(q, k, v, scale=1 / (tau * Q.shape[-1] ** 0.5)).numpy()
+        return O.astype(Q.dtype), A
+    return attempt
+
+
+# torch's attention operator, reached through torch.ops.aten (passed every case)
+O_by_the_aten_operator = _with_O_from(
+    lambda q, k, v, scale: torch.ops.aten.scaled_dot_product_attention(q, k, v, scale=scale))
+O_by_the_aten_default_overload = _with_O_from(
+    lambda q, k, v, scale: torch.ops.aten.scaled_dot_product_attention.default(
+        q, k, v, scale=scale))
+O_by_the_aten_operator.__name__ = "O_by_the_aten_operator"
+O_by_the_aten_default_overload.__name__ = "O_by_the_aten_default_overload"
+
+
+def tau_clamped_at_a_far_cold_value(Q, K, V, tau):
+    # max(tau, np.finfo(float).tiny * 1e10): weights near uniform at 1e-300, unnamed
+    return right(Q, K, V, max(tau, np.finfo(np.float64).tiny * 1e10))
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st22b
+    (tau_plus_1e_8, "they are the softmax at tau = 0.30000001, 1e-08 above tau = 0.3 (no "
+     "rounding to float32 gives that factor): was an epsilon added to tau"),
+    (tau_plus_1e_9, "they are the softmax at tau = 0.010000001, 1e-09 above tau = 0.01"),
+    (tau_plus_1e_12, "c = 35.355339056, where 1/(tau sqrt(d_k)) = 35.355339059: they are "
+     "the softmax at tau = 0.010000000001, 1e-12 above tau = 0.01"),
+    (no_shift_then_nan_to_num, NOT_SHIFTED + " overflows to inf (and inf/inf is NaN), and "
+     "where every score of a row lies below about -745 exp() underflows to 0 on every key "
+     "(0/0); replacing the NaN weights by 0 (np.nan_to_num(A), whose default is nan=0, or "
+     "A[np.isnan(A)] = 0)"),
+    (no_shift_nan_set_to_0_by_index, "; replacing the NaN weights by 0 (np.nan_to_num(A), "
+     "whose default is nan=0, or A[np.isnan(A)] = 0)"),
+    (first_order_below_a_spread_of_1e_3, "weights at tau = 1500 differs from the reference "
+     "by up to 4.21e-08: your weights are the softmax's expansion to first order"),
+    (first_order_below_a_spread_of_5e_4, "output at tau = 3300 differs from the reference "
+     "by up to 1.78e-08: your weights are nearly, not exactly, the softmax"),
+    (the_pages_skeleton, "✗ every case: raised NameError: name 'O' is not defined"),
+    (K_untransposed_when_square, "with K not transposed: was K transposed because its "
+     "shape allowed it"),
+    (O_by_the_aten_operator, "✗ every case: your function calls "
+     "torch.ops.aten.scaled_dot_product_attention, PyTorch's built-in attention"),
+    (O_by_the_aten_default_overload, "✗ every case: your function calls "
+     "torch.ops.aten.scaled_dot_product_attention, PyTorch's built-in attention"),
+    (tau_clamped_at_a_far_cold_value, "weights at tau = 1e-300 on Q scaled by tau differs "
+     "from the reference by up to 0.344: your weights are the softmax at tau = 2.23e-298, "
+     "warmer than tau = 1e-300: was tau clamped from below"),
+    (tau_rounded_to_float32, "weights at tau = 1e-100 on Q scaled by tau contains NaN "
+     "where the reference has none: usually exp() of a score that overflowed (inf / "
+     "inf), or a row whose every score is -inf (-inf - (-inf)); or was tau, or the "
+     "factor 1/(tau sqrt(d_k)), rounded to float32, where 1e-100 is 0"),
     # found by the student round st20b
     (scaled_in_float32_before_the_shift, SCALED_OVERFLOW32),
     (shifted_then_scaled_by_a_float32_factor, FACTOR_INF32 + ": made a float32 "
@@ -1394,7 +1513,8 @@ WRONG = [
      "keepdims=True) + eps), makes the 0/0 rows zeros"),
     (no_shift_nan_made_uniform, NOT_SHIFTED + " overflows to inf (and inf/inf is NaN), "
      "and where every score of a row lies below about -745 exp() underflows to 0 on "
-     "every key (0/0); replacing the NaN weights by 1/T_k"),
+     "every key (0/0); replacing the NaN weights by 1/T_k (np.where(np.isnan(A), 1 / T_k, "
+     "A), or np.nan_to_num(A, nan=1 / T_k))"),
     # found by the student round st16b
     (tau_cast_to_the_work_dtype, TAU_INF32),
     (online_softmax_without_the_rescale, "not rescaled by exp(m_old - m_new)"),
@@ -1571,8 +1691,9 @@ WRONG = [
     (second_order_exp_when_hot, "the scale is right, so exp() or the normalisation was"),
     (root_with_a_wrong_exponent, "with c = 1.2601, but at tau = 0.3 and d_k = 7 the"),
     (np_float64_tau_promotes_float32, "with tau = np.float64(1.5), a NumPy float64 scalar"),
-    (d_k_instead_of_sqrt_when_hot, "at tau = 1e+06 differs from the reference by up to "
-     "1.93e-07: the scores are divided by tau d_k instead of tau sqrt(d_k)"),
+    # (st22b: the first warm tau past its threshold 1e4 is now 3e4)
+    (d_k_instead_of_sqrt_when_hot, "at tau = 30000 differs from the reference by up to "
+     "6.42e-06: the scores are divided by tau d_k instead of tau sqrt(d_k)"),
     (sqrt_d_v_when_hot, "tau sqrt(2), but 2 is not the width d_k = 7"),
     (d_k_from_the_second_axis_of_K, "read d_k from the last axis, Q.shape[-1]"),
     (argmax_with_isclose_ties_when_cold, "equal shares of a row's best keys"),
@@ -1688,11 +1809,16 @@ EXCLUSIVE = {
     # the clamp's hint only for weights that are the softmax at a warmer tau
     "was tau clamped from below": {tau_clamped_at_1e_16, tau_clamped_at_the_machine_epsilon,
                                    tau_plus_1e_18, tau_plus_a_tiny_epsilon,
-                                   temperature_as_a_power, tau_clamped_at_1e_19},
+                                   temperature_as_a_power, tau_clamped_at_1e_19,
+                                   tau_clamped_at_a_far_cold_value, tau_plus_1e_9,
+                                   tau_plus_1e_12},
     "the scale is right": {second_order_exp_when_hot, weights_rounded_to_8_decimals,
-                           softmax_in_float32_for_float64_inputs},
+                           softmax_in_float32_for_float64_inputs,
+                           first_order_below_a_spread_of_1e_3,
+                           first_order_below_a_spread_of_5e_4},
     "expansion to first order": {first_order_expansion_when_hot,
-                                 first_order_expansion_above_1e10},
+                                 first_order_expansion_above_1e10,
+                                 first_order_below_a_spread_of_1e_3},
     "a floor on the shifted scores": {floor_on_the_shifted_scores, floor_at_25, floor_at_30},
     "the shift is needed at every temperature": {shift_below_1, shift_below_0_02,
                                                  no_shift_when_hot},
@@ -1723,14 +1849,24 @@ EXCLUSIVE = {
                           the_librarys_private_blocked_forward, the_librarys_private_attend,
                           the_librarys_online_softmax,
                           the_librarys_torch_function_imported_inside},
-    "PyTorch's built-in attention": {right_by_torch_sdpa},
+    "PyTorch's built-in attention": {right_by_torch_sdpa, O_by_the_aten_operator,
+                                     O_by_the_aten_default_overload},
+    # st22b: an epsilon added to tau, told apart from a factor rounded to float32
+    "no rounding to float32 gives that factor": {tau_plus_1e_8, tau_plus_1e_9,
+                                                 tau_plus_1e_12},
+    "replacing the NaN weights by 0": {no_shift_then_nan_to_num,
+                                       no_shift_nan_set_to_0_by_index},
+    "rounded to float32, where 1e-100 is 0": {tau_rounded_to_float32, factor_in_float32,
+                                              tau_as_a_torch_tensor},
     # (a shift only where some score passes 709.78 is one only past a bound too)
     "the sum of exp overflows": {shift_only_where_the_maximum_passes_709,
                                  shift_only_where_exp_of_the_maximum_overflows,
                                  shift_if_any_score_passes_709},
     # (np.clip(S, -L, L) floors the scores too)
     "the exponentials were not shifted": {no_shift_epsilon_1e_300_in_the_sum,
-                                          no_shift_nan_made_uniform},
+                                          no_shift_nan_made_uniform,
+                                          no_shift_then_nan_to_num,
+                                          no_shift_nan_set_to_0_by_index},
     "no floor is needed": {scores_floored_at_minus_1e9, shift_floored_at_minus_1e6,
                            clip_1e8, clip_1e10, clip_1e13, clip_1e15, clip_1e17,
                            clip_1e30, clip_1e200},
@@ -1807,7 +1943,7 @@ def test_the_output_is_checked_not_only_the_weights(capsys):
     checkers.check_attention_with_temperature(output_zeros)
     failed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("✗")]
     assert any("output at tau" in line for line in failed)
-    assert any(line.startswith("✗ output at tau = 1e+06 to") for line in failed)  # hot
+    assert any(line.startswith("✗ output at tau = 100 to") for line in failed)  # hot
     assert any(line.startswith("✗ output at tau = 0.001") for line in failed)  # cold
     assert not any("weights at tau" in line for line in failed)  # its weights are right
 
@@ -2262,14 +2398,6 @@ def test_the_row_near_minus_1e5_and_its_mirror_tell_a_clip_from_a_one_sided_boun
         assert np.allclose(attempt(high, K, V, t.COLD)[1], right(high, K, V, t.COLD)[1])
 
 
-def no_shift_then_nan_to_num(Q, K, V, tau):
-    # st14b: exp() not shifted overflows when cold, and NaN made 0: rows of zeros
-    with np.errstate(all="ignore"):
-        E = np.exp(_scores(Q, K, tau))
-        A = np.nan_to_num(E / E.sum(axis=-1, keepdims=True), nan=0.0)
-    return A @ V, A
-
-
 def test_rows_of_zeros_are_not_told_one_hot(capsys):
     # st14b: rows of zeros (all weights 0) were told "exactly one-hot (an argmax?)",
     # and the tie's addendum looked at the whole array's largest weight
@@ -2283,7 +2411,68 @@ def test_rows_of_zeros_are_not_told_one_hot(capsys):
     assert checkers.check_attention_with_temperature(no_shift_then_nan_to_num) is False
     out = capsys.readouterr().out
     assert "exactly one-hot" not in out and "an argmax picks only one" not in out, out
-    assert "sum to 0" in out, out
+    # st22b: named as NaN replaced by 0 after no shift, not only "rows sum to 0"
+    assert "replacing the NaN weights by 0 (np.nan_to_num(A), whose default" in out, out
+
+
+def test_the_pages_skeleton_is_told_its_error_in_a_single_line():
+    # st22b: __init__.py and exercises.md promise a single line when every case fails
+    # the same way; the skeleton's NameError printed 16, the batched ones with the batch
+    # hint (and the float32 row near -200 with a floor on the shift)
+    run = run_once(_check_on_the_fixed_settings, the_pages_skeleton)
+    assert run.text.splitlines() == ["✗ every case: raised NameError: name 'O' is not "
+                                     "defined", "0 of 16 checks passed."], run.text
+
+
+def test_the_batch_hint_is_given_to_shape_errors_only():
+    from attention.checkers import temperature as t
+
+    Q = np.zeros((5, 6, 3, 7))
+    K = np.zeros((5, 6, 4, 7))
+    einsum = lambda Q, K, V, tau: np.einsum("qd,kd->qk", Q, K)  # noqa: E731
+    _, told = t._attempt(einsum, Q, K, K, 1.0)
+    assert "on inputs of shape (5, 6, T, d)" in told and "np.swapaxes(K, -1, -2)" in told
+    for exc in (NameError("name 'O' is not defined"), ZeroDivisionError("division by zero"),
+                TypeError("unsupported operand type(s)")):
+        def raising(Q, K, V, tau, exc=exc):
+            raise exc
+        _, told = t._attempt(raising, Q, K, K, 1.0)
+        assert told == f"raised {type(exc).__name__}: {exc}", told
+
+
+def test_the_float32_row_near_minus_200_names_a_floor_only_for_what_a_floor_gives():
+    # st22b: K untransposed when square failed there and was told a floor on the shift
+    report = run_once(_check_on_the_fixed_settings, K_untransposed_when_square).text
+    line = next(x for x in report.splitlines() if "float32 inputs give" in x)
+    assert "A for float32 inputs with every score near -200 differs" in line
+    assert "floor on the shift" not in line
+    for floored in (shift_floored_at_80_in_float32, shift_floored_at_100_in_float32):
+        report = run_once(_check_on_the_fixed_settings, floored).text
+        assert "score lies near -200 (in float32, exp() is 0 below about -103), and a " \
+            "floor on the shift" in report
+
+
+@pytest.mark.parametrize("bound", [2e-3, 1.2e-3, 1e-3, 9e-4, 7e-4, 6e-4, 5e-4, 4e-4,
+                                   3.2e-4, 3e-4, 2.5e-4])
+def test_a_first_order_shortcut_below_any_spread_is_seen_or_right_to_the_tolerance(bound):
+    # st22b: one taken where a row's scaled scores spread by less than 1e-3 passed (no
+    # probe between 1e3 and 1e6); now it fails wherever it moves the results by 1e-8 on
+    # the checker's inputs at the warm temperatures
+    from attention.checkers import temperature as t
+
+    attempt = _first_order_below_a_spread(bound)
+    rng = np.random.default_rng(t._RNG_SEED + 1)  # the checker's own first inputs
+    Q, K, V = (rng.standard_normal(s) for s in ((t.T_Q, t.D_K), (t.T_K, t.D_K),
+                                                 (t.T_K, t.D_V)))
+    off = max(float(np.abs(got - want).max()) for tau in np.geomspace(1e3, 1e6, 241)
+              for got, want in zip(attempt(Q, K, V, tau), right(Q, K, V, tau)))
+    verdict = run_once(_check_on_the_fixed_settings, attempt).result
+    if off > 1.25e-8:
+        assert verdict is False, (bound, off)
+    if off <= 1e-8:
+        assert verdict is True, (bound, off)
+    assert t.WARM[:2] == (100.0, 1e3) and 4000 in t.WARM
+    assert max(np.diff(np.log10(t.WARM[1:6]))) <= np.log10(1.5) + 1e-12
 
 
 def test_the_long_rows_lead_every_other_key_as_stated():
