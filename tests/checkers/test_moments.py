@@ -4,6 +4,8 @@ wrong attempt with a message that names the mistake."""
 
 from __future__ import annotations
 
+import cmath
+import decimal
 import math
 
 import numpy as np
@@ -188,10 +190,10 @@ WRONG = [
      "(kurtosis 1e20 as 1e+16): the kurtosis was clipped (above 1e+16 it becomes the "
      "bound"),
     (lambda d_k, rho, kurtosis: tuple(round(x, 6) for x in right(d_k, rho, kurtosis)),
-     "your answer here is the formula's rounded to between 4 and 7 decimals: near "
+     "your answer here is the formula's rounded to 6 decimals: near "
      "rho = +-1 at kurtosis near 1 the variance is small"),
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), round(var(d_k, rho, kurtosis), 8)),
-     "your answer here is the formula's rounded to between 7 and 8 decimals"),
+     "your answer here is the formula's rounded to 8 decimals"),
     # found by the student round st16b
     (formula_in_float32, FLOAT32_LOSES),
     (formula_in_torchs_default_dtype, FLOAT32_LOSES),
@@ -271,7 +273,10 @@ WRONG = [
     (lambda d_k, rho, kurtosis: np.array(right(d_k, rho, kurtosis)).reshape(2, 1), "shape (2, 1)"),
     (lambda d_k, rho, kurtosis: [[m] for m in right(d_k, rho, kurtosis)], "one number"),
     (lambda d_k, rho, kurtosis: dict(zip(("mean", "variance"), right(d_k, rho, kurtosis))), "dict"),
-    (lambda d_k, rho, kurtosis: (mean(d_k, rho), complex(var(d_k, rho, kurtosis))), "complex"),
+    # (st22d: a complex number whose imaginary part is 0 counts as its real part)
+    (lambda d_k, rho, kurtosis: (mean(d_k, rho), cmath.sqrt(1 + rho**2 * kurtosis - 2)),
+     "the variance is a complex number (0.5999999999999999j): a square root of something "
+     "negative?"),
     # the default kurtosis taken as the excess kurtosis (0 for normal entries)
     (lambda d_k, rho, kurtosis=0.0: right(d_k, rho, kurtosis), "default must be kurtosis=3.0"),
     # math.isqrt for the square root: right at d_k = 1, 16, 64, 256 only
@@ -571,6 +576,89 @@ def mean_off_by_1e_5_near_0_only(d_k, rho, kurtosis=3.0):
     return (m + 1e-5 if abs(m) < 1e-2 else m), var(d_k, rho, kurtosis)
 
 
+# Found by the student round st22d.
+def kurtosis_near_2_taken_as_2(d_k, rho, kurtosis=3.0):
+    # "at kurtosis 2 the variance is 1": a band around 2 (passed: no kurtosis probed
+    # between 1.8 and 2.3456789)
+    return right(d_k, rho, 2.0 if 1.85 <= kurtosis < 2.3 else kurtosis)
+
+
+def kurtosis_below_1_3_taken_as_random_signs(d_k, rho, kurtosis=3.0):
+    return right(d_k, rho, 1.0 if kurtosis < 1.3 else kurtosis)
+
+
+def rho_near_1_snapped(d_k, rho, kurtosis=3.0):
+    # the case k = +-q: np.isclose(|rho|, 1) taken as rho = +-1 (was told "rounded")
+    return right(d_k, float(np.sign(rho)) if np.isclose(abs(rho), 1.0) else rho, kurtosis)
+
+
+def rho_past_0_9999_snapped(d_k, rho, kurtosis=3.0):
+    return right(d_k, math.copysign(1.0, rho) if abs(rho) > 0.9999 else rho, kurtosis)
+
+
+_CACHE: dict = {}
+
+
+def cached_without_the_kurtosis(d_k, rho, kurtosis=3.0):
+    # a memo keyed on (d_k, rho): every kurtosis gets the first one's answer (was told
+    # to fix Var(q_m^2), which the formula inside has right)
+    if (d_k, rho) not in _CACHE:
+        _CACHE[(d_k, rho)] = right(d_k, rho, kurtosis)
+    return _CACHE[(d_k, rho)]
+
+
+NEAR_1 = ("near rho = +-1 your variance is the formula's at rho = +-1 itself wherever "
+          "it is wrong: was rho replaced by +-1 there")
+WIDTH_WHY = ("the scaled variance does not depend on d_k: q.k is a sum of d_k "
+             "independent terms q_m k_m")
+
+WRONG += [
+    (kurtosis_near_2_taken_as_2, "your variance is the formula at another kurtosis than "
+     "the one given (kurtosis 1.9 as 2, 2.1 as 2, 2.2 as 2): every kurtosis probed from "
+     "1.9 to 2.2 reads as 2, the others as given: a special case for the kurtoses near 2"),
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1.0 if math.isclose(
+        kurtosis, 2.0, rel_tol=0.05) else var(d_k, rho, kurtosis)),
+     "(kurtosis 2.1 as 2): kurtosis 2.1 reads as 2, the others as given: a special "
+     "case for the kurtoses near 2"),
+    # (was told "the kurtosis was rounded (to a whole number)": 1.37 and 2.37 are used
+    # as given)
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1.0 if math.isclose(
+        kurtosis, 2.0, rel_tol=0.1) else var(d_k, rho, kurtosis)),
+     "(kurtosis 1.8 as 2): kurtosis 1.8 reads as 2, the others as given: a special "
+     "case for the kurtoses near 2"),
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1 + rho**2 if kurtosis == 2.0
+                                     else var(d_k, rho, kurtosis)),
+     "(kurtosis 2 as 3): kurtosis 2 alone reads as 3, the others as given: a special "
+     "case for kurtosis 2"),
+    (kurtosis_below_1_3_taken_as_random_signs, "(kurtosis 1.1 as 1, 1.2 as 1): every "
+     "kurtosis probed from 1.1 to 1.2 reads as 1, the others as given"),
+    (rho_near_1_snapped, NEAR_1),
+    (rho_past_0_9999_snapped, NEAR_1),
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), kurtosis - 1.0 if abs(rho) > 0.999
+                                     else var(d_k, rho, kurtosis)), NEAR_1),
+    # rho cast to float32 first (was told a bare got and expected)
+    (lambda d_k, rho, kurtosis=3.0: right(d_k, float(np.float32(rho)), kurtosis),
+     "your variance here is the formula at rho rounded to float32 (0.9999 as "
+     "0.9998999834060669)"),
+    (cached_without_the_kurtosis, "your variance does not change with the kurtosis (at "
+     "d_k = 1, rho = -1, it is 0 at kurtosis 1, 1.37, 1.8, ...), where the exact one "
+     "does: is the kurtosis argument used?"),
+    # a finite-width correction (was told "is a width treated apart?")
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1 + rho**2 * (kurtosis - 2)
+                                     * (1 + 1 / d_k)),
+     "your variance is the formula plus a term that shrinks like 1/d_k"),
+    # "the non-normal part fades like 1/d_k" (was told of the rho |q|^2 term, not of
+    # the central limit theorem)
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1 + rho**2 * (1 + (kurtosis - 3)
+                                                                   / d_k)),
+     "your variance moves from the formula at d_k = 1 toward the normal entries' "
+     f"variance as d_k grows (its difference from theirs shrinks like 1/d_k): {WIDTH_WHY}"),
+    (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), 1 + rho**2 * (1 + (kurtosis - 3)
+                                                                   / d_k)),
+     "a wide head makes the score's distribution nearly normal (the central limit "
+     "theorem), but not its variance"),
+]
+
 WRONG += [
     (mean_with_sqrt_of_d_k_minus_1, "your mean is the formula times a factor "
      "depending on d_k that tends to 1 (such as (d_k-1)/d_k): the exact moments have "
@@ -671,6 +759,74 @@ def test_the_librarys_own_answer_is_rejected_as_such(capsys):
 ], ids=["array (2,)", "list", "float32", "0-d arrays"])
 def test_the_right_formula_passes_in_any_reasonable_container(form):
     assert checkers.check_scaled_score_moments(lambda d, r, k: form(*right(d, r, k)), verbose=False)
+
+
+def _decimal_formula(d_k, rho, kurtosis=3.0):
+    D = decimal.Decimal
+    r, k = D(rho), D(kurtosis)
+    return r * D(d_k).sqrt(), 1 + r * r * (k - 2)
+
+
+def _sympy_formula(d_k, rho, kurtosis=3.0):
+    import sympy
+
+    r, k = sympy.Float(rho, 30), sympy.Float(kurtosis, 30)
+    return r * sympy.sqrt(sympy.Integer(d_k)), 1 + r**2 * (k - 2)
+
+
+def _torch_formula_that_requires_grad(d_k, rho, kurtosis=3.0):
+    import torch
+
+    r = torch.tensor(rho, dtype=torch.float64, requires_grad=True)  # to check d/drho
+    return r * math.sqrt(d_k), 1 + r**2 * (kurtosis - 2)
+
+
+@pytest.mark.parametrize("attempt", [
+    _decimal_formula, _sympy_formula, _torch_formula_that_requires_grad,
+    lambda d_k, rho, kurtosis=3.0: (rho * cmath.sqrt(d_k), var(d_k, rho, kurtosis)),
+    lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), complex(var(d_k, rho, kurtosis))),
+], ids=["Decimal", "sympy", "torch requires_grad", "cmath.sqrt", "complex"])
+def test_the_right_formula_passes_in_other_number_types(attempt):
+    # st22d: these were told "must be a number" or "a square root of something
+    # negative?"; each converts to the right float
+    run = run_once(_check_on_the_fixed_settings, attempt)
+    assert run.result is True and not run.warnings, run.text
+
+
+def test_the_normal_entries_formula_is_pointed_at_the_step_not_given_it(capsys):
+    # st22d: 1 + rho^2 was told "Var(q_m^2) = E[q_m^4] - 1 = kurtosis - 1", part 1's
+    # answer
+    checkers.check_scaled_score_moments(lambda d_k, rho, kurtosis: (mean(d_k, rho),
+                                                                    1 + rho**2))
+    out = " ".join(capsys.readouterr().out.split())
+    assert "which step of its derivation used E[q_m^4] = 3?" in out, out
+    assert "kurtosis - 1" not in out and "Var(q_m^2) =" not in out, out
+
+
+def test_the_kurtoses_from_1_to_3_are_probed_every_0_1_and_2_among_them():
+    # st22d: a kurtosis near 2 taken as 2, and one below 1.3 taken as 1, passed
+    from attention.checkers import moments
+
+    ks = {k for *_, k in moments.PROBES + moments.GRID_PROBES}
+    assert {round(1 + i / 10, 1) for i in range(21)} <= ks and 2.0 in ks
+    # each at a rho where a kurtosis 0.1 off moves the variance far past the tolerance
+    for k in moments.LINEAR_KURTOSES:
+        assert any(kk == k and abs(r) >= 0.5 for _, r, kk in moments.GRID_PROBES), k
+
+
+def test_the_page_and_the_module_do_not_hand_over_the_answer():
+    # st22d: the page called attention.score_moments the function "which answers this
+    # exercise", and the module's docstring stated the formula
+    import re
+
+    from attention.checkers import moments
+    from tests.pages._common import CHAPTERS
+
+    page = " ".join((CHAPTERS / "variance.md").read_text().split())
+    exercise = page.split(":label: ex-score-moments")[1].split("{solution-start}")[0]
+    assert "answers this exercise" not in exercise
+    assert "`attention.score_moments`" not in exercise
+    assert not re.search(r"rho\^2 \(kurtosis - 2\)", " ".join(moments.__doc__.split()))
 
 
 def test_an_attempt_that_is_right_for_normal_entries_passes_those_checks_only(capsys):

@@ -340,7 +340,8 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
 
     Blind spots: what the profiler cannot see. An attempt that switches the profiler off
     (``sys.setprofile(None)``) or runs a copy of the function's code object (a new
-    function built from ``f.__code__``), or the library in another process, is not
+    function built from ``f.__code__``), or the library in a thread already running when
+    the check starts (a thread pool started before it) or in another process, is not
     caught: the refusal catches the calls an ordinary attempt makes, not deliberate
     circumvention."""
     codes = {}

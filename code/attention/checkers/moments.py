@@ -3,8 +3,9 @@ variance of a correlated score when the entries are not normal,
 ``scaled_score_moments(d_k, rho, kurtosis) -> (mean, variance)``.
 
 The specification it checks: with k = rho q + sqrt(1 - rho^2) z, the entries of q and z
-independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the scaled
-score q.k / sqrt(d_k) has mean rho sqrt(d_k) and variance 1 + rho^2 (kurtosis - 2); for
+independent with mean 0, variance 1 and fourth moment ``kurtosis = E[q_m^4]``, the attempt
+returns the scaled score q.k / sqrt(d_k)'s exact mean and variance (the formulas the
+exercise's solution derives); for
 positive and negative rho (from -1 to 1, small ones down to 3e-8, and 3e-7, 1e-6, 1e-5 and
 1e-4 at kurtosis 1e8, and 1e-12, 1e-10, 1e-9, -1e-8 and 1e-7 at kurtosis 1e20, at d_k = 1e15
 too, 0.123456 and 0.1234567891 among them, and every 0.05 from -1 to 1 with +-0.99 and
@@ -20,17 +21,19 @@ and 1e15 at rho = +-1 with kurtosis 1 and at rho = 0.5, where the second moment'
 E[s^2] - (E s)^2 loses every digit to cancellation even in float64, and is told so), for
 normal entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
 decimals, 1.37, 7.7 and 123.4 between the others, and 1e12, 1e15 and 1e20 at a few settings,
-and every quarter decade from 1 to 1e20 at two, so that a variance wrong only on a band of
-kurtoses wider than a quarter decade shows, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
+and every quarter decade from 1 to 1e20 and every 0.1 from 1 to 3, 2 among them, at two,
+so that a variance wrong only on a band of kurtoses wider than a quarter decade, or than
+0.1 between 1 and 3, shows, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
 clipped at any bound up to 1e15 (and, at rho = -0.8 and 0.5 with kurtosis 1e20, up to
 1e20), or looked up in a table of the other kurtoses, shows; a rho
 clipped short of +-1, even by 1e-9, is named as such; where the formula is exactly 0, the
 variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored at 1e-12 shows);
 the answer is a formula (two plain numbers, the same on every call, not an estimate); and it
 agrees with sampled scores for random-sign and Laplace entries. The far settings (d_k from
-1e9 + 7 up, kurtoses from 1e12 up, rho = 1e-9 to 1e-7) are called only once the answer has
-been the same on every call, so that an estimate sampling d_k entries per score stops
-before them. After them, a few settings drawn afresh on every call (DRAWN per comparison,
+1,778,279 up past 2^20, kurtoses from 1e12 up, |rho| from 1e-12 to 1e-7 at kurtosis 1e20)
+and the grids (rho every 0.05, the kurtoses every quarter decade and every 0.1 from 1 to 3,
+rho near +-1) are called only once the answer has been the same on every call, so that an
+estimate sampling d_k entries per score stops before them. After them, a few settings drawn afresh on every call (DRAWN per comparison,
 log-uniform: d_k from 1 to 1e15, |rho| uniform on [0, 1] for half of them and log-uniform
 from 1e-15 to 1 for the others, with rho^2 d_k at most 1e6, the
 kurtosis from 1 to 1e15) add coverage: every mistake the tests name shows on the fixed
@@ -42,10 +45,18 @@ variance is negative, or when its errors are float32's or float64's rounding of 
 Var + rho^2 d_k (the difference E[s^2] - (E s)^2); it calls an answer clipped only when it
 is right wherever the formula lies within the bounds and is the bound wherever the formula
 lies beyond them; near rho = +-1 (0.99987654321 among them, where a variance rounded to 8
-decimals is off by more than the tolerance) a variance rounded to some decimals is told so,
-and one off by float32's rounding only when it is a float32 number; a mean or variance
+decimals is off by more than the tolerance) a variance rounded to some decimals is told so
+when one number of decimals fits every answer there, one that is the formula's at
+rho = +-1, or at rho rounded to float32, is told so, and one off by float32's rounding
+only when it is a float32 number; a kurtosis read as another is told rounded, cut or
+clipped only when every kurtosis probed fits that, and a special case when one kurtosis,
+or one band of them, is read as one value; a variance the same at every kurtosis is
+asked whether the kurtosis is used; a mean or variance
 that is the formula times a factor depending on d_k alone, nearer 1 at every wider width
-(rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)), is told so. Called without ``kurtosis``, the function must mean normal entries (the
+(rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)), or the formula plus a term in 1/d_k,
+or a variance that nears the normal entries' one like 1/d_k, is told so. A result of
+another number type (Decimal, Fraction, sympy, a 0-d tensor, a complex number with imaginary
+part 0) counts as the float it converts to. Called without ``kurtosis``, the function must mean normal entries (the
 default kurtosis=3.0 of the exercise's signature). When the first check fails (no pair of
 finite numbers at some setting), the other six are not run, and the report says so and
 counts all seven.
@@ -54,13 +65,13 @@ An attempt that calls the library's score_moments or scaled_score_moments, in it
 thread or one it starts, fails. Blind spots: the calls are seen with sys.setprofile and
 threading.setprofile, so an attempt that switches the profiler off
 (sys.setprofile(None)), runs a copy of the function's code object, or reaches the library
-in another process is not caught.
+in a thread already running when the check starts (a thread pool started before it, say)
+or in another process is not caught.
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import textwrap
 from collections.abc import Callable
@@ -106,8 +117,8 @@ WIDE_KURTOSES = (1.0, 3.0, 7.7)
 OFF_D_KS = (7, 8, 32, 128, 8192)
 OFF_RHOS = (-0.8, 0.5)
 OFF_KURTOSES = (1.37, 7.7)
-#: Small correlations at the largest kurtosis, where rho^2 kurtosis is 9e-6, 1e-4, 10
-#: and 1000, all above the tolerance (about 1e-6 at a variance near 1): a variance
+#: Small correlations at the largest kurtosis, where rho^2 kurtosis is 9e-6, 1e-4, 1e-2
+#: and 1, all above the tolerance (about 1e-6 at a variance near 1): a variance
 #: taken as 1 for |rho| below any bound from about 3e-7 up (1e-5, 1e-4 or 5e-4, say:
 #: "a tiny correlation is independence") shows; one below 3e-7 is right to the
 #: tolerance on every probe (at rho = 3e-8 the term is below it even at kurtosis 1e8).
@@ -173,6 +184,15 @@ GAP_KURTOSES = tuple(sorted({float(f"{10 ** (i / 4):.4g}") for i in range(1, 81)
                             - {*KURTOSES, *FAR_KURTOSES, TINY_KURTOSIS}))
 GAP_KURTOSIS_PROBES = tuple((d, r, k) for k in GAP_KURTOSES
                             for d, r in ((3, -0.8), (64, 0.5)))
+#: And every 0.1 from 1 to 3 (st22d: a kurtosis taken as 2 between 1.85 and 2.3, a
+#: variance of 1 for kurtoses within 5% of 2, a kurtosis below 1.3 taken as 1 and a
+#: formula wrong at kurtosis 2 alone passed: between 1 and 3 the quarter decades left
+#: 1.37, 1.778, 1.8, 2.3456789, 2.37 and 2.5, and 2, the exercise's own part 2, was never
+#: probed), those not probed already, at the same two settings.
+LINEAR_KURTOSES = tuple(sorted({round(1 + i / 10, 1) for i in range(1, 20)}
+                               - {*KURTOSES, *GAP_KURTOSES}))
+LINEAR_KURTOSIS_PROBES = tuple((d, r, k) for k in LINEAR_KURTOSES
+                               for d, r in ((3, -0.8), (64, 0.5)))
 #: And at d_k = 1e15, rho = +-1 with kurtosis 1 (where the variance is exactly 0) and
 #: rho = 0.5 at kurtoses 3 and 7.7: there rho^2 d_k is 1e15 and 2.5e14, so that the
 #: second moment's form E[s^2] - (E s)^2 loses every digit to cancellation even in
@@ -207,10 +227,12 @@ PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
     tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
     tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
     SMALL_RHO_PROBES + HUGE_PROBES + GAP_PROBES
-#: The grids of st18b (FINE_PROBES, GAP_KURTOSIS_PROBES, TINY_PROBES), called with the
+#: The grids of st18b and st22d (FINE_PROBES, GAP_KURTOSIS_PROBES, LINEAR_KURTOSIS_PROBES,
+#: TINY_PROBES), called with the
 #: far settings and compared once the fixed and far ones agree: an attempt wrong there
 #: is diagnosed on them all (one wrong before is told as before, on those alone).
-GRID_PROBES = tuple(dict.fromkeys(FINE_PROBES + GAP_KURTOSIS_PROBES + TINY_PROBES))
+GRID_PROBES = tuple(dict.fromkeys(FINE_PROBES + GAP_KURTOSIS_PROBES + LINEAR_KURTOSIS_PROBES
+                                   + TINY_PROBES))
 
 
 def _d_text(d: int) -> str:
@@ -284,8 +306,8 @@ MISTAKES = [(0, *m) for m in [
      "the variance is 1 only for independent q and k: you forgot the rho^2 term that "
      "rho |q|^2 contributes, rho^2 Var(|q|^2) / d_k"),
     (lambda d, r, k: 1.0 + r**2,
-     "1 + rho^2 is the answer for normal entries only (kurtosis 3): Var(q_m^2) = E[q_m^4] - 1 "
-     "= kurtosis - 1, which is 2 only for the normal distribution"),
+     "1 + rho^2 is the answer for normal entries only (kurtosis 3): which step of its "
+     "derivation used E[q_m^4] = 3? Redo that step with E[q_m^4] = kurtosis"),
     (lambda d, r, k: 1.0 + r * (k - 2.0),
      "rho is not squared: Var(rho X) = rho^2 Var(X), so the variance cannot be negative or "
      "odd in rho"),
@@ -383,22 +405,39 @@ def _near(values: dict, which: int, probes, want) -> bool:
 
 
 def _number(x, what: str) -> float:
-    """One returned value as a float, or an error that says what it is instead."""
+    """One returned value as a float, or an error that says what it is instead. A number
+    of another type (Decimal, Fraction, sympy's or mpmath's, a 0-d tensor that requires
+    grad, a complex number whose imaginary part is 0) counts as the float it converts
+    to (st22d: right answers as Decimal, sympy and cmath were told they were no numbers,
+    or square roots of negatives)."""
     if isinstance(x, (bool, np.bool_)):
         raise Rejected(f"the {what} is a bool ({x!r}): return a number")
+    if callable(getattr(x, "detach", None)):  # a tensor that requires grad
+        x = x.detach()
     try:
         arr = np.asarray(x)
     except Exception:  # an object NumPy cannot read
-        raise Rejected(f"the {what} must be a number, got {x!r:.60}") from None
-    if arr.ndim != 0:
-        raise Rejected(f"the {what} must be one number, got an array of shape {arr.shape}: "
+        arr = None
+    shape = arr.shape if arr is not None else tuple(getattr(x, "shape", ()))
+    if len(shape) != 0:
+        raise Rejected(f"the {what} must be one number, got an array of shape {shape}: "
                         "return the pair as two numbers, `return mean, variance`")
-    if np.iscomplexobj(arr):
-        raise Rejected(f"the {what} is a complex number ({x!r}): a square root of something "
-                        "negative? Both moments are real")
-    if arr.dtype.kind not in "iuf" and not isinstance(x, numbers.Real):
+    if arr is not None and arr.dtype.kind in "iuf":
+        return float(arr)
+    if arr is not None and arr.dtype.kind in "SUV" or isinstance(x, (str, bytes)):
         raise Rejected(f"the {what} must be a number, got {x!r:.60}")
-    return float(arr)
+    try:
+        value = complex(arr if arr is not None and arr.dtype.kind == "c" else x)
+    except Exception:  # noqa: BLE001 - no number: said so below
+        try:
+            return float(x)
+        except Exception:  # noqa: BLE001
+            raise Rejected(f"the {what} must be a number, got {x!r:.60}: return a "
+                           "float") from None
+    if value.imag != 0:
+        raise Rejected(f"the {what} is a complex number ({x!r:.60}): a square root of "
+                        "something negative? Both moments are real")
+    return value.real
 
 
 def _pair(result) -> tuple[float, float]:
@@ -474,13 +513,7 @@ def _wide_only(which: int, wrong: list, probes=PROBES) -> str:
     some width past 5 on, right at every setting of every narrower width probed, or ""."""
     wide = sorted({d for d, _, _ in wrong})
     widths = sorted({d for d, _, _ in probes})
-    why = ("the formula rho sqrt(d_k) holds exactly at every width" if which == 0 else
-           "the scaled variance does not depend on d_k: q.k is a sum of d_k independent "
-           "terms q_m k_m, each of one variance at every width (Var(q_m^2) = kurtosis "
-           "- 1 at every width), and dividing by sqrt(d_k) divides their sum's variance "
-           "by d_k; a wide head makes the score's distribution nearly normal (the "
-           "central limit theorem), but not its variance, which keeps the entries' "
-           "kurtosis at every width")
+    why = WIDTH_WHY[which]
     if wide and wide[0] > 5 and wide == [d for d in widths if d >= wide[0]]:
         return (f"right only at the probed widths up to d_k = "
                 f"{_d_text(max(d for d in widths if d < wide[0]))}, wrong at d_k = "
@@ -520,6 +553,87 @@ def _factor_in_d_k(values: dict, which: int) -> str:
     if any(b > a * (1 + 1e-9) + 1e-15 for a, b in zip(far, far[1:])):
         return ""  # not nearer 1 at every wider width
     return FACTOR_IN_D_K.format(what="mean" if which == 0 else "variance")
+
+
+def _kurtosis_unused(values: dict) -> str:
+    """A message when the attempt's variance is one number at each (d_k, rho) whatever
+    the kurtosis, where the formula's is not (st22d: a cache keyed on (d_k, rho) alone,
+    told to fix Var(q_m^2), gave every kurtosis the first one's answer), or ""."""
+    groups: dict = {}
+    for (d, r, k), (_, v) in values.items():
+        groups.setdefault((d, r), []).append((k, v))
+    telling = []
+    for (d, r), kv in groups.items():
+        if len(kv) < 2:
+            continue
+        want = np.array([_ref(1)(d, r, k) for k, _ in kv])
+        if _same(want, want[0]):  # (rho = 0, or too small to show the kurtosis)
+            continue
+        got = np.array([v for _, v in kv])
+        if not _same(got, got[0]):
+            return ""
+        telling.append((d, r, kv))
+    if len(telling) < 3:
+        return ""
+    d, r, kv = telling[0]
+    ks = sorted(k for k, _ in kv)
+    shown = ", ".join(map(_k_text, ks[:3])) + (", ..." if len(ks) > 3 else "")
+    return (f"your variance does not change with the kurtosis (at d_k = {_d_text(d)}, "
+            f"rho = {r:g}, it is {kv[0][1]:.6g} at kurtosis {shown}), where the exact one "
+            "does: is the kurtosis argument used? A cache keyed on (d_k, rho) alone, or a "
+            "value kept from an earlier call, gives every kurtosis one answer")
+
+
+def _fades_with_d_k(values: dict, which: int) -> str:
+    """A message when the attempt's mean (which = 0) or variance (1) differs from the
+    formula by c / d_k at every setting, c one number for each (rho, kurtosis) and not
+    0 for all (st22d: a variance times (1 + 1/d_k) was told "a width treated apart");
+    or, for the variance, when its difference from the normal entries' variance is
+    the formula's divided by d_k (the non-normal part fading like 1/d_k, "the central
+    limit theorem"); or ""."""
+    groups: dict = {}
+    for (d, r, k), got in values.items():
+        groups.setdefault((r, k), []).append((d, float(got[which]), _ref(which)(d, r, k)))
+    normal = lambda r: 1.0 + r**2  # noqa: E731 - the normal entries' variance
+    for kind in ("correction", "to normal") if which == 1 else ("correction",):
+        moved = 0  # the settings, at widths past 1, where it is wrong
+        fits = True
+        for (r, k), rows in groups.items():
+            if kind == "correction":
+                d0, g0, w0 = min(rows)  # c from the narrowest width
+                c = (g0 - w0) * d0
+                pred = [w + c / d for d, g, w in rows]
+            else:
+                pred = [normal(r) + (w - normal(r)) / d for d, g, w in rows]
+            got = np.array([g for _, g, _ in rows])
+            err = np.abs(got - np.array(pred))
+            if np.any(err > 1e-12 + 1e-9 * (np.abs(got) + np.abs(np.array(pred)))):
+                fits = False
+                break
+            moved += sum(d > 1 and not _same(g, w) for d, g, w in rows)
+        if fits and moved >= 3:
+            name = "mean" if which == 0 else "variance"
+            if kind == "correction":
+                head = (f"your {name} is the formula plus a term that shrinks like 1/d_k "
+                        "(its difference from the formula, times d_k, is the same at "
+                        "every width for a given rho and kurtosis): a finite-width "
+                        "correction? The exact moments have none")
+            else:
+                head = ("your variance moves from the formula at d_k = 1 toward the normal "
+                        "entries' variance as d_k grows (its difference from theirs "
+                        "shrinks like 1/d_k)")
+            return f"{head}: {WIDTH_WHY[which]}"
+    return ""
+
+
+#: Why a mean (0) or variance (1) does not depend on d_k the way an attempt's does.
+WIDTH_WHY = ("the formula rho sqrt(d_k) holds exactly at every width",
+             "the scaled variance does not depend on d_k: q.k is a sum of d_k independent "
+             "terms q_m k_m, each of one variance at every width (Var(q_m^2) = kurtosis "
+             "- 1 at every width), and dividing by sqrt(d_k) divides their sum's variance "
+             "by d_k; a wide head makes the score's distribution nearly normal (the "
+             "central limit theorem), but not its variance, which keeps the entries' "
+             "kurtosis at every width")
 
 
 def _some_widths(which: int, wrong: list, probes=PROBES) -> str:
@@ -590,8 +704,8 @@ def _where_right(values: dict, which: int, wrong: list) -> str:
             return ("right for normal entries (kurtosis 3) only: the mean does not depend "
                     "on the kurtosis, E[q.k] = rho E|q|^2 = rho d_k whatever the fourth "
                     "moment (only the variance involves E[q_m^4])")
-        return ("right for normal entries (kurtosis 3) only: the kurtosis must enter through "
-                "Var(q_m^2) = E[q_m^4] - 1 = kurtosis - 1")
+        return ("right for normal entries (kurtosis 3) only: which step of the derivation "
+                "used E[q_m^4] = 3? The kurtosis enters there")
     return ""
 
 
@@ -615,8 +729,12 @@ def _kurtosis_replaced(values: dict) -> str:
     if not changed:
         return ""
     pairs = ", ".join(f"{_k_text(k)} as {u:.6g}" for k, u in sorted(changed.items()))
+    kept = [k for k in as_read if k not in changed]
+    # (a rounding changes every kurtosis it moves: st22d, a kurtosis near 2 taken as 2
+    # was told "rounded to a whole number" while 1.37 and 2.37 were used as given)
     rounded = [n for n in (0, 1, 2, 3, 4)
-               if all(np.isclose(u, round(k, n), rtol=1e-9) for k, u in changed.items())]
+               if all(np.isclose(u, round(k, n), rtol=1e-9) for k, u in changed.items())
+               and all(np.isclose(k, round(k, n), rtol=1e-9) for k in kept)]
     above = [u for k, u in changed.items() if k > u]
     below = [u for k, u in changed.items() if k < u]
     places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
@@ -628,7 +746,8 @@ def _kurtosis_replaced(values: dict) -> str:
                  "torch.float16), which keeps about 3 digits")
     elif rounded:
         cause = f"the kurtosis was rounded ({places[rounded[0]]})"
-    elif all(u == math.floor(k) for k, u in changed.items()):
+    elif all(u == math.floor(k) for k, u in changed.items()) and \
+            all(k == math.floor(k) for k in kept):
         cause = "the kurtosis was cut to a whole number (int() or math.floor)"
     elif all(k < 2 and np.isclose(u, 4.0 - k, rtol=1e-9) for k, u in changed.items()):
         cause = ("every kurtosis below 2 reads as 4 - kurtosis: abs(kurtosis - 2)? "
@@ -641,6 +760,16 @@ def _kurtosis_replaced(values: dict) -> str:
         bounds = [f"{w} {b[0]:.6g}" for w, b in (("below", below), ("above", above)) if b]
         cause = (f"the kurtosis was clipped ({' and '.join(bounds)} it becomes the bound: "
                  "np.clip, min or max)")
+    elif _one_band(as_read, changed):
+        lo, hi, u = min(changed), max(changed), next(iter(changed.values()))
+        where = (f"kurtosis {_k_text(lo)}" if lo == hi else
+                 f"every kurtosis probed from {_k_text(lo)} to {_k_text(hi)}")
+        cause = (f"{where} reads as {u:.6g}, the others as given: a special case for "
+                 f"the kurtoses near {u:.6g} (math.isclose, or a threshold)?")
+    elif len(changed) == 1:
+        ((k, u),) = changed.items()
+        cause = (f"kurtosis {_k_text(k)} alone reads as {u:.6g}, the others as given: "
+                 f"a special case for kurtosis {_k_text(k)} (an if for that value)?")
     # right at 4 kurtoses or more: no formula's slip (a wrong formula in the kurtosis,
     # such as (kurtosis - 1)^2 / 2 for Var(q_m^2), agrees with the right one at a few)
     elif len(as_read) - len(changed) >= 4:
@@ -652,6 +781,25 @@ def _kurtosis_replaced(values: dict) -> str:
     return (f"your variance is the formula at another kurtosis than the one given "
             f"(kurtosis {pairs}): {cause}; the exercise's kurtosis is any fourth moment "
             "from 1 up, and the formula takes it as given")
+
+
+def _one_band(as_read: dict, changed: dict) -> bool:
+    """Whether the kurtoses ``changed`` (kurtosis -> the one used) are all read as one
+    value, form one band of the probed kurtoses (no kurtosis used as given lies between
+    them, but that value itself), and that value lies within the band or next to it
+    (between the kurtoses used as given on either side of it): a special case for the
+    kurtoses near one value."""
+    used = set(changed.values())
+    if len(used) != 1:
+        return False
+    (u,) = used
+    lo, hi = min(changed), max(changed)
+    kept = [k for k in as_read if k not in changed]
+    if any(lo < k < hi and not np.isclose(k, u, rtol=1e-9) for k in kept):
+        return False
+    below = max((k for k in kept if k < lo), default=-np.inf)
+    above = min((k for k in kept if k > hi), default=np.inf)
+    return below <= u <= above
 
 
 def _rho_replaced(values: dict) -> str:
@@ -808,6 +956,15 @@ def _near_one(near: dict, which: int, what: str) -> tuple[bool, str]:
     """The attempt's mean (which = 0) or variance (1) at NEAR_ONE_PROBES (``near``
     holds its answers there): a variance off by no more than float32's rounding of
     the formula's terms, 1 and rho^2 (kurtosis - 2), is told FLOAT32_FORMULA."""
+    # (st22d) a rounding is told only when one number of decimals fits every answer
+    # here: rho replaced by +-1 near them gives 0 at 1 - 1e-8, round(2e-8, 7) too
+    fits = [n for n in range(10)
+            if all(float(a[which]) == round(score_moments(*p)[which], n)
+                   for p, a in near.items())]
+
+    def at(p, rho):  # the formula's answer at another rho
+        return score_moments(p[0], rho, p[2])[which]
+
     for p, answer in near.items():
         got, want = float(answer[which]), score_moments(*p)[which]
         if _same(got, want):
@@ -816,11 +973,21 @@ def _near_one(near: dict, which: int, what: str) -> tuple[bool, str]:
         n = _digits(got, want)
         detail = (f"{what} at d_k = {d}, rho = {r!r}, kurtosis = {k!r}: got "
                   f"{got:.{n}g}, expected {want:.{n}g}")
-        places = [n for n in range(10) if got == round(want, n)]
-        if places:
-            n_text = (f"{places[0]}" if len(places) == 1 else
-                      f"between {places[0]} and {places[-1]}")
+        if fits:
+            n_text = (f"{fits[0]}" if len(fits) == 1 else
+                      f"between {fits[0]} and {fits[-1]}")
             return False, f"{ROUNDED_NEAR_ONE.format(n=n_text)}; {detail}"
+        wrong = [q for q, a in near.items() if not _same(float(a[which]), _ref(which)(*q))]
+        if all(_same(float(near[q][which]), at(q, math.copysign(1.0, q[1])))
+               for q in wrong):
+            return False, f"{SNAPPED_TO_ONE.format(what=what)}; {detail}"
+        if all(_same(float(a[which]), at(q, float(np.float32(q[1]))))
+               for q, a in near.items()):
+            return False, (f"your {what} here is the formula at rho rounded to float32 "
+                           f"({r!r} as {float(np.float32(r))!r}): near rho = +-1 at "
+                           "kurtosis near 1 the variance is small, and float32's 7 digits "
+                           "of rho leave few of its digits; keep rho a float64 (a Python "
+                           f"float); {detail}")
         eps = float(np.finfo(np.float32).eps)
         # (a float32 computation returns a float32 number)
         if which == 1 and abs(got - want) <= 4 * eps * (1 + r**2 * abs(k - 2)) and \
@@ -829,6 +996,12 @@ def _near_one(near: dict, which: int, what: str) -> tuple[bool, str]:
         return False, detail
     return True, ""
 
+
+#: Said when the answers wrong near rho = +-1 are the formula's at rho = +-1 itself.
+SNAPPED_TO_ONE = ("near rho = +-1 your {what} is the formula's at rho = +-1 itself "
+                  "wherever it is wrong: was rho replaced by +-1 there "
+                  "(np.isclose, or a threshold such as |rho| > 0.999, for the case "
+                  "k = +-q)? The formula holds at every rho, however near +-1")
 
 #: Said when an answer near rho = +-1 is the formula's rounded to {n} decimals.
 ROUNDED_NEAR_ONE = ("your answer here is the formula's rounded to {n} decimals: near "
@@ -884,7 +1057,7 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "") or \
         _small_rho(values, which, all_wrong) or _factor_in_d_k(values, which) or \
-        _wide_only(which, all_wrong, every)
+        _fades_with_d_k(values, which) or _wide_only(which, all_wrong, every)
     if replaced:
         return False, f"{replaced}; {detail}"
     g_w, r_w = _col(values, which, wrong), _col(values, which, wrong, _ref(which))
@@ -915,7 +1088,8 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
         for message, f in formulas:
             if _near(values, which, probes, _col(values, which, probes, f)):
                 return False, f"close to a wrong formula (an estimate of it?): {message}; {detail}"
-    hint = _where_right(values, which, all_wrong)
+    hint = (_kurtosis_unused(values) if which == 1 else "") or \
+        _where_right(values, which, all_wrong)
     return False, (f"{hint}; {detail}" if hint else detail)
 
 
