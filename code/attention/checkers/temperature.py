@@ -38,10 +38,10 @@ argmax) shows wherever the threshold lies, up to 1e300 and down to 1e-300; a sho
 taken only on a window of tau that holds none of the temperatures probed (between
 1e-299 and 1e-101, or 1e101 and 1e299, say), or only beyond 1e300 or below 1e-300, is
 not seen; hot, at tau = 100, 1e3, 1500, 2200, 3300, 4000, 3e4, 1e6 and 1e7 on the checker's
-inputs (an expansion of exp() to first order, taken beyond a tau or wherever a row's
-scaled scores spread by less than a bound, shows wherever it moves the output by more
-than 1.25e-8, up to about tau = 4000 there), at 1e7 the weights still differing from 1/T_k by about
-3e-8, and at 1e8 and 1e10 on scores of about 1e4 (entries of
+inputs (an expansion of exp() to first order, taken beyond some tau or wherever a
+row's scaled scores spread by less than some bound, shows wherever it moves the output
+by more than 1.25e-8), at 1e7 the weights still differing from 1/T_k by about 3e-8,
+and at 1e8 and 1e10 on scores of about 1e4 (entries of
 size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
 from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on the
 scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows,
@@ -51,7 +51,7 @@ log-uniform over the same range (a failure there prints the seed that draws them
 again), so that an attempt right only at the temperatures probed elsewhere, or one that
 rounds tau to a few significant digits (told so), shows (one wrong only on a band of tau
 narrower than an eighth of a decade is seen only when a drawn tau falls in it; one
-wrong only between the hot temperatures from 1e3 to 1e6, or between 1e-9 and 1e-3,
+wrong only between the temperatures probed from 1e3 to 1e6, or between 1e-9 and 1e-3,
 where the weights of these inputs are nearly uniform or one-hot, is not seen); with Q, K and V left unchanged;
 and, cold, on two further queries whose scores lie far apart, on a query whose best
 scaled scores lie near -740 (exp() of them is subnormal in float64: a shift made only
