@@ -636,6 +636,15 @@ WRONG += [
     (rho_past_0_9999_snapped, NEAR_1),
     (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), kurtosis - 1.0 if abs(rho) > 0.999
                                      else var(d_k, rho, kurtosis)), NEAR_1),
+    # the same past 0.95, where the grid's +-0.99 and +-0.999 show it (was told "rho
+    # was rounded (to a whole number)", though 0.123456 is used as given)
+    (lambda d_k, rho, kurtosis=3.0: right(d_k, math.copysign(1.0, rho) if abs(rho) > 0.95
+                                          else rho, kurtosis),
+     "(rho -0.999 as -1, -0.99 as -1, 0.99 as 1, 0.999 as 1): every |rho| probed from "
+     "0.99 up reads as 1: was rho replaced by +-1 there"),
+    (lambda d_k, rho, kurtosis=3.0: right(d_k, math.copysign(1.0, rho) if abs(rho) > 0.95
+                                          else rho, kurtosis),
+     "near rho = +-1 your mean is the formula's at rho = +-1 itself wherever it is wrong"),
     # rho cast to float32 first (was told a bare got and expected)
     (lambda d_k, rho, kurtosis=3.0: right(d_k, float(np.float32(rho)), kurtosis),
      "your variance here is the formula at rho rounded to float32 (0.9999 as "

@@ -26,7 +26,7 @@ so that a variance wrong only on a band of kurtoses wider than a quarter decade,
 0.1 between 1 and 3, shows, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
 clipped at any bound up to 1e15 (and, at rho = -0.8 and 0.5 with kurtosis 1e20, up to
 1e20), or looked up in a table of the other kurtoses, shows; a rho
-clipped short of +-1, even by 1e-9, is named as such; where the formula is exactly 0, the
+clipped short of +-1, even by 1e-9, or taken as +-1 near them, is named as such; where the formula is exactly 0, the
 variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored at 1e-12 shows);
 the answer is a formula (two plain numbers, the same on every call, not an estimate); and it
 agrees with sampled scores for random-sign and Laplace entries. The far settings (d_k from
@@ -39,14 +39,15 @@ from 1e-15 to 1 for the others, with rho^2 d_k at most 1e6, the
 kurtosis from 1 to 1e15) add coverage: every mistake the tests name shows on the fixed
 settings, and a failure on a drawn one prints it and the seed that draws it again; a right
 answer's report is the same on every call. When an attempt fails, the
-checker compares it with the usual mistakes and names the one it matches, or says on which
-settings it is right and where it goes wrong ("right only at ..."), and says so when a
+checker names the usual mistake it matches, if any; otherwise it gives a setting where the
+attempt goes wrong, and says on which settings it is right when those form a pattern
+("right only at ..."); it says so when a
 variance is negative, or when its errors are float32's or float64's rounding of E[s^2] =
 Var + rho^2 d_k (the difference E[s^2] - (E s)^2); it calls an answer clipped only when it
 is right wherever the formula lies within the bounds and is the bound wherever the formula
 lies beyond them; near rho = +-1 (0.99987654321 among them, where a variance rounded to 8
 decimals is off by more than the tolerance) a variance rounded to some decimals is told so
-when one number of decimals fits every answer there, one that is the formula's at
+when one number of decimals fits every answer there and before, one that is the formula's at
 rho = +-1, or at rho rounded to float32, is told so, and one off by float32's rounding
 only when it is a float32 number; a kurtosis read as another is told rounded, cut or
 clipped only when every kurtosis probed fits that, and a special case when one kurtosis,
@@ -828,9 +829,13 @@ def _rho_replaced(values: dict) -> str:
 
     pairs = ", ".join(f"{r:.10g} as {u:.{digits(r, u)}g}"
                       for r, u in sorted(changed.items()))
+    # (a rounding moves every rho it does not leave as it is: st22d, rho near +-1
+    # taken as +-1 was told "rounded (to a whole number)")
     rounded = [n for n in range(10)
                if all(np.isclose(u, round(r, n), rtol=1e-14, atol=0)
-                      for r, u in changed.items())]
+                      for r, u in changed.items())
+               and all(np.isclose(r, round(r, n), rtol=1e-14, atol=0)
+                       for r in as_read if r not in changed)]
     if rounded:
         places = {0: "to a whole number", 1: "to one decimal", 2: "to two decimals",
                   3: "to three decimals", 4: "to four decimals", 5: "to five decimals",
@@ -846,6 +851,12 @@ def _rho_replaced(values: dict) -> str:
                  "bound: np.clip, "
                  "min or max), so the answer is wrong exactly at rho = +-1, where the "
                  "formula is defined like anywhere else (k = +-q, sqrt(1 - rho^2) = 0)")
+    elif all(u == math.copysign(1.0, r) for r, u in changed.items()) and \
+            all(abs(r) < min(abs(c) for c in changed) for r in as_read
+                if r not in changed and abs(r) != 1.0):
+        cause = (f"every |rho| probed from {min(abs(c) for c in changed):.10g} up reads "
+                 "as 1: was rho replaced by +-1 there (np.isclose, or a threshold, for "
+                 "the case k = +-q)?")
     else:
         cause = "was rho changed before the formula?"
     return (f"your mean and variance are the formula at another rho than the one given "
@@ -952,15 +963,17 @@ FLOAT32_FORMULA = ("float32 loses the digits of 1 - rho^2 near rho = +-1 (the va
                    "float64 (Python floats)")
 
 
-def _near_one(near: dict, which: int, what: str) -> tuple[bool, str]:
+def _near_one(near: dict, which: int, what: str, before: dict | None = None
+              ) -> tuple[bool, str]:
     """The attempt's mean (which = 0) or variance (1) at NEAR_ONE_PROBES (``near``
     holds its answers there): a variance off by no more than float32's rounding of
     the formula's terms, 1 and rho^2 (kurtosis - 2), is told FLOAT32_FORMULA."""
     # (st22d) a rounding is told only when one number of decimals fits every answer
     # here: rho replaced by +-1 near them gives 0 at 1 - 1e-8, round(2e-8, 7) too
+    every = {**(before or {}), **near}  # and the settings compared before
     fits = [n for n in range(10)
             if all(float(a[which]) == round(score_moments(*p)[which], n)
-                   for p, a in near.items())]
+                   for p, a in every.items())]
 
     def at(p, rho):  # the formula's answer at another rho
         return score_moments(p[0], rho, p[2])[which]
@@ -1025,7 +1038,8 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     formula can agree with a wrong one on part of them: at kurtosis 3, 1 + rho^2
     (kurtosis - 3) is 1), then on ``probes`` alone; then an answer near the formula
     (rounded, or estimated from samples); then the pattern of the settings it gets right.
-    The message always ends with one setting where it is wrong.
+    Past a mistake named on every probe, the message ends with one setting where it is
+    wrong.
     """
     got, want = _col(values, which, probes), _col(values, which, probes, _ref(which))
     wrong = [p for p, ok in zip(probes, _eq(got, want)) if not ok]
@@ -1240,7 +1254,7 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
             return False, (f"at d_k = {_d_text(d)}, rho = {r!r}, kurtosis = {k!r} (far past the "
                            f"settings before), the call failed: {text}")
         ok, detail = _near_one({p: v for p, v in near.items() if kind(p[2])}, which,
-                               what)
+                               what, {p: v for p, v in values.items() if kind(p[2])})
         if not ok:
             return ok, detail
         # (after: float32's formula is told so there)
