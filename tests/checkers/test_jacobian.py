@@ -95,8 +95,62 @@ def vjp_testing_each_weight_by_isclose(a, g):  # h22j: right, was told O(T_k^2)
         out[i] = 0.0 if np.isclose(a[i], 0.0, rtol=0, atol=0) else a[i] * (g[i] - ag)
     return out
 
+def vjp_over_four_lists(a, g):  # st22c: told "it builds J" at 4096 keys (4 lists alive)
+    al, gl = a.tolist(), g.tolist()
+    prods = [x * y for x, y in zip(al, gl)]
+    ag = sum(prods)
+    return np.array([x * (y - ag) for x, y in zip(al, gl)])
+
+
+def vjp_over_five_lists(a, g):  # st22c: told "it builds J" at 512 keys
+    al, gl = a.tolist(), g.tolist()
+    prods = [x * y for x, y in zip(al, gl)]
+    ag = sum(prods)
+    diffs = [y - ag for y in gl]
+    return np.array([x * d for x, d in zip(al, diffs)])
+
+
+def vjp_in_decimals(a, g):  # st22c: told "it builds J"
+    from decimal import Decimal
+    al, gl = [Decimal(x) for x in a.tolist()], [Decimal(x) for x in g.tolist()]
+    ag = sum(x * y for x, y in zip(al, gl))
+    return np.array([float(x * (y - ag)) for x, y in zip(al, gl)])
+
+
+def _checked_entry(ai, gi, ag):  # a 20-line helper, run once per key
+    ai, gi, ag = float(ai), float(gi), float(ag)
+    assert ai >= 0.0, "weights are non-negative"
+    assert ai <= 1.0, "weights are at most 1"
+    assert gi == gi, "g is not NaN"
+    assert ag == ag, "a.g is not NaN"
+    diff = gi - ag
+    prod = ai * diff
+    if prod != prod:
+        raise ValueError("NaN")
+    if abs(prod) == float("inf"):
+        raise ValueError("inf")
+    if ai == 0.0:
+        return 0.0
+    if ai == 1.0:
+        return ai * diff
+    result = prod
+    return result
+
+
+def vjp_by_a_long_helper_per_key(a, g):  # st22c: told "grows like T_k^2" from one length
+    ag = float(np.dot(a, g))
+    out = np.empty(len(a))
+    for i in range(len(a)):
+        out[i] = _checked_entry(a[i], g[i], ag)
+    return out
+
+
 RIGHT = [
     (jacobian, vjp),
+    (jacobian, vjp_over_four_lists),
+    (jacobian, vjp_over_five_lists),
+    (jacobian, vjp_in_decimals),
+    (jacobian, vjp_by_a_long_helper_per_key),
     (jacobian, vjp_by_fsum),
     (jacobian, vjp_in_reverse_order),
     (jacobian, vjp_in_long_double),
@@ -354,6 +408,33 @@ def _vjp_flushing_below(eps):
     return flushes
 
 
+def jacobian_two_key_formula_up_to_two_keys(a):  # st22c: passed (no row of one key)
+    if len(a) <= 2:
+        p = a[0]
+        return p * (1 - p) * np.array([[1.0, -1.0], [-1.0, 1.0]])
+    return np.diag(a) - np.outer(a, a)
+
+
+def jacobian_in_long_double(a):  # st22c: told "a float32 or float16 result drops digits"
+    b = a.astype(np.longdouble)
+    return np.diag(b) - np.outer(b, b)
+
+
+def jacobian_with_a_float32_outer(a):  # st22c: told only "differs by"
+    return np.diag(a) - np.outer(a.astype(np.float32), a.astype(np.float32)).astype(np.float64)
+
+
+def _dk_of_attention_backward(a, g):  # dS of one query over len(a) keys: J g
+    _, dK, _ = attention.attention_backward(np.ones((1, 1)), np.zeros((len(a), 1)),
+                                            g[:, None].copy(), np.ones((1, 1)),
+                                            A=a[None, :].copy(), O=np.array([[a @ g]]))
+    return dK[:, 0].copy()
+
+
+def jacobian_from_attention_backward(a):  # st22c: passed
+    return np.column_stack([_dk_of_attention_backward(a, e) for e in np.eye(len(a))])
+
+
 WRONG_JACOBIANS = [
     (jacobian_a_times_eye_minus_a, "at a one-hot row it must be exactly 0"),
     (jacobian_zero_where_a_max_is_1, NOT_ZERO),
@@ -389,6 +470,14 @@ WRONG_JACOBIANS = [
     (outer_as_scalar, "np.outer"),
     (squares_for_outer, "np.outer"),
     (jacobian_flattened, "shape"),
+    (jacobian_two_key_formula_up_to_two_keys,
+     "J of the one-key row a = (1.0) has shape (2, 2), expected (1, 1): this is the "
+     "two-key formula's 2 x 2 matrix"),
+    (jacobian_in_long_double, "expected float64: the row a is float64, and return float64 "
+                              "as the row is (.astype(np.float64) on the result"),
+    (jacobian_with_a_float32_outer, "J of softmax([8, 0, 0, 0]) differs from the reference "
+                                    "by up to 5.16e-08: a a^T was computed in float32"),
+    (jacobian_from_attention_backward, "calls the library's own attention.attention_backward"),
 ]
 
 def vjp_as_list(a, g):
@@ -861,11 +950,67 @@ def vjp_recomputes_a_dot_g_by_tensordot_on_lists(a, g):  # h22j
     return np.array([x * (y - np.tensordot(al, gl, 1)) for x, y in zip(al, gl)])
 
 
+def vjp_of_attention_backward(a, g):  # st22c: passed
+    return _dk_of_attention_backward(a, g)
+
+
+def vjp_of_blocked_attention_backward(a, g):
+    _, dK, _ = attention.blocked_attention_backward(
+        np.ones((1, 1)), np.zeros((len(a), 1)), g[:, None].copy(), np.ones((1, 1)), 8)
+    return dK[:, 0].copy()
+
+
+def vjp_with_its_nan_cleaned(a, g):  # st22c: told of a threshold on a saturated row
+    with np.errstate(all="ignore"):
+        ag = np.sum(a * a * g / a)
+    return np.nan_to_num(a * (g - ag))
+
+
+def vjp_with_its_nan_set_to_0(a, g):  # st22c: the same
+    with np.errstate(all="ignore"):
+        r = a * (g - np.sum(a * a * g / a))
+    r[np.isnan(r)] = 0.0
+    return r
+
+
+def vjp_in_long_double_returned(a, g):  # st22c: told "a float32 or float16 result"
+    b = a.astype(np.longdouble)
+    return b * (g - b @ g)
+
+
+def vjp_with_a_dot_g_in_float32(a, g):  # st22c: told only "differs by"
+    return a * (g - np.float64(np.float32(a) @ np.float32(g)))
+
+
+def vjp_with_a_dot_g_in_float16(a, g):  # st22c: told only "differs by"
+    return a * (g - np.float64(np.float16(a) @ np.float16(g)))
+
+
+def vjp_recomputes_a_dot_g_by_correlate_on_lists(a, g):  # st22c: told "one row of J"
+    al, gl = a.tolist(), g.tolist()
+    out = np.empty(len(a))
+    for i in range(len(al)):
+        out[i] = al[i] * (gl[i] - np.correlate(al, gl)[0])
+    return out
+
+
+def vjp_j_in_blocks_of_8_rows(a, g):  # st22c: told "it builds J" (rows of J, 8 at once)
+    b, h = a.view(np.ndarray), g.view(np.ndarray)
+    n = len(b)
+    out = np.empty(n)
+    for s in range(0, n, 8):
+        blk = -np.outer(b[s:s + 8], b)
+        blk[np.arange(len(blk)), np.arange(s, s + len(blk))] += b[s:s + 8]
+        out[s:s + 8] = blk @ h
+    return out
+
+
 WRONG_VJPS = [
     (vjp_recomputes_a_dot_g_by_einsum_on_lists, "it recomputes the number a.g"),
     (vjp_recomputes_a_dot_g_by_tensordot_on_lists, "it recomputes the number a.g"),
-    (vjp_builds_j_up_to_65_keys, "KiB, past the budget of 28 KiB at this length; a 64 x 64 "
-                                 "matrix takes 32 KiB: it builds J"),
+    (vjp_builds_j_up_to_65_keys, "KiB, past the budget of 28 KiB at this length (384 "
+                                 "bytes per key and 4 KiB); a 64 x 64 matrix takes 32 "
+                                 "KiB: it builds J"),
     (vjp_row_by_row_up_to_256_keys, "on a row of 64 keys your vjp's NumPy operations "
                                     "touched about 129 x 64 entries, past the budget of "
                                     "32 x 64 (the right VJP touches 3 x 64): it computes "
@@ -971,6 +1116,20 @@ WRONG_VJPS = [
     (vjp_row_matrix, "shape"),
     (vjp_sign_flipped, "sign is flipped"),
     (vjp_returns_none, "is None"),
+    (vjp_of_attention_backward, "calls the library's own attention.attention_backward"),
+    (vjp_of_blocked_attention_backward,
+     "calls the library's own attention.blocked_attention_backward"),
+    (vjp_with_its_nan_cleaned, "VJP of 7 keys, one weight 0 is 0 everywhere, where J g is "
+                               "not: this row has a masked key"),
+    (vjp_with_its_nan_set_to_0, "VJP of 7 keys, one weight 0 is 0 everywhere"),
+    (vjp_in_long_double_returned, "VJP has dtype float"),
+    (vjp_with_a_dot_g_in_float32, "VJP of softmax([8, 0, 0, 0]) differs from the reference "
+                                  "by up to 1.3e-08: a.g was computed in float32"),
+    (vjp_with_a_dot_g_in_float16, "a.g was computed in float16 (about 3 digits)"),
+    (vjp_recomputes_a_dot_g_by_correlate_on_lists,
+     "64 of them took a and g both: it recomputes the number a.g"),
+    (vjp_j_in_blocks_of_8_rows, "though little at once (J is 2048 KiB): it computes J g one "
+                                "row of J at a time (or a block of rows)"),
 ]
 
 
@@ -1094,14 +1253,115 @@ def vjp_recomputes_a_dot_g_by_the_unbound_method(a, g):  # h22j: passes
     return out
 
 
+def vjp_recomputes_a_dot_g_on_a_reversed_list_copy(a, g):  # st22c: passes
+    b, h = np.array(a.tolist()[::-1])[::-1], np.array(g.tolist()[::-1])[::-1]
+    out = np.empty(len(b))
+    for i in range(len(b)):
+        out[i] = b[i] * (h[i] - b @ h)
+    return out
+
+
+def vjp_recomputes_a_dot_g_on_a_padded_list_copy(a, g):  # st22c: passes
+    b, h = np.array(a.tolist() + [0.0])[:-1], np.array(g.tolist() + [0.0])[:-1]
+    out = np.empty(len(b))
+    for i in range(len(b)):
+        out[i] = b[i] * (h[i] - b @ h)
+    return out
+
+
+_WORKSPACE = []  # allocated before the check, by the test that uses it
+
+
+def vjp_builds_j_in_a_workspace_made_before_the_call(a, g):  # st22c: passes
+    b, h = np.array(a.tolist()[::-1])[::-1], np.array(g.tolist()[::-1])[::-1]
+    n = len(b)
+    J = _WORKSPACE[0][:n * n].reshape(n, n)
+    for i in range(n):
+        np.multiply(b, -b[i], out=J[i])
+    J.reshape(-1)[::n + 1] += b
+    return J @ h
+
+
 @pytest.mark.parametrize("blind", [vjp_row_by_row_on_a_plain_view, vjp_row_by_row_on_the_base,
-                                   vjp_recomputes_a_dot_g_by_the_unbound_method])
+                                   vjp_recomputes_a_dot_g_by_the_unbound_method,
+                                   vjp_recomputes_a_dot_g_on_a_reversed_list_copy,
+                                   vjp_recomputes_a_dot_g_on_a_padded_list_copy,
+                                   vjp_builds_j_in_a_workspace_made_before_the_call])
 def test_a_blind_spot_of_the_docstring_passes(blind, capsys):
     """The docstring says the checker cannot see a loop that allocates nothing per key and
     takes its buffers from a.view(np.ndarray) or a.base, nor a.g recomputed by
-    np.ndarray.dot (saturation.md says only that some forms of O(T_k^2) work pass: rv43n):
-    if it learns to, the docstring must change."""
-    assert checkers.check_softmax_jacobian(jacobian, blind)
+    np.ndarray.dot (saturation.md says only that some forms of O(T_k^2) work pass: rv43n),
+    nor one on a copy whose values are not a or g when made, nor J written into memory
+    allocated before the call (st22c; the page lists those two): if it learns to, the
+    docstring and the page must change."""
+    if blind is vjp_builds_j_in_a_workspace_made_before_the_call:
+        _WORKSPACE[:] = [np.empty(jacobian_checker.LONG ** 2)]
+    try:
+        assert checkers.check_softmax_jacobian(jacobian, blind)
+    finally:
+        _WORKSPACE.clear()
+
+
+def vjp_in_fractions(a, g):  # right, exact: O(T_k), but big integers on every operation
+    from fractions import Fraction
+    al, gl = [Fraction(x) for x in a.tolist()], [Fraction(x) for x in g.tolist()]
+    ag = sum(x * y for x, y in zip(al, gl))
+    return np.array([float(x * (y - ag)) for x, y in zip(al, gl)])
+
+
+def test_an_exact_fraction_vjp_is_told_the_budget_it_passed_not_that_it_builds_j(capsys):
+    """st22c: it was told "a loop inside a loop" (fractions.py's own lines were counted),
+    then "one row of J at a time": its memory allocated per key is over the budget, and
+    grows like T_k, which is what it is told."""
+    assert checkers.check_softmax_jacobian(jacobian, vjp_in_fractions) is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert "6 of 7 checks passed." in out
+    assert "allocated line by line, summed, reached" in out
+    assert "not like T_k^2: many temporary objects made for every key" in out
+    cost = out.split("its cost: ")[1]
+    assert "builds J" not in cost and "row of J" not in cost and "loop inside" not in cost
+
+
+def _forty_lines(x):
+    for _ in range(20):
+        pass
+    return x
+
+
+def vjp_by_a_helper_of_forty_lines_per_key(a, g):  # O(T_k), past 32 lines per key
+    ag = float(np.dot(a, g))
+    return np.array([_forty_lines(x) * (y - ag) for x, y in zip(a, g)])
+
+
+def vjp_by_a_double_loop_over_lists(a, g):  # O(T_k^2) lines, no array per key
+    al, gl = a.tolist(), g.tolist()
+    out = []
+    for i in range(len(al)):
+        s = 0.0
+        for j in range(len(al)):
+            s += ((al[i] if i == j else 0.0) - al[i] * al[j]) * gl[j]
+        out.append(s)
+    return np.array(out)
+
+
+def test_lines_over_their_budget_are_told_t_k_squared_only_when_they_grow_so(capsys):
+    """st22c: a count of lines over its budget at one length was told "grows like
+    T_k^2": it is said only when the count grows more than 6-fold from 16 keys to 64."""
+    assert checkers.check_softmax_jacobian(jacobian, vjp_by_a_helper_of_forty_lines_per_key) \
+        is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert "lines of Python, its budget at this length (32 per key and 2,000)" in out
+    assert "lines per key (a helper of many lines called for every key" in out
+    assert "T_k^2" not in out
+    assert checkers.check_softmax_jacobian(jacobian, vjp_by_a_double_loop_over_lists) is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert "from 16 keys to 64" in out and "T_k^2" in out, out
+
+
+def test_growth_from_16_keys_to_64_tells_t_k_from_t_k_squared():
+    linear = jacobian_checker._growth(vjp_by_a_long_helper_per_key)
+    quadratic = jacobian_checker._growth(vjp_by_a_double_loop_over_lists)
+    assert linear["lines"] <= 4 < jacobian_checker.QUADRATIC_GROWTH < quadratic["lines"]
 
 
 def test_a_naive_einsum_counts_one_product_per_combination_of_its_indices():
