@@ -136,6 +136,28 @@ def test_a_banned_function_may_carry_its_own_message():
     assert _refusing_the_library(lambda: 3, banned, "refused {name}")() == 3
 
 
+def test_a_refused_call_that_then_raises_is_told_the_refusal_not_the_error():
+    """st22a: attention.softmax on float16 scores raised ValueError after the call, and
+    the library's error was printed instead of the refusal."""
+    from attention.checkers._engine import Rejected, _refusing_the_library
+
+    def library_one():
+        return 1
+
+    def calls_then_raises():
+        library_one()
+        raise ValueError("x contains +inf")
+
+    def raises_alone():
+        raise ValueError("its own error")
+
+    banned = {"lib.one": library_one}
+    with pytest.raises(Rejected, match="refused lib.one"):
+        _refusing_the_library(calls_then_raises, banned, "refused {name}")()
+    with pytest.raises(ValueError, match="its own error"):  # nothing refused: its error
+        _refusing_the_library(raises_alone, banned, "refused {name}")()
+
+
 def test_torchs_softmax_is_refused_as_a_function_a_built_in_and_a_tensor_method():
     """st9a: torch.softmax, F.softmax and Tensor.softmax passed the attention checker."""
     torch = pytest.importorskip("torch")

@@ -331,7 +331,8 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
     Rejected(message.format(name=...)), and one that calls a built-in of ``builtins``
     (name -> (built-in, message)) raises Rejected(that message), as does one that
     calls a built-in method of ``methods`` (name -> (type, method name, message)),
-    such as Tensor.softmax, on an object of that type.
+    such as Tensor.softmax, on an object of that type; so is a call that runs one and
+    then raises (the refusal is told, not the library's error).
     What runs is seen by ``sys.setprofile`` while ``fn`` runs, and by
     ``threading.setprofile`` in the threads it starts (both restored after): however
     ``fn`` reaches the function, as itself, under another name, through a lambda or a
@@ -370,6 +371,10 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
         sys.setprofile(hook)
         try:
             result = fn(*args, **kwargs)
+        except Exception as exc:  # a refused call that then raised: the refusal is told
+            if seen:
+                raise Rejected(seen[0]) from exc
+            raise
         finally:
             sys.setprofile(previous)
             threading.setprofile(previous_threads)
