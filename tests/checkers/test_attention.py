@@ -860,6 +860,47 @@ def calls_torchs_builtin_attention(Q, K, V, mask=None):  # st7a: passed
     return O.numpy().astype(Q.dtype), A
 
 
+def softmax_of_the_library(Q, K, V, mask=None):  # st22a: float16 scores raise in it
+    S = _scores(Q, K, mask)
+    A = attention.softmax(S)
+    return A @ V, A
+
+
+def float16_branch_forgets_the_mask(Q, K, V, mask=None):  # st22a f27
+    if Q.dtype == np.float16:
+        O, A = float16_branch_forgets_the_mask(*(x.astype(np.float32) for x in (Q, K, V)))
+        return O.astype(np.float16), A.astype(np.float16)
+    return correct(Q, K, V, mask)
+
+
+def float16_only_adds_minus_1e4_and_zeroes_empty_rows(Q, K, V, mask=None):  # st22a f28
+    if Q.dtype != np.float16 or mask is None:  # ("-1e9 overflows float16")
+        return correct_in_float32(Q, K, V, mask)
+    return _adds_a_finite_bias(Q, K, V, mask, -1e4, zero_empty_rows=True)
+
+
+def exponentials_times_the_mask(Q, K, V, mask=None):  # st22a f23: inf * 0 = NaN
+    dtype = Q.dtype
+    Q, K, V = (x.astype(np.promote_types(dtype, np.float32)) for x in (Q, K, V))
+    S = _scores(Q, K)
+    seen = np.ones(S.shape, bool) if mask is None else np.broadcast_to(mask, S.shape)
+    m = np.where(seen, S, -np.inf).max(axis=-1, keepdims=True, initial=-np.inf)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m)) * seen
+    total = E.sum(axis=-1, keepdims=True)
+    A = E / np.where(total == 0, 1.0, total)
+    return (A @ V).astype(dtype), A.astype(dtype)
+
+
+def guards_the_maximum_not_the_sum(Q, K, V, mask=None):  # st22a f9: 0 / 0
+    dtype = Q.dtype
+    Q, K, V = (x.astype(np.promote_types(dtype, np.float32)) for x in (Q, K, V))
+    S = _scores(Q, K, mask)
+    m = S.max(axis=-1, keepdims=True, initial=-np.inf)
+    E = np.exp(S - np.where(np.isneginf(m), 0.0, m))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ V).astype(dtype), A.astype(dtype)
+
+
 LIBRARY_ATTEMPTS = [_library(attention.scaled_dot_product_attention),
                     _library(attention.blocked_attention), calls_tiled_attention]
 
@@ -1090,6 +1131,7 @@ def _online(block):
 # st15a: passed every case while the longest row was 7 keys (one block)
 online_softmax_in_blocks_of_64_not_rescaled = _online(64)
 online_softmax_in_blocks_of_8_not_rescaled = _online(8)
+online_softmax_in_blocks_of_3_not_rescaled = _online(3)  # st22a: told "of 2", alone
 # st16a: passed while the long row was 300 keys (one block of 300 or more)
 online_softmax_in_blocks_of_300_not_rescaled = _online(300)
 online_softmax_in_blocks_of_512_not_rescaled = _online(512)
@@ -1430,13 +1472,19 @@ WRONG = [
     (weights_from_the_log_sum_exp, LOG_SUM_EXP),
     (returns_zeros, NEAR_ZERO),
     (returns_a_tiny_multiple, NEAR_ZERO),
-    (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048)"),
-    (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096)"),
+    (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048,"),
+    (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096,"),
     (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_4_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_3_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_64_not_rescaled, ONLINE),
+    # (st22a: blocks of 3 were told "of 2" alone; 3 splits these rows as 2 does)
+    (online_softmax_in_blocks_of_3_not_rescaled,
+     "(here in key blocks of 2, or of any size that splits these rows alike)"),
+    (float16_only_adds_minus_1e4_and_zeroes_empty_rows,  # st22a: told "near 1e300"
+     "(here a masked key scores near 0, the visible ones at most near -65600)"),
+    (float16_only_adds_minus_1e4_and_zeroes_empty_rows, "an ignored or an inverted mask"),
     (online_softmax_in_blocks_of_8_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_300_not_rescaled, ONLINE),
     (online_softmax_in_blocks_of_512_not_rescaled, ONLINE),
@@ -1501,8 +1549,10 @@ WRONG = [
     (output_from_uniform_weights_then_zeroed, "a query that sees no key has a nonzero output"),
     (output_from_uniform_weights_then_zeroed, "an allowed score below it"),
     (scores_in_float32_softmax_in_float64, "precision was lost on the way"),
-    (adds_minus_1e4, "a finite mask value (use -inf"),
-    (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    # (-1e4: on the float16 case masked near -65600 an ignored or inverted mask gives
+    # the same answer, and the line names all three; st22a)
+    (adds_minus_1e4, "finite bias"),
+    (adds_minus_1e4_and_zeroes_empty_rows, "finite bias"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (clips_to_80_in_float16, "were the scores clipped"),
@@ -1593,6 +1643,7 @@ EXCLUSIVE = {
                   online_softmax_in_blocks_of_3_from_minus_inf,
                   online_softmax_in_blocks_of_4500_from_minus_inf},
     ONLINE: {online_softmax_in_blocks_of_2048_not_rescaled,
+             online_softmax_in_blocks_of_3_not_rescaled,
              online_softmax_in_blocks_of_4096_not_rescaled,
              online_softmax_in_blocks_of_64_not_rescaled,
              online_softmax_in_blocks_of_8_not_rescaled,
@@ -1635,7 +1686,8 @@ EXCLUSIVE = {
     "clamped from below": {clamps_the_row_maximum_at_minus_1e300,
                            clamps_the_row_maximum_at_minus_1e13},
     "after the softmax and the weights renormalised": {
-        masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask},
+        masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask,
+        exponentials_times_the_mask},  # (the far case gives both one answer: st22a)
     "mask is ignored": {ignores_the_mask},
     "cannot tell": {row_maximum_before_the_mask, renormalises_with_a_guard},  # and renormalising: the same
     # computation (a softmax over the allowed keys shifted by the unmasked max)  # the same zeros as a mask after the softmax
@@ -1819,8 +1871,10 @@ EVERY_LINE = [
     # st17a: told "subtract the row max" (an overflow's NaN) before FIRST_BLOCK
     (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
-    (adds_minus_1e4, "a finite mask value (use -inf"),
-    (adds_minus_1e4_and_zeroes_empty_rows, "a finite mask value (use -inf"),
+    # (-1e4: on the float16 case masked near -65600 an ignored or inverted mask gives
+    # the same answer, and the line names all three; st22a)
+    (adds_minus_1e4, "finite bias"),
+    (adds_minus_1e4_and_zeroes_empty_rows, "finite bias"),
     (adds_minus_1e9_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (adds_float32_min_and_zeroes_empty_rows, "a finite mask value (use -inf"),
     (clips_to_80_in_float16, "were the scores clipped"),
@@ -1830,6 +1884,15 @@ EVERY_LINE = [
     (torch_float_for_float64_inputs, "float32"),
     (shifts_by_the_unscaled_maximum, "unscaled"),  # st7a: never told np.nan_to_num
     (adds_float64_min_and_zeroes_empty_rows, "near 1e308"),
+    # st22a: the refusal, not the error attention.softmax raised on float16 scores
+    (softmax_of_the_library, "calls the library's own attention.softmax"),
+    # st22a: told "masked scores are shifted by a finite bias" on the case masked
+    # near -65600 (where an ignored, an inverted and a biased mask give one answer)
+    (float16_branch_forgets_the_mask, "ignored"),
+    # st22a: told the mask applied after the softmax alone (a 0 / 0 of underflows)
+    (exponentials_times_the_mask, "exp(S - m) * mask"),
+    # st22a: told -inf - (-inf), where its NaN is the 0 / 0 of its sum
+    (guards_the_maximum_not_the_sum, "the maximum guarded, the row's sum is 0"),
     (clamps_the_row_maximum_at_minus_1e300, "the row maximum is clamped from below"),
 ]
 
@@ -1842,10 +1905,19 @@ def test_every_failing_case_of_these_attempts_names_their_mistake(fn, phrase, ca
 
 def test_a_finite_bias_that_zeroes_empty_rows_fails_only_on_the_far_masked_keys(capsys):
     failures = _failures(adds_minus_1e9_and_zeroes_empty_rows, capsys)
-    assert len(failures) == 1 and "near 1e300" in failures[0], failures
+    assert len(failures) == 1 and "(here a masked key scores near 2e302, the visible " \
+        "ones at most near -1e300) stays on top" in failures[0], failures
 
 
-def test_the_large_and_far_cases_hold_rows_far_below_0():
+def test_a_float16_only_bias_is_told_the_scores_of_its_case_not_near_1e300(capsys):
+    """st22a: the far text said "near 1e300" wherever it was not 1e308, also on the
+    float16 case whose masked keys score 0 and 8."""
+    failures = _failures(float16_only_adds_minus_1e4_and_zeroes_empty_rows, capsys)
+    assert len(failures) == 1 and "1e300" not in failures[0], failures
+    assert failures[0].startswith("✗ float16 at d_k = 64"), failures
+
+
+
     """The rows the shift mistakes of st4a need: in the large-score case one query's
     scores all near -1000 (no key near 0), in the far case one query's visible keys
     near -1e300 (below any finite fill but -1.8e308), a float32 case with scores above 88.7 (where

@@ -11,13 +11,14 @@ The contract the exercise states, and this checker tests:
   multiple of any block size), each row's maximum growing from each block of 64 (up
   to 4096) keys to the next, so that code working in key blocks runs several (an
   online softmax that does not rescale its running sum when the running maximum
-  grows is named, with its block size; a sum over the first keys fails); its row 1
-  hides every key but its last (4998 keys: a first block of any size up to 4998 is
-  fully masked there; st21a: with 4200 hidden, blocks of 4201 to 4998 keys passed),
-  and a short case's rows hide their first 3 and 2 keys, so that an online softmax
-  whose running maximum starts at -inf, and turns NaN (exp(-inf + inf)) on a fully
-  masked first block, is named, and so is that NaN made zeros by np.nan_to_num
-  (st17a: every row of every case saw key 0 or 1, and it passed);
+  grows is named, with a block size that gives its answer; a sum over the first
+  keys fails); its row 1 hides every key but its last (4998 keys: a first block of
+  any size up to 4998 is fully masked there; st21a: with 4200 hidden, blocks of 4201
+  to 4998 keys passed), and a short case's rows hide their first 3 and 2 keys, so
+  that an online softmax whose running maximum starts at -inf, and turns NaN
+  (exp(-inf + inf)) on a fully masked first block, is named, and so is that NaN
+  made zeros by np.nan_to_num (st17a: every row of every case saw key 0 or 1, and
+  it passed);
 * scores Q K^T / sqrt(d_k) (cases at d_k = 10 and 2, not squares: a scale of
   1/int(np.sqrt(d_k)) is named, at d_k = 2, where it is 1, once the large scores at
   d_k = 4 have ruled out no scale at all, st21a); A is their softmax along the keys (each row sums to 1, in
@@ -343,7 +344,7 @@ def _soft(S, axis=-1, m=None, total=None, guard=True):
 def _near(x: float) -> str:
     """"near -1000", "near -1e12": a score's size in a message."""
     return (f"near {x:.0e}".replace("e+", "e") if abs(x) >= 1e6
-            else f"near {round(x, -2):.0f}")
+            else f"near {round(x, -2) + 0.0:.0f}")  # (+ 0.0: no "-0")
 
 
 def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
@@ -410,11 +411,15 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
     allowed = None if mask is None else np.broadcast_to(mask, S.shape)
     seen = M and allowed.any(axis=-1)
     top_masked = M and np.where(allowed, -np.inf, S).max(axis=-1)
-    far = M and bool(np.any(seen & (top_masked
-                                    > np.where(allowed, S, -np.inf).max(axis=-1) + 1e4)))
-    # the far case's masked key near 1e300, or the edge case's near 1.4e308
-    far_text = ("near 1e308" if np.max(np.where(seen, top_masked, -np.inf)) > 1e307
-                else "near 1e300") if far else ""
+    top_visible = M and np.where(allowed, S, -np.inf).max(axis=-1)
+    far_rows = M and seen & (top_masked > top_visible + 1e4)
+    far = M and bool(np.any(far_rows))
+    # the scores of the row whose masked key is highest (st22a: the float16 case's
+    # masked keys score 0 and 8, and were told "near 1e300")
+    far_row = np.unravel_index(np.argmax(np.where(far_rows, top_masked, -np.inf)),
+                               np.shape(far_rows)) if far else None
+    far_text = (f"a masked key scores {_near(float(top_masked[far_row]))}, the visible "
+                f"ones at most {_near(float(top_visible[far_row]))}") if far else ""
     empty = M and not seen.all()
     bias_msg = (
         "masked scores are shifted by a finite bias, as S + (~mask) * -1e9 does: a finite "
@@ -430,6 +435,12 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
             W = _soft(S + np.where(mask, 0.0, -bias))
             return np.where(allowed.any(axis=-1, keepdims=True), W, 0.0) if zero_empty else W
         return out(A)
+
+    def times_mask():  # exp(S - m) * mask, m the visible maximum (st22a)
+        m = _fill(S, mask).max(axis=-1, keepdims=True)
+        E = np.exp(S - np.where(np.isneginf(m), 0.0, m)) * allowed
+        t = E.sum(axis=-1, keepdims=True)
+        return E / np.where(t == 0, 1.0, t)
 
     def nan_to_num(work, on_exp):  # no shift, the overflow's inf / inf hidden
         def A():
@@ -476,14 +487,20 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
         ("clamped-shift!", clamp_msg, soft(m=np.maximum(row_max, 0.0), guard=False)),
         ("unguarded",
          "a fully masked row gives NaN: with every score -inf, the row maximum is -inf "
-         "and -inf - (-inf) is NaN (masking after the softmax gives 0 / 0 instead); "
-         "such a row must get zero weights and a zero output: shift it by 0 and divide "
-         "its zero sum by 1", soft(guard=False)),
+         "and -inf - (-inf) is NaN, or, the maximum guarded, the row's sum is 0 and "
+         "0 / 0 is NaN (masking after the softmax gives 0 / 0 too); such a row must "
+         "get zero weights and a zero output: shift it by 0 and divide its zero sum "
+         "by 1", soft(guard=False)),
         *([("after-renormalise", f"{after_msg} and the renormalisation divides 0 by 0; set "
             "masked scores to -inf before the softmax", after("plain")),
            ("after-renormalise", f"{after_msg} before the mask removes that key, and the "
             "renormalised row is all zeros; set masked scores to -inf before the softmax",
             after("guarded")),
+           ("exp-times-mask",
+            "the exponentials are multiplied by the mask, exp(S - m) * mask, with m the "
+            "maximum of the visible scores: a masked key's score far above it overflows "
+            "exp() to inf, and inf * 0 is NaN; set masked scores to -inf before exp(), "
+            "np.where(mask, S, -np.inf)", out(times_mask)),
            ("after-zero",
             "the mask is applied after the softmax without renormalising, so the rows no "
             "longer sum to 1; set masked scores to -inf before the softmax", after("")),
@@ -495,6 +512,12 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            ("inverted",
             "the mask is inverted: True means 'may attend', but your weights are zero where "
             "the mask is True", out(lambda: _soft(_fill(S, ~np.asarray(mask))))),
+           *[("masked-on-top",
+              "the masked keys take the weight, as an ignored or an inverted mask "
+              "gives here, and so does a finite bias added to the masked scores "
+              "(S + (~mask) * -1e4) that leaves them above the visible ones (here "
+              f"{far_text}): set masked scores to -inf before the softmax, "
+              "np.where(mask, S, -np.inf)", out(lambda: _soft(S)))][:1 if far else 0],
            ("ignored", "the mask is ignored: masked keys get weight; set masked scores "
             "to -inf before the softmax (np.where(mask, S, -np.inf))",
             out(lambda: _soft(S))),
@@ -583,7 +606,8 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
          "the exponentials are divided by the sum of the whole array (E.sum() without "
          "an axis): each row (one query over all keys) must sum to 1, "
          "E.sum(axis=-1, keepdims=True)", soft(total=lambda E: E.sum())),
-        *[("online", ONLINE + f" (here in key blocks of {block})", online(block))
+        *[("online", ONLINE + f" (here in key blocks of {block}, or of any size that "
+           "splits these rows alike)", online(block))
           for block in ONLINE_BLOCKS
           if block < T_k],
         ("no-keepdims", nokeep_msg, soft(m=nokeep_max, total=row_sum_T)),
@@ -759,6 +783,22 @@ def _drops_ones(got: tuple, want: tuple) -> bool:
     return i == len(got)
 
 
+#: Said where a masked key far above the visible ones turned a row NaN, as both the
+#: mask applied after the softmax and renormalised, and exp(S - m) * mask, do.
+AFTER_OR_TIMES_MASK = (
+    "a masked key far above the visible ones turned its row NaN: either the mask is "
+    "applied after the softmax and the weights renormalised (the visible keys' "
+    "exponentials underflow to 0, and the renormalisation divides 0 by 0), or the "
+    "exponentials are multiplied by the mask, exp(S - m) * mask (that key's "
+    "overflows to inf, and inf * 0 is NaN); set masked scores to -inf before exp(), "
+    "np.where(mask, S, -np.inf)")
+
+
+#: Mistakes named only on the cases that ask for them (``keys``): on the float16
+#: case masked near -65600 an ignored, an inverted and a biased mask give one answer.
+ONLY_WHEN_ASKED = {"masked-on-top"}
+
+
 def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
               keys=None, ruled_out=None, prefer_shift=False) -> tuple[str, str]:
     """Say what is wrong with an attempt (O, A) that does not match (O_ref, A_ref).
@@ -779,10 +819,19 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
                          f"A {A_ref.shape}{hint}")
     Af, Of = A.astype(np.float64), O.astype(np.float64)
     d_k = Q.shape[-1]
+    excluded = ruled_out() if ruled_out else set()
+    table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)
+             if (key in keys if keys else key not in ONLY_WHEN_ASKED)
+             and key.rstrip("!") not in excluded
+             and (key != "abs-max" or prefer_shift)]  # (it looks like every shift)
+    pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     if Q.dtype == np.float16 and not (np.isfinite(Af).all() and np.isfinite(Of).all()):
         with np.errstate(all="ignore"):
             raw = Q @ np.swapaxes(K, -1, -2)  # in float16, as an attempt would
-        if not np.isfinite(raw).all():
+        # (a case's own mistakes first: st22a, exp(S - m) * mask in float32 is NaN
+        # on the case masked near -65600, whose Q K^T overflows float16 too)
+        if not np.isfinite(raw).all() and not (
+                keys and next(_matching((Of, Af), table, pair, (O_ref, A_ref)), "")):
             return "float16-overflow", (
                 "the result has NaN or inf: Q K^T was formed in float16, whose "
                 "largest number is 65504, and overflowed to inf (a score above "
@@ -802,11 +851,6 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         # rounded to float16 can flatten them too, and are named as such
         half = _float16_scores(Af, A_ref, Q, K, mask, tol=1e-3)
         return ("float16-scores", half) if half else ("clipped", clipped)
-    excluded = ruled_out() if ruled_out else set()
-    table = [((key, message), wrong) for key, message, wrong in _mistakes(Q, K, V, mask)
-             if (keys is None or key in keys) and key.rstrip("!") not in excluded
-             and (key != "abs-max" or prefer_shift)]  # (it looks like every shift)
-    pair = lambda x, y: _same(x[0], y[0], atol) and _same(x[1], y[1], atol)  # noqa: E731
     matches = []
     for key, message in _matching((Of, Af), table, pair, want=(O_ref, A_ref)):
         if key.rstrip("!") not in {k.rstrip("!") for k, _ in matches}:
@@ -817,6 +861,10 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         matches = [(k, m) for k, m in matches
                    if k == "unguarded" or (k != "after-renormalise" and not k.endswith("!"))]
     matches = [(k.rstrip("!"), m) for k, m in matches]
+    if {"after-renormalise", "exp-times-mask"} <= {k for k, _ in matches}:
+        # one NaN row, two ways (st22a): one sentence names both
+        matches = [("after-renormalise", AFTER_OR_TIMES_MASK) if k == "after-renormalise"
+                   else (k, m) for k, m in matches if k != "exp-times-mask"]
     if prefer_shift and any(k in SHIFTS for k, _ in matches):
         # the attempt's shift already failed on the large scores, without a mask:
         # that explains these zero rows before a mistake in the mask's order (st15a)
@@ -1329,26 +1377,34 @@ def _drawn_inputs(seed: int, sizes: tuple):
             rng.random((T_q, T_k)) < 0.7)
 
 
-def _drawn_case(case, seed: int, where: str, two_keys: bool = False):
-    """``case(Q, K, V, mask)`` at each set of sizes drawn from ``seed`` (``_draw_sizes``),
-    without and with the mask; a failure says the sizes and how to draw them again.
-    With ``two_keys`` T_k is at least 2 and query 0 sees keys 0 and 1 (gradients: with
-    one visible key in every row, dS is rounding noise and no relative tolerance
-    holds)."""
+def _drawn_sets(seed: int, two_keys: bool = False) -> list:
+    """(Q, K, V, mask) at each set of sizes drawn from ``seed`` (``_draw_sizes``). With
+    ``two_keys`` T_k is at least 2 and query 0 sees keys 0 and 1 (gradients: with one
+    visible key in every row, dS is rounding noise and no relative tolerance holds)."""
+    sets = []
+    for sizes in _draw_sizes(seed):
+        if two_keys:
+            sizes = (*sizes[:2], max(sizes[2], 2), *sizes[3:])
+        Q, K, V, mask = _drawn_inputs(seed, sizes)
+        if two_keys:
+            mask[0, :2] = True
+        sets.append((Q, K, V, mask))
+    return sets
+
+
+def _drawn_case(case, seed: int, again: str, two_keys: bool = False):
+    """``case(Q, K, V, mask)`` on each of ``_drawn_sets(seed, two_keys)``, without and
+    with the mask; a failure says the sizes and, in ``again``, how to get the inputs
+    again."""
     def drawn():
-        for sizes in _draw_sizes(seed):
-            if two_keys:
-                sizes = (*sizes[:2], max(sizes[2], 2), *sizes[3:])
-            Q, K, V, mask = _drawn_inputs(seed, sizes)
-            if two_keys:
-                mask[0, :2] = True
+        for Q, K, V, mask in _drawn_sets(seed, two_keys):
             for m in (None, mask):
                 ok, detail = case(Q, K, V, m)()
                 if not ok:
                     return ok, (f"{detail} (at sizes drawn afresh for this call: Q "
                                 f"{Q.shape}, K {K.shape}, V {V.shape}, "
                                 + ("no mask" if m is None else f"a mask {m.shape}")
-                                + f"; _draw_sizes({seed}) in {where} draws them again)")
+                                + f"; {again})")
         return True, ""
     return drawn
 
@@ -1363,6 +1419,7 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                                     **functions}, LIBRARY, {**builtins, **torch_builtins},
                                methods)
     rng = np.random.default_rng(_RNG_SEED)
+    seed = _fresh_seed()  # (the sizes drawn afresh)
     Q, K, V = _inputs(rng)
     T_q, T_k = Q.shape[-2], K.shape[-2]
 
@@ -1631,8 +1688,9 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                                        (Q_o[:1, 1:], K_o[:1], V_o[:1],
                                         causal_mask(2, 7)[1:]),
                                        (Q_o, K_o, V_o, mask_b))),
-                  _drawn_case(lambda q, k, v, m: _case(fn, q, k, v, m), _fresh_seed(),
-                              "attention.checkers.attention"))),
+                  _drawn_case(lambda q, k, v, m: _case(fn, q, k, v, m), seed,
+                              f"_draw_sizes({seed}) in attention.checkers.attention "
+                              "draws them again"))),
     ]
     flat_ok = results[0][1]  # the same computation without batch dimensions passed
     results += [
@@ -1693,7 +1751,8 @@ def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bo
                        "lie far above float16's 65504 but are finite in float32: "
                        "compute in float32 and cast only O and A back"),
             _case(fn, Q_n, K_n, V_n, mask_n, atol=5e-3, what_if_masked_weight=True,
-                  keys={"fill-float16", "fill-below", "additive"},
+                  keys={"fill-float16", "fill-below", "masked-on-top",
+                        "exp-times-mask"},
                   what="; the visible keys here score near -65600, below "
                        "float16's -65504, and the masked keys 0 and 8: only -inf (or "
                        "float32's minimum, in float32 scores) is below them"),
