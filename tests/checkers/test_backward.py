@@ -849,6 +849,47 @@ def torch_autograd_grad(Q, K, V, dO, mask=None):
     return tuple(g.numpy() for g in torch.autograd.grad(O, inputs, torch.from_numpy(dO)))
 
 
+def _torch_output(Q, K, V, mask):
+    """O as a function of torch tensors q, k, v (no requires_grad: forward mode)."""
+    import torch
+
+    def O(q, k, v):
+        S = q @ k.transpose(-1, -2) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            S = S.masked_fill(~torch.from_numpy(np.asarray(mask)), float("-inf"))
+        return torch.nan_to_num(torch.softmax(S, -1)) @ v
+    return O, [torch.from_numpy(np.ascontiguousarray(x, np.float64)) for x in (Q, K, V)]
+
+
+# st22a t5: forward-mode autodiff, one dual-number pass per input entry, passed all 11
+# cases (430 s). These make one such pass (or call) and return the right gradients,
+# so that each passes unless its call is refused.
+def torch_forward_mode_dual_numbers(Q, K, V, dO, mask=None):
+    import torch
+    import torch.autograd.forward_ad as fwAD
+    O, (q, k, v) = _torch_output(Q, K, V, mask)
+    tangent = torch.zeros_like(q)
+    tangent.view(-1)[:1] = 1.0
+    with fwAD.dual_level():
+        out = O(fwAD.make_dual(q, tangent), k, v)
+        fwAD.unpack_dual((out * torch.from_numpy(dO)).sum()).tangent
+    return correct(Q, K, V, dO, mask)
+
+
+def torch_func_jvp(Q, K, V, dO, mask=None):
+    import torch
+    O, (q, k, v) = _torch_output(Q, K, V, mask)
+    torch.func.jvp(lambda q_: O(q_, k, v), (q,), (torch.ones_like(q),))
+    return correct(Q, K, V, dO, mask)
+
+
+def torch_func_jacfwd(Q, K, V, dO, mask=None):
+    import torch
+    O, (q, k, v) = _torch_output(Q, K, V, mask)
+    torch.func.jacfwd(lambda v_: O(q, k, v_))(v)
+    return correct(Q, K, V, dO, mask)
+
+
 def gives_a_3d_mask_a_head_axis(Q, K, V, dO, mask=None):  # st7a: passed
     if mask is not None and np.ndim(mask) == 3:
         mask = np.asarray(mask)[:, None]  # PyTorch's (B, 1, T_q, T_k)
@@ -1472,8 +1513,8 @@ WRONG = [
     (clips_scores_at_1e5, CLIPPED),
     (clips_scores_at_1e6, CLIPPED),
     (clips_scores_at_1e20, CLIPPED),
-    (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048)"),
-    (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096)"),
+    (online_softmax_in_blocks_of_2048_not_rescaled, "(here in key blocks of 2048,"),
+    (online_softmax_in_blocks_of_4096_not_rescaled, "(here in key blocks of 4096,"),
     (online_softmax_in_blocks_of_64_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_4_from_minus_inf, FIRST_BLOCK),
     (online_softmax_in_blocks_of_2_from_minus_inf, FIRST_BLOCK),
@@ -1522,6 +1563,9 @@ WRONG = [
     (D_from_O_rounded_to_float32, "precision was lost on the way"),
     (flushes_dS_below_1e_12, "no small entry of dS (or of dQ) flushed to 0"),
     (subtracts_the_row_mean_of_dS, "dS must be exactly 0"),
+    # st22a: at [40, 0, 0, 0] it was told "compute dS the same way on every row"
+    (subtracts_the_row_mean_of_dS, "its row mean was subtracted, as dS - "
+     "dS.mean(-1, keepdims=True) does"),
     (dS_from_the_library_softmax_vjp, "calls the library's own attention.softmax_vjp"),
     (A_from_the_library_forward,
      "calls the library's own attention.scaled_dot_product_attention"),
@@ -1542,6 +1586,10 @@ WRONG = [
     (float64_unless_float32, "dQ, dK, dV are float64 for float16 inputs"),
     (torch_autograd_backward, "calls torch.autograd.backward"),
     (torch_autograd_grad, "calls torch.autograd.grad"),
+    (torch_forward_mode_dual_numbers, "calls torch.autograd.forward_ad.make_dual, "
+     "PyTorch's forward-mode automatic differentiation"),
+    (torch_func_jvp, "calls torch.autograd.forward_ad.make_dual"),
+    (torch_func_jacfwd, "calls torch.autograd.forward_ad.make_dual"),
     (gives_a_3d_mask_a_head_axis, "was given a head axis (mask[:, None]"),
     (reads_a_key_mask_as_padding, "a (T_k,) mask is one flag per key"),
     (scores_in_float16_scaled_first, "as float16 rounding does"),
@@ -1671,6 +1719,7 @@ EXCLUSIVE = {
                         flushes_dS_below_1e_14, flushes_dS_below_1e_12,
                         normalises_with_eps_1e_14},
     # (a floor on the weights gives masked keys 1e-12 each: dV stays right)
+    "its row mean was subtracted": {subtracts_the_row_mean_of_dS},
     "dS must be exactly 0": {subtracts_the_row_mean_of_dS, dS_with_an_epsilon, clips_weights_to_1e_12,
                              floors_the_exponent_at_minus_60,
                              floors_the_exponent_at_minus_100},
@@ -2016,6 +2065,7 @@ def test_a_change_to_dS_after_right_weights_is_not_told_a_masked_key_got_weight(
     failures = "\n".join(_failures(subtracts_the_row_mean_of_dS, capsys))
     assert "dS must be exactly 0 where A is 0" in failures
     assert "got some weight" not in failures
+    assert "compute dS the same way on every row" not in failures  # (st22a)
 
 
 def _D_summed(how):
@@ -2235,6 +2285,26 @@ def test_a_mistake_seen_only_at_drawn_sizes_prints_them_and_the_seed(monkeypatch
     assert checkers.check_attention_backward(right_but_at_d_k_11) is False
     out = capsys.readouterr().out
     assert "(at sizes drawn afresh for this call: Q (2, 3, 11), K (2, 4, 11), V (2, " \
-        "4, 2), no mask; _draw_sizes(42) in attention.checkers.attention draws them " \
-        "again)" in out
+        "4, 2), no mask; _drawn_inputs(42) in attention.checkers.backward gives them " \
+        "again, (Q, K, V, dO, mask) at each set of sizes)" in out
     assert "10 of 11 checks passed." in out
+
+
+def test_the_printed_recipe_gives_the_drawn_inputs_again(monkeypatch, capsys):
+    """st22a: the recipe printed was _draw_sizes(seed), whose sizes the backward changes
+    (T_k at least 2, query 0 seeing keys 0 and 1) and which draws no dO."""
+    monkeypatch.setattr(ATTENTION, "_draw_sizes", lambda seed: (((2,), 3, 1, 11, 2),))
+    monkeypatch.setattr(BACKWARD, "_fresh_seed", lambda: 42)
+    seen = []
+
+    def right_but_at_d_k_11(Q, K, V, dO, mask=None):
+        if Q.shape[-1] == 11:
+            seen.append((Q, K, V, dO, mask))
+            return tuple(1.1 * g for g in correct(Q, K, V, dO, mask))
+        return correct(Q, K, V, dO, mask)
+
+    assert checkers.check_attention_backward(right_but_at_d_k_11, verbose=False) is False
+    [(Q, K, V, dO, mask)] = BACKWARD._drawn_inputs(42)
+    assert K.shape == (2, 2, 11) and mask[0, :2].all()  # T_k 1 drawn, made 2
+    got = seen[0]  # the first call at d_k = 11 is the drawn one, without the mask
+    assert got[4] is None and all(np.array_equal(a, b) for a, b in zip(got[:4], (Q, K, V, dO)))

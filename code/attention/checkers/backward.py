@@ -10,9 +10,9 @@ The contract the exercise states, and this checker tests:
 * every row counts all its keys: one masked case has T_k = 4999 (prime: not a
   multiple of any block size), each row's maximum growing from each block of 64 (up
   to 4096) keys to the next (an online softmax that does not rescale its running sum
-  when the running maximum grows is named, with its block size; D summed over the
-  first keys fails); its row 1 hides every key but its last (a first block of any
-  size up to 4998 is fully masked there; st21a: with 4200 hidden, blocks of 4201 to
+  when the running maximum grows is named, with a block size that gives its
+  answer; D summed over the first keys fails); its row 1 hides every key but its
+  last (a first block of any size up to 4998 is fully masked there; st21a: with 4200 hidden, blocks of 4201 to
   4998 keys passed), and another case's rows their first 3 and 2, so that an online
   softmax whose running maximum starts at -inf, NaN on a fully masked first block,
   is named, and so is that NaN made zeros by np.nan_to_num (the gradients of those
@@ -54,7 +54,9 @@ The contract the exercise states, and this checker tests:
   ``softmax_vjp`` and the others of ``_engine._library_softmax``), or PyTorch's
   autograd (``torch.autograd.backward``, which ``Tensor.backward()`` calls, and
   ``torch.autograd.grad``, which ``torch.autograd.functional`` and ``torch.func.vjp``
-  call), is refused where the profiler of ``_engine._refusing_the_library`` sees the
+  call; and its forward mode, ``torch.autograd.forward_ad.make_dual`` and
+  ``unpack_dual``, which ``torch.func.jvp``, ``jacfwd`` and ``linearize`` call;
+  st22a: dual numbers passed), is refused where the profiler of ``_engine._refusing_the_library`` sees the
   call (its blind spots are listed there).
 
 Eleven cases: one head without and with a causal mask, compared with central differences
@@ -90,9 +92,11 @@ all), one causal mask for every head (and one key, T_k = 1, hidden from one quer
 that looks only at a full-shape mask shows); other sizes on 3-D inputs (B, T, d),
 (3, 2, 9) queries against 8 keys with d_v = 4 and a (T_q, T_k) mask, the same with
 B = 1, T_q = 1 (a size-1 axis dropped, as np.squeeze does, shows), and with a (B, T_q, T_k)
-mask, and the forward checker's sizes drawn afresh on each call (``attention._draw_sizes``,
-T_k from 2, query 0 seeing keys 0 and 1 under the drawn mask: where every row sees one
-key, dS is rounding noise; a failure prints the sizes and the seed; st21a); a full (B, H, T_q, T_k) mask in
+mask, and the forward checker's sizes drawn afresh on each call
+(``attention.checkers.attention._draw_sizes``, T_k from 2, query 0 seeing keys 0 and 1
+under the drawn mask: where every row sees one key, dS is rounding noise; dO drawn from
+the sizes; a failure prints the sizes and the seed, and ``_drawn_inputs(seed)`` here
+gives the inputs again; st21a, st22a); a full (B, H, T_q, T_k) mask in
 which some queries see no key, and an (H, T_q, T_k) mask on inputs with B = H = 3, whose
 heads' masks differ; and float32 inputs with scores above 100 (float32's exp()
 overflows above 88.7), with a causal mask and without one, and at small scores with
@@ -119,7 +123,11 @@ matches. Messages are wrapped to 76 columns.
 
 Blind spots: the page's equations written in PyTorch's operations, with no autograd (or
 with ``torch.nn.functional.scaled_dot_product_attention`` for O), on tensors made from
-the inputs, are not refused: such an attempt passes if its numbers are right.
+the inputs, are not refused: such an attempt passes if its numbers are right. The checker
+checks the gradients' values, not how they were found: gradients found numerically in
+NumPy, entry by entry, pass where they are accurate enough (st22a: the complex step
+passed every case, in 179 s); no time is measured (a timed check fails on a loaded
+machine).
 """
 
 from __future__ import annotations
@@ -137,7 +145,7 @@ from ..masks import causal_mask, padding_mask
 from ..softmax import softmax
 from .attention import (CAUSAL_DEFAULT, FIRST_BLOCK, FIRST_BLOCK_ZEROED,  # said alike
                         KEY_PER_QUERY, LOG_SUM_EXP, LONG_T_K, ONLINE_BLOCKS, PER_BATCH,
-                        DRAWN_SIZES, _drawn_case, _first_block_nan,
+                        DRAWN_SIZES, _drawn_case, _drawn_sets, _first_block_nan,
                         _first_block_rows, _fresh_seed, _long_row, _lse_weights,
                         _two_key_mask)
 from ._engine import (_RNG_SEED, BATCH_HINT, LEADING_HINT, Rejected, _dtype_rejection,
@@ -163,17 +171,48 @@ TORCH_AUTOGRAD = ("your function calls {name}, PyTorch's automatic differentiati
                   "dK = c dS^T Q)")
 
 
+#: Said when the attempt has PyTorch's forward-mode autodiff (dual numbers) compute them.
+TORCH_FORWARD_AD = ("your function calls {name}, PyTorch's forward-mode automatic "
+                    "differentiation (dual numbers, which torch.func.jvp and jacfwd "
+                    "use): the exercise is to derive the backward pass and write it "
+                    "yourself, in NumPy (dV = A^T dO, dA = dO V^T, dS = A * (dA - D), "
+                    "dQ = c dS K, dK = c dS^T Q)")
+
+
 def _torch_autograd() -> dict:
     """torch.autograd.backward and torch.autograd.grad (Python functions, which
     Tensor.backward() and torch.autograd.functional reach), each with TORCH_AUTOGRAD,
-    by name; {} when torch is not installed (imported here, not before)."""
+    and torch.autograd.forward_ad.make_dual and unpack_dual (which torch.func.jvp,
+    jacfwd and linearize reach), each with TORCH_FORWARD_AD, by name; {} when torch is
+    not installed (imported here, not before)."""
     try:
         import torch
+        import torch.autograd.forward_ad as forward_ad
     except ImportError:
         return {}
-    return {f"torch.autograd.{name}": (getattr(torch.autograd, name), TORCH_AUTOGRAD)
-            for name in ("backward", "grad")
-            if hasattr(getattr(torch.autograd, name, None), "__code__")}
+    banned = {f"torch.autograd.{name}": (getattr(torch.autograd, name), TORCH_AUTOGRAD)
+              for name in ("backward", "grad")
+              if hasattr(getattr(torch.autograd, name, None), "__code__")}
+    banned.update({f"torch.autograd.forward_ad.{name}": (getattr(forward_ad, name),
+                                                         TORCH_FORWARD_AD)
+                   for name in ("make_dual", "unpack_dual")
+                   if hasattr(getattr(forward_ad, name, None), "__code__")})
+    return banned
+
+
+def _drawn_dO(Q, V):
+    """The upstream gradient of the drawn inputs Q, V, drawn from their sizes (the same
+    sizes, the same dO)."""
+    return np.random.default_rng(list(Q.shape) + [V.shape[-1]]).standard_normal(
+        Q.shape[:-1] + V.shape[-1:])
+
+
+def _drawn_inputs(seed: int) -> list:
+    """The inputs the checker draws afresh from ``seed`` (printed when one fails): for
+    each set of sizes, (Q, K, V, dO, mask), the forward checker's drawn inputs with
+    T_k at least 2 and query 0 seeing keys 0 and 1, and dO drawn from the sizes; the
+    checker runs each without the mask and with it."""
+    return [(Q, K, V, _drawn_dO(Q, V), mask) for Q, K, V, mask in _drawn_sets(seed, True)]
 
 
 def _library_backward() -> dict:
@@ -561,7 +600,8 @@ def _mistakes(Q, K, mask, V=None) -> list[tuple[str, str, dict, Callable]]:
         # every key masked (an empty sequence): a finite fill or bias flattens each
         # row, as a mask ignored or filled with 0 does; what it misses is the guard
         mistakes.sort(key=lambda m: m[0] not in ("mask-large", "mask-bias"))
-    mistakes += [("online", ONLINE + f" (here in key blocks of {block})",
+    mistakes += [("online", ONLINE + f" (here in key blocks of {block}, or of any size "
+                  "that splits these rows alike)",
                   dict(block=block), RIGHT)
                  for block in ONLINE_BLOCKS if block < K.shape[-2]]
     with np.errstate(all="ignore"):
@@ -1310,6 +1350,16 @@ def _term_sizes(Q, K, V, dO):
     return p.c * (sdS @ a(p.K)), p.c * (_swap(sdS) @ a(p.Q)), _swap(p.A) @ a(p.dO)
 
 
+#: Said where dS made to sum to 0 by subtracting its row mean shows (st22a: told
+#: "compute dS the same way on every row", which it did).
+CENTRED_DS = ("dS was changed after dS = A * (dA - D): its row mean was subtracted, "
+              "as dS - dS.mean(-1, keepdims=True) does, to make its rows sum to 0, "
+              "which they already do up to rounding; here, at scores [40, 0, 0, 0], "
+              "the small keys' entries of dS lie below 4e-18, and the row mean (a "
+              "rounding of the top key's entry) moves each of them, and dK's rows, "
+              "by far more than its own rounding; leave dS = A * (dA - D) as it is")
+
+
 def _rounded_one_case(fn, Q, K, V, dO):
     """One head, one query whose largest weight is exactly 1.0 in float64 (scores
     [40, 0, 0, 0], d_k = 1): each gradient's entry within ROUNDINGS roundings of the
@@ -1343,6 +1393,11 @@ def _rounded_one_case(fn, Q, K, V, dO):
         epsilon = _epsilon_in_dS(got, Q, K, V, dO)
         if epsilon:
             return False, epsilon
+        p = _parts(Q, K, V, dO)
+        centred = _grads(p, dS=p.dS - p.dS.mean(axis=-1, keepdims=True))
+        if all(np.all(np.abs(g - w) <= ROUNDINGS * np.finfo(float).eps * size)
+               for g, w, size in zip(got, centred, sizes)):  # (st22a)
+            return False, CENTRED_DS
         names = [n for n, b in zip(NAMES, bad) if b.any()]
         return False, (f"{', '.join(names)} {'differs' if len(names) == 1 else 'differ'} "
                        "from the reference by more than a few roundings at scores "
@@ -1515,6 +1570,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
     fn = _refusing_the_library(fn, {**_library_backward(), **_library_attention(),
                                     **_library_softmax(), **_torch_autograd()}, LIBRARY)
     rng = np.random.default_rng(_RNG_SEED + 2)
+    seed = _fresh_seed()  # (the sizes drawn afresh)
     Q, K, V, dO = _inputs(rng)
     Qs, Ks, Vs, dOs = _inputs(rng, T_k=4)
     Qb, Kb, Vb, dOb = _inputs(rng, batch=(2, 3))  # (B, H, T, d_k) and so on
@@ -1788,11 +1844,10 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   _case(fn, Qo[:1, 1:], Ko[:1], Vo[:1], dOo[:1, 1:], causal_mask(2, 8)[1:],
                         on_error=leading_hint),
                   _case(fn, Qo, Ko, Vo, dOo, mask_o, on_error=leading_hint),
-                  # (dO drawn from the sizes: the same sizes, the same dO)
-                  _drawn_case(lambda q, k, v, m: _case(
-                      fn, q, k, v, np.random.default_rng(list(q.shape) + [v.shape[-1]])
-                      .standard_normal(q.shape[:-1] + v.shape[-1:]), m), _fresh_seed(),
-                      "attention.checkers.attention", two_keys=True))),
+                  _drawn_case(lambda q, k, v, m: _case(fn, q, k, v, _drawn_dO(q, v), m),
+                              seed, f"_drawn_inputs({seed}) in attention.checkers.backward "
+                              "gives them again, (Q, K, V, dO, mask) at each set of sizes",
+                              two_keys=True))),
         _run("a (B, H, T_q, T_k) mask where some queries see no key; an "
              "(H, T_q, T_k) one, B = H = 3",
              _all(_case(fn, Qb, Kb, Vb, dOb, empty, on_error=batch_hint),
