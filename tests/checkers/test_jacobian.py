@@ -1344,6 +1344,16 @@ def vjp_by_a_double_loop_over_lists(a, g):  # O(T_k^2) lines, no array per key
     return np.array(out)
 
 
+@pytest.mark.parametrize("cleaned", [vjp_with_its_nan_cleaned, vjp_with_its_nan_set_to_0])
+def test_a_nan_cleaned_into_zeros_is_told_its_division_by_a_not_a_threshold(cleaned, capsys):
+    """st22c: zeros from a cleaned 0/0 were blamed on a threshold on a.max(), on a masked
+    row of 64 keys, the only row of its kind: every failure names the division by a."""
+    assert checkers.check_softmax_jacobian(jacobian, cleaned) is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert out.count("a division by an entry of a") == 2  # the 7-key row, the 64-key one
+    assert "no threshold on a.max()" not in out and "saturated row still" not in out
+
+
 def test_lines_over_their_budget_are_told_t_k_squared_only_when_they_grow_so(capsys):
     """st22c: a count of lines over its budget at one length was told "grows like
     T_k^2": it is said only when the count grows more than 6-fold from 16 keys to 64."""

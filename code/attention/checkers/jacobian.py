@@ -58,7 +58,9 @@ row and kind of gradient that no measured row has.
 What the checker sees, in each measured call: the peak of the memory ``tracemalloc``
 traces (NumPy's arrays and Python's objects, in every thread) and that memory allocated
 line by line, summed; the lines of Python run in the calling thread, outside NumPy's,
-PyTorch's and the checker's own files (the attempt's functions they call back count);
+PyTorch's, the checker's own files and the number types of the standard library written
+in Python (``fractions``, ``_pydecimal``, ``numbers``; the attempt's functions they call
+back count);
 the items ``sum`` and ``math.fsum`` take, looked up by those names when they are called;
 the entries every PyTorch operation touches (a dispatch mode); at one row of 4096 keys,
 on Linux, the growth of the resident memory (any library's); and, in the counted call,
@@ -852,10 +854,14 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
     row = _row_name(n, kind, g_kind)
     budget = BUDGETS[name](n)
     if name in ("peak", "volume"):
-        digits = 0 if round(cost[name] / 2**10) > round(budget / 2**10) else 1
+        # in KiB, with as many decimals as it takes to tell the two apart, else in bytes
+        digits = next((d for d in (0, 1, 2) if round(cost[name] / 2**10, d) >
+                       round(budget / 2**10, d)), None)
+        reached, limit = ((f"{cost[name]:,.0f} bytes", f"{budget:,.0f} bytes") if digits is None
+                          else (f"{cost[name] / 2**10:,.{digits}f} KiB",
+                                f"{budget / 2**10:,.{digits}f} KiB"))
         passed = (f"your vjp's traced memory {'at its peak' if name == 'peak' else 'allocated line by line, summed,'} "
-                  f"reached {cost[name] / 2**10:,.{digits}f} KiB, past the budget of "
-                  f"{budget / 2**10:,.{digits}f} KiB at this length"
+                  f"reached {reached}, past the budget of {limit} at this length"
                   + (" (384 bytes per key and 4 KiB)" if name == "peak" else ""))
     else:
         passed = {"lines": f"your vjp ran more than {budget:,} lines of Python, its budget "
@@ -991,6 +997,9 @@ def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
                                             lambda: _growth(vjp))
             ok, detail = _close(cost["result"], want,
                                 f"VJP on a {kind} row of {m} keys, g {g_kind}")
+            if not ok and kind == "masked" and ZERO_WHERE_NOT in detail:
+                # zeros everywhere on a row with weights exactly 0: a NaN cleaned away
+                detail = detail.replace(ZERO_WHERE_NOT, DIVIDES_BY_A)
             if not ok:
                 return ok, VALUES + detail
             if m == n:
