@@ -902,10 +902,11 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
                 "Compute J g on the whole arrays from a, g and the number a.g, one dot "
                 "product a.g and one pass")
     if name == "summed":
-        return (f"{passed}; that is about T_k^2: it recomputes the number "
-                "a.g (sum(map(operator.mul, al, gl)), math.fsum, over lists or arrays) "
-                "for every key, inside the loop over the keys, O(T_k^2) work. Compute a.g "
-                "once, before any loop: J g needs one dot product and one pass")
+        return (f"{passed}; more than 16 per key, where a.g takes T_k in all: it "
+                "recomputes the number a.g (sum(map(operator.mul, al, gl)), math.fsum, over "
+                "lists or arrays) for every key, inside the loop over the keys, which takes "
+                "T_k^2, or sums as much another way. Compute a.g once, before any loop: J g "
+                "needs one dot product and one pass")
     if name == "volume" and grew("volume") <= QUADRATIC_GROWTH:
         grown = (f", and the sum grew {grew('volume'):.0f}-fold from 16 keys to 64, not "
                  "like T_k^2" if grew("volume") else "")
@@ -920,10 +921,10 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
                 "one row of J at a time (or a block of rows), O(T_k^2) work, the full "
                 "Jacobian built piece by piece. Compute J g from a, g and the number a.g, "
                 "which needs one dot product a.g and one pass")
-    return (f"{passed}; that is about T_k^2, where the right VJP touches a few "
-            "T_k: it builds J, the full T_k x T_k Jacobian, whole or one row (or block "
-            "of rows) at a time, O(T_k^2) work. Compute J g from a, g and the number a.g, one dot product a.g "
-            "and one pass")
+    return (f"{passed}; more than 64 per key, where the right VJP touches a few per "
+            "key: as when it builds J, the full T_k x T_k Jacobian, whole or one row (or "
+            "block of rows) at a time, which touches T_k^2. Compute J g from a, g and the "
+            "number a.g, one dot product a.g and one pass")
 
 
 def _vjp_cost(vjp: Callable) -> tuple[bool, str]:
