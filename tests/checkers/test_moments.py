@@ -349,7 +349,7 @@ WRONG = [
      "the arguments are in the wrong order"),
     # the mean rounded to four decimals for printing
     (lambda d_k, rho, kurtosis: (round(mean(d_k, rho), 4), var(d_k, rho, kurtosis)),
-     "within 1% of the formula wherever it differs"),
+     "your means are the formula's rounded to 4 decimals"),
     # found by the student round st6b
     # Var(q_m k_m) taken as E[q_m^2 k_m^2], the per-term mean rho not subtracted
     (lambda d_k, rho, kurtosis: (mean(d_k, rho), rho**2 * kurtosis + 1 - rho**2),
@@ -630,8 +630,10 @@ WRONG += [
                                      else var(d_k, rho, kurtosis)),
      "(kurtosis 2 as 3): kurtosis 2 alone reads as 3, the others as given: a special "
      "case for kurtosis 2"),
-    (kurtosis_below_1_3_taken_as_random_signs, "(kurtosis 1.1 as 1, 1.2 as 1): every "
-     "kurtosis probed from 1.1 to 1.2 reads as 1, the others as given"),
+    # (st23d: told of kurtosis 1 + 1e-10, at rho = +-1, before 1.1 and 1.2 are)
+    (kurtosis_below_1_3_taken_as_random_signs, "near rho = +-1, wherever your variance "
+     "is wrong (at kurtosis 1.0000000001), it is the formula's at kurtosis 1: was a "
+     "kurtosis near 1 taken as 1"),
     (rho_near_1_snapped, NEAR_1),
     (rho_past_0_9999_snapped, NEAR_1),
     (lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), kurtosis - 1.0 if abs(rho) > 0.999
@@ -677,6 +679,123 @@ WRONG += [
     (mean_off_by_1e_5_near_0_only, "within 1% of the formula wherever it differs "
      "(within 1e-4 of it near 0): a rounded value"),
 ]
+
+
+# Found by the student round st23d.
+def default_none_used_as_is(d_k, rho, kurtosis=None):
+    # a default that fails when used (passed: any TypeError was taken for "no default")
+    return rho * math.sqrt(d_k), 1 + rho**2 * (kurtosis - 2)
+
+
+def kurtosis_keyword_only(d_k, rho, *, kurtosis=3.0):
+    # (was told "the function must take three arguments")
+    return right(d_k, rho, kurtosis)
+
+
+def rho_snapped_past_1_minus_1e_8(d_k, rho, kurtosis=3.0):
+    # passed: 1 - 1e-8 itself was the nearest rho probed to 1
+    return right(d_k, math.copysign(1.0, rho) if abs(rho) > 1 - 1e-8 else rho, kurtosis)
+
+
+def rho_isclose_to_1_snapped(d_k, rho, kurtosis=3.0):
+    # math.isclose (rel_tol 1e-9): passed
+    if math.isclose(abs(rho), 1.0):
+        return math.copysign(math.sqrt(d_k), rho), kurtosis - 1
+    return right(d_k, rho, kurtosis)
+
+
+def small_variance_set_to_0(d_k, rho, kurtosis=3.0):
+    # passed: the tolerance near 0 was an absolute 1e-9
+    m, v = right(d_k, rho, kurtosis)
+    return m, (0.0 if v < 1e-9 else v)
+
+
+def mean_in_float16(d_k, rho, kurtosis=3.0):
+    # inf past 65504 (at d_k = 1e15): the variance rows were failed for it
+    return _half(mean(d_k, rho)), var(d_k, rho, kurtosis)
+
+
+def mean_overflows_at_1e15(d_k, rho, kurtosis=3.0):
+    return (math.inf if d_k >= 10**15 else mean(d_k, rho)), var(d_k, rho, kurtosis)
+
+
+ZEROED = ("your variance is 0 wherever it is wrong here, where the formula's is small "
+          "but not 0 (up to 2e-10, at rho = +-1 too, with kurtosis 1 + 1e-10): was a "
+          "small variance set to 0")
+WRONG += [
+    (default_none_used_as_is, "called without kurtosis, as the exercise's signature "
+     "allows (scaled_score_moments(16, 0.5)), your function raised TypeError: "
+     "unsupported operand type(s) for -: 'NoneType' and 'int': the default must be "
+     "kurtosis=3.0"),
+    (kurtosis_keyword_only, "your function takes kurtosis only as a keyword (after a "
+     "`*`), but the exercise's signature is scaled_score_moments(d_k, rho, "
+     "kurtosis=3.0)"),
+    (rho_snapped_past_1_minus_1e_8, NEAR_1),
+    (rho_isclose_to_1_snapped, NEAR_1),
+    (small_variance_set_to_0, ZEROED),
+    # the mean rounded to 8 decimals (was told "an approximation for small |rho|")
+    (lambda d_k, rho, kurtosis=3.0: (round(mean(d_k, rho), 8), var(d_k, rho, kurtosis)),
+     "your means are the formula's rounded to 8 decimals"),
+    (lambda d_k, rho, kurtosis=3.0: tuple(round(x, 8) for x in right(d_k, rho, kurtosis)),
+     "your means are the formula's rounded to 8 decimals"),
+    (mean_in_float16, "your means are the formula's rounded to float16"),
+    (mean_overflows_at_1e15, "at d_k = 1e15, rho = 0.0001, kurtosis = 10000.0 (past the "
+     "settings of the first check), the call failed: your mean there is inf (the "
+     "formula's is 3162.28): it must be a finite number"),
+]
+
+
+@pytest.mark.parametrize("attempt", [mean_in_float16, mean_overflows_at_1e15])
+def test_a_mean_not_finite_at_a_far_setting_fails_the_mean_row_alone(attempt):
+    # st23d: a mean rounded to float16 (inf at d_k = 1e15) failed both variance rows,
+    # "the call failed: the function returned (inf, 0.0)", where the variance is right
+    run = run_once(_check_on_the_fixed_settings, attempt)
+    assert run.result is False
+    assert "✗ mean, for positive and negative rho" in run.text, run.text
+    assert "✓ variance for normal entries" in run.text, run.text
+    assert "✓ variance for other entries" in run.text, run.text
+
+
+def test_a_variance_wrong_at_a_setting_where_the_mean_is_not_finite_fails_its_row(capsys):
+    def wrong_there(d_k, rho, kurtosis=3.0):
+        if d_k >= 10**15:
+            return math.inf, 2.0
+        return right(d_k, rho, kurtosis)
+
+    assert checkers.check_scaled_score_moments(wrong_there) is False
+    out = " ".join(capsys.readouterr().out.split())
+    assert "✗ variance for normal entries (kurtosis 3): variance at d_k = 1e15, rho = " \
+           "0.5, kurtosis = 3.0: got 2, expected 1.25" in out, out
+    assert "✗ variance for other entries" in out, out
+
+
+@pytest.mark.parametrize("attempt", [
+    lambda d_k, rho, kurtosis=None: right(d_k, rho, 3.0 if kurtosis is None else kurtosis),
+    lambda d_k, rho, kurtosis: right(d_k, rho, kurtosis),  # no default
+    lambda d_k, rho, kurtosis=3: right(d_k, rho, kurtosis),  # an int default
+    # 1 - rho^2 as (1 - rho)(1 + rho): right to rounding near rho = +-1
+    lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), rho**2 * (kurtosis - 1)
+                                    + (1 - rho) * (1 + rho)),
+    lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), rho**2 * (kurtosis - 1)
+                                    + math.sqrt(1 - rho**2) ** 2),
+], ids=["None default replaced", "no default", "int default", "(1 - rho)(1 + rho)",
+        "sqrt(1 - rho^2)^2"])
+def test_the_right_formula_passes_with_any_default_handling_and_near_rho_1(attempt):
+    # st23d: the default is read from the signature (a TypeError inside the formula
+    # is no missing default), and the tolerance near 0 is 1e-13
+    run = run_once(_check_on_the_fixed_settings, attempt)
+    assert run.result is True, run.text
+
+
+def test_variances_near_0_are_compared_to_1e_13_and_probed_below_1e_9():
+    # st23d: a variance of 2e-10 returned as 0 passed (an absolute 1e-9 near 0)
+    from attention.checkers import moments
+
+    assert moments._same(2e-10 + 5e-14, 2e-10) and not moments._same(0.0, 2e-10)
+    assert not moments._same(0.0, 2e-12) and not moments._same(1e-12, 0.0)
+    near = [var(*p) for p in moments.NEAR_ONE_PROBES]
+    assert min(v for v in near if v > 0) < 1e-11
+    assert any(abs(p[1]) == 1.0 and var(*p) > 0 for p in moments.NEAR_ONE_PROBES)
 
 
 def test_an_error_near_0_only_is_told_no_relative_error_elsewhere():
@@ -728,7 +847,7 @@ def test_the_second_moment_form_in_float64_is_right_to_rounding_at_the_narrow_wi
     assert moments.ZERO_ATOL < 1e-12
     off = [abs(second_moment_form(d, 1.0, 1.0)[1]) for d in moments.D_KS]
     assert 0 < max(off) <= moments.ZERO_ATOL  # (at d_k = 2, 3, 5: sqrt(d_k)^2 != d_k)
-    for p in moments.PROBES:
+    for p in moments.FIXED_PROBES:
         assert moments._same(second_moment_form(*p)[1], var(*p)), p
     assert second_moment_form(10**15, 1.0, 1.0)[1] == 0.125
     assert checkers.check_scaled_score_moments(second_moment_form, verbose=False) is False
@@ -833,7 +952,7 @@ def test_the_kurtoses_from_1_to_3_are_probed_every_0_1_and_2_among_them():
     # st22d: a kurtosis near 2 taken as 2, and one below 1.3 taken as 1, passed
     from attention.checkers import moments
 
-    ks = {k for *_, k in moments.PROBES + moments.GRID_PROBES}
+    ks = {k for *_, k in moments.FIXED_PROBES + moments.GRID_PROBES}
     assert {round(1 + i / 10, 1) for i in range(21)} <= ks and 2.0 in ks
     # each at a rho where a kurtosis 0.1 off moves the variance far past the tolerance
     for k in moments.LINEAR_KURTOSES:
@@ -901,7 +1020,8 @@ def test_the_pages_say_the_range_of_kurtoses_the_checker_probes():
     from attention.checkers.moments import KURTOSES
 
     chapters = Path(__file__).resolve().parents[2] / "chapters"
-    from attention.checkers.moments import DRAWN, FAR_PROBES, PROBES
+    from attention.checkers.moments import DRAWN, FAR_PROBES
+    from attention.checkers.moments import FIXED_PROBES as PROBES
 
     assert (min(KURTOSES), max(KURTOSES)) == (1.0, 1e8)
     # st14b: the far settings reach kurtosis 1e20 and width 1e15
@@ -924,7 +1044,8 @@ def test_the_pages_say_the_range_of_kurtoses_the_checker_probes():
 
 def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus_1():
     # st6b: rho rounded to one decimal, or clipped at +-0.999, passed
-    from attention.checkers.moments import PROBES, RHOS
+    from attention.checkers.moments import FIXED_PROBES as PROBES
+    from attention.checkers.moments import RHOS
 
     assert any(round(r, 1) != r for r in RHOS)
     assert {-1.0, 1.0} <= set(RHOS) and {r for _, r, _ in PROBES} == set(RHOS) | {
@@ -937,7 +1058,8 @@ def test_the_probed_correlations_are_not_all_of_one_decimal_and_reach_plus_minus
 def test_the_probed_widths_reach_past_300_and_the_kurtoses_lie_between_round_ones():
     # st8b: the normal formula for d_k > 300, and a table of the kurtoses probed then,
     # passed
-    from attention.checkers.moments import KURTOSES, PROBES
+    from attention.checkers.moments import FIXED_PROBES as PROBES
+    from attention.checkers.moments import KURTOSES
 
     widths = {d for d, _, _ in PROBES}
     assert {1024, 4096} <= widths and sum(d > 300 for d in widths) >= 2
@@ -1001,17 +1123,17 @@ def test_tiny_correlations_at_the_largest_kurtosis_and_widths_past_a_million_are
     # width 8192
     from attention.checkers import moments
 
-    small = [(d, r, k) for d, r, k in moments.PROBES if 0 < abs(r) < 1e-5]
+    small = [(d, r, k) for d, r, k in moments.FIXED_PROBES if 0 < abs(r) < 1e-5]
     # the rho^2 (kurtosis - 2) term is above the tolerance (about 1e-6 here) at each
     tells = [r**2 * (k - 2) for d, r, k in small if r**2 * (k - 2) > 5e-6]
     assert {abs(r) for d, r, k in small if r**2 * (k - 2) > 5e-6} == {3e-7, 1e-6}
     assert len(tells) >= 4 and not moments._same(1.0, 1.0 + min(tells))
     assert max(moments.KURTOSES) == 1e8  # within the range the pages quote
-    wide = {d for d, _, _ in moments.PROBES if d > 10_000}
+    wide = {d for d, _, _ in moments.FIXED_PROBES if d > 10_000}
     assert {2**20, 10**6 + 3} <= wide and max(wide) == 2**20
     # at kurtoses other than 3 and rho != 0, where the normal formula is wrong
     for d in wide:
-        settings = [(r, k) for dd, r, k in moments.PROBES if dd == d]
+        settings = [(r, k) for dd, r, k in moments.FIXED_PROBES if dd == d]
         assert settings and all(r != 0 and k != 3.0 for r, k in settings)
         assert not any(moments._same(1 + r**2, var(d, r, k)) for r, k in settings)
 
@@ -1107,9 +1229,10 @@ def test_the_right_answer_prints_the_same_report_on_every_call(capsys):
     assert reports[0].endswith("7 of 7 checks passed.\n")
 
 
-def test_a_sampled_estimate_stops_before_the_far_widths(monkeypatch):
+def test_a_sampled_estimate_stops_before_the_far_widths(capsys):
     # a sampling attempt fails the "same answer on every call" check, and is never
-    # called at d_k = 1e15 (where it could not finish)
+    # called past d_k = 4096 (st23d: 10,000 scores drawn as n x d_k entries ran out of
+    # memory at 2^20, 78 GiB, before the estimate was named; at 1e15 it could not finish)
     from attention.checkers import moments
 
     widths = []
@@ -1118,8 +1241,12 @@ def test_a_sampled_estimate_stops_before_the_far_widths(monkeypatch):
         widths.append(d_k)
         return sampled(min(d_k, 10**7), rho, kurtosis, n=200)
 
-    assert checkers.check_scaled_score_moments(estimate, verbose=False) is False
-    assert max(widths) == 2**20 and max(d for d, _, _ in moments.FAR_PROBES) == 10**15
+    assert checkers.check_scaled_score_moments(estimate) is False
+    out = " ".join(capsys.readouterr().out.split())
+    assert "✓ returns a pair of finite numbers" in out and "that is a sampled estimate" in out
+    assert max(widths) == 4096 and max(d for d, _, _ in moments.FAR_PROBES) == 10**15
+    assert max(d for d, _, _ in moments.FIXED_PROBES) == 2**20
+    assert sum(d for d, _, _ in moments.PROBES) < 2e5  # 10,000 x d_k floats: 16 GB in all
 
 
 def test_a_call_that_fails_at_a_far_setting_is_reported_with_that_setting(capsys):
@@ -1131,7 +1258,7 @@ def test_a_call_that_fails_at_a_far_setting_is_reported_with_that_setting(capsys
     assert checkers.check_scaled_score_moments(finite_below_1e9) is False
     out = " ".join(capsys.readouterr().out.split())
     assert "✗ mean, for positive and negative rho: at d_k = 1e9 + 7, rho = 0.0001, " \
-           "kurtosis = 10000.0 (far past the settings before), the call failed: raised " \
+           "kurtosis = 10000.0 (past the settings of the first check), the call failed: raised " \
            "OverflowError: too wide" in out, out
 
 
@@ -1141,7 +1268,7 @@ def test_near_rho_1_at_kurtosis_1_float32_is_off_and_float64_is_not():
     # float64 results returned as float32 numbers are right too
     from attention.checkers import moments
 
-    assert not set(moments.NEAR_ONE_PROBES) & set(moments.PROBES)  # compared apart
+    assert not set(moments.NEAR_ONE_PROBES) & set(moments.FIXED_PROBES)  # compared apart
     want = var(16, 0.9999, 1.0)
     got = float(formula_in_float32(16, 0.9999, 1.0)[1])
     assert abs(got - want) / want == pytest.approx(2.2e-4, rel=0.05)
@@ -1152,7 +1279,7 @@ def test_near_rho_1_at_kurtosis_1_float32_is_off_and_float64_is_not():
         assert moments._same(float(np.float32(right(*p)[1])), want)
     wrong = [p for p in moments.NEAR_ONE_PROBES
              if not moments._same(float(formula_in_float32(*p)[1]), var(*p))]
-    assert {p[2] for p in wrong} == {1.0} and len(wrong) == 4
+    assert {p[2] for p in wrong} == {1.0, 1 + 1e-10} and len(wrong) == 8
     # (st17b) at 0.99987654321, kurtosis 1, a variance rounded to 8 decimals is off
     # by more than the tolerance
     p = (16, 0.99987654321, 1.0)
@@ -1177,7 +1304,7 @@ def test_every_quarter_decade_of_widths_and_every_power_of_2_holds_a_fixed_probe
     # width lay between 256 and 1024; only a drawn one could catch it)
     from attention.checkers import moments
 
-    widths = {d for d, _, _ in moments.PROBES + moments.FAR_PROBES}
+    widths = {d for d, _, _ in moments.FIXED_PROBES + moments.FAR_PROBES}
     for i in range(60):  # [10^(i/4), 10^((i+1)/4)] from 1 to 1e15
         lo, hi = round(10 ** (i / 4)), round(10 ** ((i + 1) / 4))
         assert any(lo <= d <= hi for d in widths), (lo, hi)
@@ -1188,7 +1315,7 @@ def test_every_quarter_decade_of_widths_and_every_power_of_2_holds_a_fixed_probe
             var(d, r, k), 1.0)
     # the widths a sampled estimate could not finish are called after the check that
     # the answer is the same on every call
-    assert max(d for d, _, _ in moments.PROBES) == 2**20
+    assert max(d for d, _, _ in moments.FIXED_PROBES) == 2**20
     # and the second moment's form is right there (rho^2 d_k at most 1e7)
     for p in moments.FAR_GAP_PROBES:
         assert moments._same(second_moment_form(*p)[1], var(*p)), p
@@ -1204,10 +1331,10 @@ def test_the_page_says_the_correlations_the_checker_probes():
                      / "variance.md").read_text().split())
     assert ("$\\rho$ (every 0.05 from $-1$ to 1, some nearer $\\pm 1$, where a formula "
             "computed in `float32` loses its digits, and some as small as $10^{-12}$)") in page
-    every = {r for _, r, _ in moments.PROBES + moments.GRID_PROBES}
+    every = {r for _, r, _ in moments.FIXED_PROBES + moments.GRID_PROBES}
     assert all(round(i / 20, 2) in every for i in range(-20, 21))
     assert min(abs(r) for r in every if r) == 1e-12
     # and the kurtoses leave no gap wider than a quarter decade from 1 to 1e20
-    ks = sorted({k for *_, k in moments.PROBES + moments.FAR_PROBES + moments.GRID_PROBES})
+    ks = sorted({k for *_, k in moments.FIXED_PROBES + moments.FAR_PROBES + moments.GRID_PROBES})
     assert ks[0] == 1 and ks[-1] == 1e20
     assert max(np.diff(np.log10(ks))) <= 0.25 + 1e-3

@@ -23,17 +23,23 @@ normal entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more 
 decimals, 1.37, 7.7 and 123.4 between the others, and 1e12, 1e15 and 1e20 at a few settings,
 and every quarter decade from 1 to 1e20 and every 0.1 from 1 to 3, 2 among them, at two,
 so that a variance wrong only on a band of kurtoses wider than a quarter decade, or than
-0.1 between 1 and 3, shows, compared to 1e-6 relative, so that a kurtosis rounded to a few decimals or to float16,
+0.1 between 1 and 3, shows, compared to 1e-6 relative and 1e-13 absolute (the variance
+near 0 too), so that a kurtosis rounded to a few decimals or to float16,
 clipped at any bound up to 1e15 (and, at rho = -0.8 and 0.5 with kurtosis 1e20, up to
 1e20), or looked up in a table of the other kurtoses, shows; a rho
-clipped short of +-1, even by 1e-9, or taken as +-1 near them, is named as such; where the formula is exactly 0, the
-variance at rho = +-1 with kurtosis 1, to 1e-13, so that a variance floored at 1e-12 shows);
+clipped short of +-1, even by 1e-9, or taken as +-1 near them (from 1 - 1e-12 on), is
+named as such, and a variance set to 0 where it is small (2e-12 at rho = -(1 - 1e-12)
+with kurtosis 1, 1e-10 at rho = +-1 with kurtosis 1 + 1e-10) is told so; where the formula
+is exactly 0, the variance at rho = +-1 with kurtosis 1, a variance floored at 1e-12
+shows);
 the answer is a formula (two plain numbers, the same on every call, not an estimate); and it
-agrees with sampled scores for random-sign and Laplace entries. The far settings (d_k from
-1,778,279 up past 2^20, kurtoses from 1e12 up, |rho| from 1e-12 to 1e-7 at kurtosis 1e20)
-and the grids (rho every 0.05, the kurtoses every quarter decade and every 0.1 from 1 to 3,
-rho near +-1) are called only once the answer has been the same on every call, so that an
-estimate sampling d_k entries per score stops before them. After them, a few settings drawn afresh on every call (DRAWN per comparison,
+agrees with sampled scores for random-sign and Laplace entries. The first check calls
+the settings of widths up to 4096 alone; the wider ones (d_k from 5623 up: 8192, 2^20 and
+the others past 4096 up to 1e15), the far ones (kurtoses from 1e12 up, |rho| from 1e-12
+to 1e-7 at kurtosis 1e20) and the grids (rho every 0.05, the kurtoses every quarter decade
+and every 0.1 from 1 to 3, rho near +-1) are called only once the answer has been the
+same on every call, so that an estimate sampling d_k entries per score is told it is one
+before them (10,000 scores of 2^20 entries each take 78 GiB). After them, a few settings drawn afresh on every call (DRAWN per comparison,
 log-uniform: d_k from 1 to 1e15, |rho| uniform on [0, 1] for half of them and log-uniform
 from 1e-15 to 1 for the others, with rho^2 d_k at most 1e6, the
 kurtosis from 1 to 1e15) add coverage: every mistake the tests name shows on the fixed
@@ -57,8 +63,13 @@ that is the formula times a factor depending on d_k alone, nearer 1 at every wid
 (rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)), or the formula plus a term in 1/d_k,
 or a variance that nears the normal entries' one like 1/d_k, is told so. A result of
 another number type (Decimal, Fraction, sympy, a 0-d tensor, a complex number with imaginary
-part 0) counts as the float it converts to. Called without ``kurtosis``, the function must mean normal entries (the
-default kurtosis=3.0 of the exercise's signature). When the first check fails (no pair of
+part 0) counts as the float it converts to. A function whose third parameter has a default
+must mean normal entries when called without ``kurtosis`` (the default kurtosis=3.0 of the
+exercise's signature), and one that raises then fails; one whose signature gives kurtosis
+no default is not called so. A kurtosis taken only as a keyword (after a ``*``) is told
+to be positional. A mean or variance that is the formula's rounded to a number of
+decimals, or to float16, everywhere is told so; a mean or variance that is not finite at
+a setting past the first check's fails its own row. When the first check fails (no pair of
 finite numbers at some setting), the other six are not run, and the report says so and
 counts all seven.
 
@@ -72,6 +83,7 @@ or in another process is not caught.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import textwrap
@@ -102,13 +114,14 @@ RHOS = (-1.0, -0.8, -0.3, 0.0, 3e-8, 1e-3, 0.05, 0.123456, 0.1234567891, 0.5, 1.
 #: 20 or 500) or looked up in a table shows; every value is compared to 1e-6 relative.
 #: 1.37, 7.7 and 123.4 lie between those, so that a table of the others shows too; 1e8
 #: lies far past 1e4, so that a kurtosis clipped at 1e4 or beyond shows (a clip past 1e8
-#: is not seen).
+#: shows at the far kurtoses, 1e12, 1e15 and 1e20).
 KURTOSES = (1.0, 1.37, 1.8, 2.3456789, 2.37, 2.5, 3.0, 4.5, 6.0, 7.7, 9.0, 25.0, 123.4,
             400.0, 1e4, 1e8)
 #: Wide heads, past 300, where an approximation taken for them (the normal entries'
 #: formula beyond some width, say) shows: probed at a few correlations and kurtoses
 #: only (9 settings each), so that an attempt that samples scores, whose every call
-#: costs in proportion to d_k, stays quick enough.
+#: costs in proportion to d_k, is quick enough to be told it is an estimate (the
+#: widths past 4096 are called after that check).
 WIDE_D_KS = (1024, 4096)
 WIDE_RHOS = (-0.8, 0.05, 0.5)
 WIDE_KURTOSES = (1.0, 3.0, 7.7)
@@ -121,11 +134,12 @@ OFF_KURTOSES = (1.37, 7.7)
 #: Small correlations at the largest kurtosis, where rho^2 kurtosis is 9e-6, 1e-4, 1e-2
 #: and 1, all above the tolerance (about 1e-6 at a variance near 1): a variance
 #: taken as 1 for |rho| below any bound from about 3e-7 up (1e-5, 1e-4 or 5e-4, say:
-#: "a tiny correlation is independence") shows; one below 3e-7 is right to the
-#: tolerance on every probe (at rho = 3e-8 the term is below it even at kurtosis 1e8).
+#: "a tiny correlation is independence") shows; a bound below 3e-7 shows at kurtosis
+#: 1e20, at the TINY_PROBES (|rho| down to 1e-12).
 SMALL_RHOS = (3e-7, 1e-6, 1e-5, 1e-4)
 SMALL_RHO_PROBES = tuple((d, r, 1e8) for d in (2, 64) for r in SMALL_RHOS)
-#: Far wider heads, 2^20 and 10^6 + 3 (not a power of 2), at kurtoses other than 3:
+#: Far wider heads, 2^20 and 10^6 + 3 (not a power of 2), at kurtoses other than 3
+#: (called with the far settings, as 8192 is: WIDER_PROBES):
 #: the variance does not depend on d_k, so the normal entries' formula taken for wide
 #: heads past any width up to about a million ("the central limit theorem") shows.
 HUGE_D_KS = (2**20, 10**6 + 3)
@@ -134,9 +148,10 @@ HUGE_PROBES = tuple((d, r, k) for d in HUGE_D_KS for r in OFF_RHOS for k in OFF_
 #: for 300 < d_k < 1000 passed, no width lying between 256 and 1024): every quarter
 #: decade from 1 to 1e15, round(10^(i/4)) (2, 3, 6, 10, 18, 32, 56, 100, 178, 316,
 #: 562, 1000, ...), and every power of 2 up to 2^20, those not probed already. Up to
-#: 2^20 at OFF_RHOS and OFF_KURTOSES (4 settings each); past it, called with the far
-#: settings (after the check that the answer is the same on every call), at
-#: rho = +-1e-4 with kurtoses 1e4 and 1e8, as FAR_D_KS are (rho^2 d_k at most 1e7).
+#: 2^20 at OFF_RHOS and OFF_KURTOSES (4 settings each; those past 4096 are called
+#: with the far settings, after the check that the answer is the same on every call:
+#: WIDER_PROBES); past 2^20, with the far settings too, at rho = +-1e-4 with kurtoses
+#: 1e4 and 1e8, as FAR_D_KS are (rho^2 d_k at most 1e7).
 GAP_D_KS = tuple(sorted(({round(10 ** (i / 4)) for i in range(61)}
                          | {2**j for j in range(21)})
                         - set(D_KS + WIDE_D_KS + OFF_D_KS + HUGE_D_KS)))
@@ -222,12 +237,27 @@ DRAWN = 4
 #: out of the diagnosis of those (their answers are not in ``values``).
 #: 0.99987654321, with more digits, so that a variance rounded to 8 decimals shows
 #: (off by 1.7e-9 there at kurtosis 1, past the tolerance 1.2e-9; st17b).
-NEAR_ONE_RHOS, NEAR_ONE_KURTOSES = (0.9999, -0.9999, 1 - 1e-8, 0.99987654321), (1.0, 1.37)
-NEAR_ONE_PROBES = tuple((16, r, k) for r in NEAR_ONE_RHOS for k in NEAR_ONE_KURTOSES)
-PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
+#: 1 - 1e-10 and -(1 - 1e-12), where the variance at kurtosis 1 is 2e-10 and 2e-12
+#: (st23d: rho taken as +-1 for |rho| > 1 - 1e-8, or when math.isclose(|rho|, 1), and
+#: a variance below 1e-9 returned as 0, passed: 1 - 1e-8 was the nearest, and the
+#: tolerance near 0 was an absolute 1e-9), and rho = +-1 at kurtosis 1 + 1e-10, where
+#: it is 1e-10 at rho = +-1 itself: a small variance set to 0 shows there, a rho
+#: taken as +-1 does not.
+NEAR_ONE_RHOS, NEAR_ONE_KURTOSES = (0.9999, -0.9999, 1 - 1e-8, 0.99987654321, 1 - 1e-10,
+                                    -(1 - 1e-12)), (1.0, 1.37)
+NEAR_ONE_PROBES = tuple((16, r, k) for r in NEAR_ONE_RHOS for k in NEAR_ONE_KURTOSES) + \
+    ((16, 1.0, 1 + 1e-10), (16, -1.0, 1 + 1e-10))
+#: The settings the first check calls, widths up to 4096 (st23d: a sampled estimate of
+#: 10,000 scores ran out of memory at d_k = 2^20 before it was told it is an estimate),
+#: and the wider ones of the fixed settings (8192, the gaps past 4096, 2^20 and
+#: 10^6 + 3), called with the far settings, once the answer has been the same on every
+#: call; both are compared as the fixed settings.
+FIXED_PROBES = tuple((d, r, k) for d in D_KS for r in RHOS for k in KURTOSES) + \
     tuple((d, r, k) for d in WIDE_D_KS for r in WIDE_RHOS for k in WIDE_KURTOSES) + \
     tuple((d, r, k) for d in OFF_D_KS for r in OFF_RHOS for k in OFF_KURTOSES) + \
     SMALL_RHO_PROBES + HUGE_PROBES + GAP_PROBES
+PROBES = tuple(p for p in FIXED_PROBES if p[0] <= 4096)
+WIDER_PROBES = tuple(p for p in FIXED_PROBES if p[0] > 4096)
 #: The grids of st18b and st22d (FINE_PROBES, GAP_KURTOSIS_PROBES, LINEAR_KURTOSIS_PROBES,
 #: TINY_PROBES), called with the
 #: far settings and compared once the fixed and far ones agree: an attempt wrong there
@@ -371,8 +401,9 @@ def _ref(which: int):
     return lambda *p: score_moments(*p)[which]
 
 
-#: How far from 0 an answer may lie where the formula is exactly 0 (the variance at
-#: rho = +-1 with kurtosis 1, the mean at rho = 0): float64's rounding of a right
+#: How far from the formula an answer may lie where the formula is 0 (the variance at
+#: rho = +-1 with kurtosis 1, the mean at rho = 0) or near it (past that, a relative
+#: 1e-6): float64's rounding of a right
 #: formula written another way (E[s^2] - (E s)^2 leaves about 1e-15 at the widths up
 #: to 256; at 1e15 it leaves 0.125, and fails), but not a floor such as
 #: max(variance, 1e-12).
@@ -380,12 +411,12 @@ ZERO_ATOL = 1e-13
 
 
 def _eq(got, want):
-    """Equal to a relative 1e-6 (float32's rounding of a variance of size 1 included);
-    where ``want`` is exactly 0, to ZERO_ATOL. A formula computed in float32 is not
-    right: near rho = +-1 at kurtosis near 1 its 1 - rho^2 cancels (NEAR_ONE_PROBES)."""
+    """Equal to a relative 1e-6 (float32's rounding of a variance of size 1 included),
+    and to ZERO_ATOL where ``want`` is near 0 (or exactly 0). A formula computed in
+    float32 is not right: near rho = +-1 at kurtosis near 1 its 1 - rho^2 cancels (NEAR_ONE_PROBES)."""
     want = np.asarray(want, dtype=float)
-    atol = np.where(want == 0, ZERO_ATOL, 1e-9)
-    return np.abs(np.asarray(got, dtype=float) - want) <= atol + 1e-6 * np.abs(want)
+    # (st23d: an absolute 1e-9 elsewhere let a variance of 2e-10 returned as 0 pass)
+    return np.abs(np.asarray(got, dtype=float) - want) <= ZERO_ATOL + 1e-6 * np.abs(want)
 
 
 def _same(got, want) -> bool:
@@ -441,6 +472,16 @@ def _number(x, what: str) -> float:
     return value.real
 
 
+def _numbers(fn: Callable, p) -> tuple[float, float] | None:
+    """The attempt's pair at ``p`` as two floats, finite or not, or None when the call
+    fails or returns no pair of numbers."""
+    try:
+        result = fn(*p)
+        return _number(result[0], "mean"), _number(result[1], "variance")
+    except Exception:  # noqa: BLE001 - no pair: None
+        return None
+
+
 def _pair(result) -> tuple[float, float]:
     """The attempt's result as two finite floats, or an error that says what it returned."""
     if result is None:
@@ -462,11 +503,35 @@ def _pair(result) -> tuple[float, float]:
     return mean, var
 
 
+def _parameters(fn: Callable) -> list | None:
+    """The attempt's parameters (inspect.Parameter), or None when Python cannot read
+    its signature (a built-in, say)."""
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def _kurtosis_keyword_only(fn: Callable) -> bool:
+    """Whether the attempt takes ``kurtosis`` only as a keyword (after a ``*``)."""
+    return any(p.name == "kurtosis" and p.kind is p.KEYWORD_ONLY
+               for p in _parameters(fn) or ())
+
+
+#: Said when kurtosis is keyword-only (st23d: told "must take three arguments").
+KEYWORD_ONLY = ("your function takes kurtosis only as a keyword (after a `*`), but the "
+                "exercise's signature is scaled_score_moments(d_k, rho, kurtosis=3.0), "
+                "and it is called with kurtosis as the third positional argument: drop "
+                "the `*`")
+
+
 def _call(fn: Callable, d_k, rho, kurtosis) -> tuple[float, float]:
     try:
         result = fn(d_k, rho, kurtosis)
     except TypeError as exc:
         if "argument" in str(exc):
+            if _kurtosis_keyword_only(fn):
+                raise TypeError(f"{exc}: {KEYWORD_ONLY}") from None
             raise TypeError(f"{exc}: the function must take three arguments, "
                             "scaled_score_moments(d_k, rho, kurtosis)") from None
         raise
@@ -509,7 +574,7 @@ def _small_rho(values: dict, which: int, wrong: list) -> str:
             f"{'mean' if which == 0 else 'variance'}")
 
 
-def _wide_only(which: int, wrong: list, probes=PROBES) -> str:
+def _wide_only(which: int, wrong: list, probes=FIXED_PROBES) -> str:
     """A message when the attempt's mean (which = 0) or variance (1) is wrong only from
     some width past 5 on, right at every setting of every narrower width probed, or ""."""
     wide = sorted({d for d, _, _ in wrong})
@@ -637,7 +702,7 @@ WIDTH_WHY = ("the formula rho sqrt(d_k) holds exactly at every width",
              "kurtosis at every width")
 
 
-def _some_widths(which: int, wrong: list, probes=PROBES) -> str:
+def _some_widths(which: int, wrong: list, probes=FIXED_PROBES) -> str:
     """A message when the attempt is right at some widths past 1 (right at d_k = 1
     only is another hint) at every setting, and wrong at others at a setting (rho,
     kurtosis) probed at both, or ""."""
@@ -907,6 +972,31 @@ def _float16_rounded(values: dict) -> str:
     return ""
 
 
+def _rounded(values: dict, which: int) -> str:
+    """A message when every one of the attempt's means (which = 0) or variances (1) is
+    the formula's rounded to one number of decimals (from 0 to 12), or to float16, and
+    some differ from it (st23d: a mean rounded to 8 decimals was told "an approximation
+    for small |rho|"); or ""."""
+    name = "mean" if which == 0 else "variance"
+    got = np.array([values[p][which] for p in values], float)
+    want = np.array([score_moments(*p)[which] for p in values], float)
+    if got.size == 0 or np.array_equal(got, want):
+        return ""
+    with np.errstate(over="ignore"):
+        half = want.astype(np.float16).astype(float)
+    if np.array_equal(got, half):
+        return (f"your {name}s are the formula's rounded to float16 (np.float16, or "
+                "torch.float16), which keeps about 3 digits: keep them float64 (Python "
+                "floats)")
+    for n in range(13):
+        if np.allclose(got, np.round(want, n), rtol=1e-12, atol=1e-15):
+            return (f"your {name}s are the formula's rounded to {n} decimals: a "
+                    "rounding to a fixed number of decimals loses the digits of a small "
+                    f"{name}, and the exercise asks for the exact formula; return it "
+                    "unrounded")
+    return ""
+
+
 def _negative(values: dict, probes) -> str:
     """What an attempt is told whose variance is negative (beyond rounding) at some of
     ``probes``, or ""."""
@@ -994,6 +1084,24 @@ def _near_one(near: dict, which: int, what: str, before: dict | None = None
         if all(_same(float(near[q][which]), at(q, math.copysign(1.0, q[1])))
                for q in wrong):
             return False, f"{SNAPPED_TO_ONE.format(what=what)}; {detail}"
+        if which == 1 and all(q[2] != 1.0 and _same(float(near[q][1]),
+                                                   score_moments(q[0], q[1], 1.0)[1])
+                              for q in wrong):
+            ks = ", ".join(sorted({repr(q[2]) for q in wrong}))
+            return False, (f"near rho = +-1, wherever your variance is wrong (at kurtosis "
+                           f"{ks}), it is the formula's at kurtosis 1: was a kurtosis "
+                           "near 1 taken as 1 (math.isclose, a threshold, or a "
+                           "rounding)? The formula takes every kurtosis as given; "
+                           f"{detail}")
+        if which == 1 and all(float(near[q][1]) == 0.0 for q in wrong):
+            small = max(score_moments(*q)[1] for q in wrong)
+            ones = (", at rho = +-1 too, with kurtosis 1 + 1e-10" if
+                    any(abs(q[1]) == 1.0 for q in wrong) else "")
+            return False, (f"your variance is 0 wherever it is wrong here, where the "
+                           f"formula's is small but not 0 (up to {small:.2g}{ones}): "
+                           "was a small "
+                           "variance set to 0 (a threshold, or a rounding)? The formula "
+                           f"holds however small the variance; {detail}")
         if all(_same(float(a[which]), at(q, float(np.float32(q[1]))))
                for q, a in near.items()):
             return False, (f"your {what} here is the formula at rho rounded to float32 "
@@ -1068,7 +1176,8 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
     cancelled = _float32_cancellation(values, probes, what) if which == 1 else ""
     if cancelled:
         return False, f"{cancelled}; {detail}"
-    replaced = _rho_replaced(values) or _clipped(values, which, all_wrong) or \
+    replaced = _rounded(values, which) or _rho_replaced(values) or \
+        _clipped(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "") or \
         _small_rho(values, which, all_wrong) or _factor_in_d_k(values, which) or \
         _fades_with_d_k(values, which) or _wide_only(which, all_wrong, every)
@@ -1129,10 +1238,29 @@ def _and_default_is_normal(fn: Callable, outcome: tuple[bool, str], values: dict
     if not outcome[0]:
         return outcome
     d, r = 16, 0.5
+    params = _parameters(fn)
+    # kurtosis has no default when the third parameter has none (st23d: any TypeError was
+    # taken for that, and a default kurtosis=None that fails in the formula passed)
+    positional = [p for p in params or () if p.kind in (p.POSITIONAL_ONLY,
+                                                         p.POSITIONAL_OR_KEYWORD)]
+    required = params is not None and len(positional) >= 3 and \
+        positional[2].default is inspect.Parameter.empty
+    if required:  # the exercise shows a default, but its lack is no mistake in the formula
+        return outcome
     try:
         result = fn(d, r)
-    except TypeError:  # kurtosis has no default: the exercise shows one, but nothing is wrong
-        return outcome
+    except TypeError as exc:
+        if params is None:  # no signature to read: a TypeError is taken for no default
+            return outcome
+        return False, (f"called without kurtosis, as the exercise's signature allows "
+                       f"(scaled_score_moments({d}, {r})), your function raised "
+                       f"TypeError: {exc}: the default must be kurtosis=3.0, normal "
+                       "entries, a number the formula can use (a default of None must "
+                       "be replaced by 3.0 before the formula)")
+    except Exception as exc:  # noqa: BLE001 - told as it is
+        return False, (f"called without kurtosis (scaled_score_moments({d}, {r})), your "
+                       f"function raised {type(exc).__name__}: {exc}: the default must "
+                       "be kurtosis=3.0, normal entries")
     got = _pair(result)
     want = values[(d, r, 3.0)]
     if not (_same(got[0], want[0]) and _same(got[1], want[1])):
@@ -1149,7 +1277,9 @@ def _agrees_with_sampling(fn: Callable, entries: str, d_k: int, rho: float, n: i
     mean, var = _call(fn, d_k, rho, kurtosis)
     s = scores_from_parts(*sample_score_parts(d_k, n, entries=entries, seed=seed), rho)
     st = sample_statistics(s / np.sqrt(d_k))
-    # Five standard errors: a correct formula fails with probability below one in a million.
+    # Five standard errors: the seeds are fixed, so the outcome is the same on every call;
+    # with a seed drawn at random a correct formula would fail one of the two tests with
+    # probability about 1.2e-6 (5.7e-7 each, the sampled moments near normal).
     ok = (abs(mean - st["mean"]) <= 5 * st["mean_se"] + 1e-12
           and abs(var - st["var"]) <= 5 * st["var_se"] + 1e-12)
     return ok, (f"formula ({mean:.4g}, {var:.4g}) against {n:,} sampled scores: mean "
@@ -1225,20 +1355,27 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
     seed = _fresh_seed()
     drawn = _draw(seed)
     extra: dict = {}  # the drawn settings' answers (kept out of the diagnosis)
-    failed: list = []  # (setting, what went wrong) of a call that failed there
+    failed: list = []  # (setting, what went wrong, its rows) of a call that failed there
+    partial: dict = {}  # the pair returned where one of the two is not finite
     near: dict = {}  # the answers at NEAR_ONE_PROBES (kept out of the diagnosis too)
     grid: dict = {}  # the answers at GRID_PROBES (diagnosed once the others agree)
 
     def further(stable: bool) -> None:
         if stable and not failed and not extra:
-            far, near_one, on_grid = set(FAR_PROBES), set(NEAR_ONE_PROBES), set(GRID_PROBES)
-            for p in FAR_PROBES + GRID_PROBES + NEAR_ONE_PROBES + drawn:
+            far = set(WIDER_PROBES + FAR_PROBES)
+            near_one, on_grid = set(NEAR_ONE_PROBES), set(GRID_PROBES)
+            for p in WIDER_PROBES + FAR_PROBES + GRID_PROBES + NEAR_ONE_PROBES + drawn:
                 try:
                     (values if p in far else grid if p in on_grid
                      else near if p in near_one else extra)[p] = _call(fn, *p)
                 except Exception as exc:  # noqa: BLE001 - reported by the comparisons
-                    failed.append((p, exc))
-                    break
+                    pair = _numbers(fn, p)
+                    rows = {0, 1} if pair is None else \
+                        {i for i in (0, 1) if not np.isfinite(pair[i])}
+                    failed.append((p, exc, rows))
+                    if len(rows) == 2:
+                        break
+                    partial[p] = pair  # (the other row is compared there)
 
     def compared(which: int, kind, what: str, outcome=None) -> tuple[bool, str]:
         """``_diagnose`` on the fixed and far settings of ``kind`` (a test of the
@@ -1247,12 +1384,35 @@ def check_scaled_score_moments(fn: Callable, verbose: bool = True) -> bool:
         ok, detail = outcome if outcome else _diagnose(values, which, fixed, what)
         if not ok:
             return ok, detail
-        if failed:
-            (d, r, k), exc = failed[0]
+        # (st23d: a mean rounded to float16, inf at d_k = 1e15, failed the variance rows)
+        mine = [(p, exc) for p, exc, rows in failed if which in rows and kind(p[2])]
+        if mine:
+            (d, r, k), exc = mine[0]
             text = str(exc) if isinstance(exc, Rejected) else \
                 f"raised {type(exc).__name__}: {exc}"
-            return False, (f"at d_k = {_d_text(d)}, rho = {r!r}, kurtosis = {k!r} (far past the "
-                           f"settings before), the call failed: {text}")
+            if (d, r, k) in partial:
+                text = (f"your {what} there is {partial[(d, r, k)][which]} (the "
+                        f"formula's is {score_moments(d, r, k)[which]:.6g}): it must be a "
+                        "finite number")
+                if _float16_rounded(values) == ("mean", "variance")[which]:
+                    text += (f", and your {what}s before it are the formula's rounded "
+                             f"to float16, where past 65504 it becomes inf: keep the "
+                             f"{what} a float64 (a Python float)")
+            return False, (f"at d_k = {_d_text(d)}, rho = {r!r}, kurtosis = {k!r} (past the "
+                           f"settings of the first check), the call failed: {text}")
+        for p, pair in partial.items():
+            if kind(p[2]) and np.isfinite(pair[which]) and \
+                    not _same(pair[which], score_moments(*p)[which]):
+                d, r, k = p
+                return False, (f"{what} at d_k = {_d_text(d)}, rho = {r!r}, kurtosis = "
+                               f"{k!r}: got {pair[which]:.6g}, expected "
+                               f"{score_moments(*p)[which]:.6g}")
+        if any(len(rows) == 2 for _, _, rows in failed):  # (the calls stopped there)
+            (d, r, k), exc, _ = next(f for f in failed if len(f[2]) == 2)
+            text = str(exc) if isinstance(exc, Rejected) else \
+                f"raised {type(exc).__name__}: {exc}"
+            return False, (f"at d_k = {_d_text(d)}, rho = {r!r}, kurtosis = {k!r} (past the "
+                           f"settings of the first check), the call failed: {text}")
         ok, detail = _near_one({p: v for p, v in near.items() if kind(p[2])}, which,
                                what, {p: v for p, v in values.items() if kind(p[2])})
         if not ok:
