@@ -10,8 +10,8 @@ Three kinds of check:
 * every statement the prose makes about the one-seed sweep, as a predicate on a grid, checked
   on the page's grid and on the grids of two other seeds (the slow part);
 * every statement about the sweep over seeds, held out, recomputed from the committed file
-  (``attention/data/training_sweep.json``), a sample of which is rerun exactly, across all
-  of its seeds as the prose states it.
+  (``attention/data/training_sweep.json``), a sample of which is rerun (to 2e-5, where a run
+  does not amplify rounding), across all of its seeds as the prose states it.
 """
 
 from __future__ import annotations
@@ -122,11 +122,18 @@ def _softmax(S):
 # --- a plain loop, written here ---------------------------------------------------------------
 
 
-def plain_run(d_k, lr, c=None, optimizer="sgd", seed=0, score="dot"):
-    """One run, the obvious way: torch.optim, no stacking; the page's documented draws."""
+def plain_run(d_k, lr, c=None, optimizer="sgd", seed=0, score="dot", nudge=0.0, nudge_seed=99):
+    """One run, the obvious way: torch.optim, no stacking; the page's documented draws.
+
+    ``nudge``: W_Q's start times (1 + nudge * z), z a standard normal draw (``nudge_seed``): a
+    change of rounding size (2**-22, a few float32 ulps) shows whether the run amplifies rounding."""
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(seed)
-    W_Q = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).requires_grad_()
+    W_Q = torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)
+    if nudge:
+        z = torch.randn(W_Q.shape, generator=torch.Generator().manual_seed(nudge_seed))
+        W_Q = W_Q * (1 + nudge * z)
+    W_Q.requires_grad_()
     W_K = (torch.randn(D_MODEL, d_k, generator=gen) / math.sqrt(D_MODEL)).requires_grad_()
     params = [W_Q, W_K]
     if score == "additive":
@@ -155,20 +162,41 @@ def plain_run(d_k, lr, c=None, optimizer="sgd", seed=0, score="dot"):
 
 
 # Points where runs are not chaotic: the best rate of each head at d_k = 16 and 64 (the unscaled
-# head's at 64 excepted, see the chaos test), and two at d_k = 256.
-RERUN = [("sgd", "scaled", 16), ("sgd", "unscaled", 16), ("sgd", "1/d_k", 16),
-         ("sgd", "scaled", 64), ("sgd", "1/d_k", 64), ("sgd", "scaled", 256),
-         ("adam", "scaled", 64), ("adam", "unscaled", 16), ("adam", "1/d_k", 256)]
+# head's at 64 excepted, see the chaos test), and two at d_k = 256; the 1/d_k head's at 64 one
+# grid rate below its best (10^2, the top of its window, amplifies rounding: a 2**-22 nudge of
+# W_Q's start moves its final loss by up to 4e-3 relative on an AVX-512 machine, where the stacked
+# and the plain run differ by 2.3e-3). The last field: grid rates below the best.
+RERUN = [("sgd", "scaled", 16, 0), ("sgd", "unscaled", 16, 0), ("sgd", "1/d_k", 16, 0),
+         ("sgd", "scaled", 64, 0), ("sgd", "1/d_k", 64, 1), ("sgd", "scaled", 256, 0),
+         ("adam", "scaled", 64, 0), ("adam", "unscaled", 16, 0), ("adam", "1/d_k", 256, 0)]
+NUDGE = 2.0 ** -22  # a few float32 ulps of W_Q's start
+NOT_CHAOTIC = 1e-4  # a nudged rerun moves RERUN's points by at most 1.5e-5 (AVX-512 machine)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("opt, name, d_k", RERUN)
-def test_glued_sweep_points_equal_a_plain_rerun(page_grid, opt, name, d_k):
+@pytest.mark.parametrize("opt, name, d_k, below", RERUN)
+def test_glued_sweep_points_equal_a_plain_rerun(page_grid, opt, name, d_k, below):
     final, _ = page_grid
     row = final[opt][HEADS.index(name), WIDTHS.index(d_k)]
-    i = int(np.argmin(row))
+    i = int(np.argmin(row)) - below
+    assert row[i] < THRESHOLD, "not a working rate"
     got = plain_run(d_k, GRID[opt][i], SCALE[name](d_k), optimizer=opt)[-20:].mean()
+    # the premise of the comparison, checked on the machine that runs it: not chaotic here
+    nudged = plain_run(d_k, GRID[opt][i], SCALE[name](d_k), optimizer=opt, nudge=NUDGE)[-20:].mean()
+    assert nudged == pytest.approx(got, rel=NOT_CHAOTIC), "amplifies rounding: pick another point"
     assert got == pytest.approx(row[i], rel=1e-3)
+
+
+@pytest.mark.slow
+def test_the_1_over_d_k_head_amplifies_rounding_at_its_best_sgd_rate_at_64(page_grid):
+    """Why RERUN takes that head's point one rate lower: at 10^2 a rounding-sized nudge grows
+    past NOT_CHAOTIC (six nudges: 1.8e-4 to 4e-3 relative on an AVX-512 machine, where at
+    RERUN's points they stay below 1.5e-5)."""
+    row = page_grid[0]["sgd"][HEADS.index("1/d_k"), WIDTHS.index(64)]
+    assert GRID["sgd"][int(np.argmin(row))] == pytest.approx(100)
+    plain = plain_run(64, 100.0, 1 / 64)[-20:].mean()
+    moved = [plain_run(64, 100.0, 1 / 64, nudge=NUDGE, nudge_seed=z)[-20:].mean() for z in range(99, 105)]
+    assert max(abs(x / plain - 1) for x in moved) > NOT_CHAOTIC
 
 
 @pytest.mark.slow
@@ -571,15 +599,52 @@ def test_the_held_out_file_has_the_design_the_page_describes(held):
     assert (pathlib_size := __import__("os").path.getsize(held_sweep.DATA_PATH)) < 1_000_000, pathlib_size
 
 
+# The file was written on one machine (`make sweep`) and is rerun on others (CI machines vary).
+# A run that amplifies rounding reruns differently on another CPU (AVX-512 against the file's:
+# up to 22% relative in these samples), so only the entries that a rounding-sized nudge of W_Q's
+# start (NUDGE) moves by at most NOT_MOVED on this machine are compared, to FILE_RTOL: measured on an
+# AVX-512 machine against the file, those entries (241 of the 396 these tests rerun, three stats)
+# agree to 2.7e-6 relative (the file keeps 7 digits), the others by up to 22%.
+NOT_MOVED = 1e-5
+FILE_RTOL = 2e-5  # a run a nudge moves by 1e-5 can move about as much across machines
+
+
+def _rerun_with_and_without_a_nudge(monkeypatch, point):
+    from attention import training
+
+    plain = point()
+    initial = training._initial_params
+
+    def nudged(*args, **kwargs):
+        params = initial(*args, **kwargs)
+        z = torch.randn(params["W_Q"].shape, generator=torch.Generator().manual_seed(99),
+                        dtype=params["W_Q"].dtype)
+        return {**params, "W_Q": params["W_Q"] * (1 + NUDGE * z)}
+
+    monkeypatch.setattr(training, "_initial_params", nudged)
+    moved = point()
+    monkeypatch.undo()
+    return plain, moved
+
+
+def _assert_the_file_reruns(plain, moved, filed):
+    for stat in ("train", "loss", "wrong"):
+        again, file = np.asarray(plain[stat]), np.asarray(filed[stat])
+        steady = np.abs(np.asarray(moved[stat]) - again) <= NOT_MOVED * np.abs(again) + 1e-12
+        assert steady.mean() >= 0.5, (stat, "fewer than half the entries are steady")
+        np.testing.assert_allclose(again[steady], file[steady], rtol=FILE_RTOL, atol=1e-12,
+                                   err_msg=stat)
+
+
 @pytest.mark.parametrize("d_model, d_k, opt, seed", [(32, 16, "adam", 3), (16, 16, "sgd", 6),
                                                      (32, 64, "sgd", 1)])
-def test_a_sample_of_the_held_out_file_reruns_exactly(held, d_model, d_k, opt, seed):
+def test_a_sample_of_the_held_out_file_reruns(held, monkeypatch, d_model, d_k, opt, seed):
     design = "fixed" if d_model == 32 and d_k != 32 else "grown"
     w = held["widths"][design].index([d_model, d_k])
-    again = held_sweep.sweep_point(d_model, d_k, opt, seed)
     s_ = held["seeds"].index(seed)
-    for stat in ("train", "loss", "wrong"):
-        np.testing.assert_allclose(again[stat], held[design][opt][stat][w, s_], rtol=2e-6, atol=1e-12)
+    plain, moved = _rerun_with_and_without_a_nudge(
+        monkeypatch, lambda: held_sweep.sweep_point(d_model, d_k, opt, seed))
+    _assert_the_file_reruns(plain, moved, {k: v[w, s_] for k, v in held[design][opt].items()})
 
 
 def test_held_out_scores_recomputed_with_a_plain_run_and_numpy():
@@ -994,10 +1059,9 @@ def test_additive_head_held_out_over_seeds(held):
     assert np.all(D["loss"][w, :, :, :ADD_SKIP] >= THRESHOLD) and g_bool(PAGE, "tr_add_skip_none")
 
 
-def test_a_sample_of_the_additive_entry_reruns_exactly(held):
-    again = held_sweep.additive_point(4)
-    for stat in ("train", "loss", "wrong"):
-        np.testing.assert_allclose(again[stat], held["additive"][stat][4], rtol=2e-6, atol=1e-12)
+def test_a_sample_of_the_additive_entry_reruns(held, monkeypatch):
+    plain, moved = _rerun_with_and_without_a_nudge(monkeypatch, lambda: held_sweep.additive_point(4))
+    _assert_the_file_reruns(plain, moved, {k: held["additive"][k][4] for k in plain})
 
 
 def test_the_statements_the_held_out_sweep_refutes_are_gone():
