@@ -30,9 +30,16 @@ def _scaled(Q, K, tau):
 
 
 def _work(*X):
-    """The arrays in a dtype of at least float32 (float16 scores overflow when cold)."""
+    """The arrays in a dtype of at least float32 (float16 scores overflow when cold); the
+    wrong attempts' work (st23b: raw products in float32 overflow, and round a cold
+    near tie wrong, where float64's do not)."""
     w = np.promote_types(X[0].dtype, np.float32)
     return tuple(x.astype(w) for x in X)
+
+
+def _exact(*X):
+    """The arrays in float64: the right attempts' work, right at every tau."""
+    return tuple(x.astype(np.float64) for x in X)
 
 
 def _shifted(Q, K, tau):
@@ -44,13 +51,13 @@ def _shifted(Q, K, tau):
 
 
 def right(Q, K, V, tau):
-    Qw, Kw, Vw = _work(Q, K, V)
+    Qw, Kw, Vw = _exact(Q, K, V)
     A = _softmax(_shifted(Qw, Kw, tau))
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
 def right_in_torch(Q, K, V, tau):
-    q, k, v = (torch.as_tensor(x) for x in _work(Q, K, V))
+    q, k, v = (torch.as_tensor(x) for x in _exact(Q, K, V))
     R = q @ k.transpose(-2, -1)
     # shifted, then divided in float64: every row's best is 0 at every tau
     S = (R - R.amax(dim=-1, keepdim=True)).double() / tau / q.shape[-1] ** 0.5
@@ -1034,11 +1041,11 @@ def scores_floored_at_minus_1e4(Q, K, V, tau):
 
 #: What float16 products that overflow, and that are rounded, are told.
 RAW16_INF = ("A for float16 inputs at tau = 1 contains NaN where the reference has "
-             "none: compute float16 in float32: the raw products Q K^T reach about "
+             "none: compute float16 in float64: the raw products Q K^T reach about "
              "1.2e+05 here, past float16's largest number, 65504, though the scaled "
              "scores (about 1.1e+04) fit")
 RAW16_ROUND = ("A for float16 inputs at tau = 1 differs from the reference by up to "
-               "0.0775: compute float16 in float32: the raw products Q K^T reach about "
+               "0.0775: compute float16 in float64: the raw products Q K^T reach about "
                "2.56e+04 here, where float16's numbers lie 16 apart, so Q @ K^T "
                "computed in float16 is rounded by up to 8, and the scaled scores by up "
                "to 1")
@@ -1149,8 +1156,9 @@ SCALED_OVERFLOW32 = ("A for float32 inputs of size 1e19 at tau = 0.1 contains Na
                      "reference has none: in float32 the scaled scores overflow to inf when "
                      "|q . k| / (tau sqrt(d_k)) passes float32's largest number, 3.4e38 "
                      "(here they reach about 7.1e+38, at tau = 0.1): scaled before the "
-                     "shift, a row's maximum is inf, and inf - inf is NaN; shift the raw "
-                     "scores R by their row maximum before scaling")
+                     "shift, a row's maximum is inf, and inf - inf is NaN; cast Q, K and V "
+                     "to float64 before the product, shift the raw scores R by their row "
+                     "maximum before scaling")
 FACTOR_INF32 = ("A for float32 inputs at tau = 1e-40 contains NaN where the reference has "
                 "none: in float32 the factor 1/(tau sqrt(d_k)) is inf at tau = 1e-40 "
                 "(about 5.8e+39, past float32's largest number, 3.4e38)")
@@ -1379,7 +1387,7 @@ def _first_order_below_a_spread(bound):
         # the expansion of exp() to first order wherever a row's scaled scores lie
         # within ``bound`` of their mean (passed for a bound of 1e-3: the gap between
         # the warm temperatures 1e3 and 1e6 held no probe)
-        Qw, Kw, Vw = _work(Q, K, V)
+        Qw, Kw, Vw = _exact(Q, K, V)
         S = _shifted(Qw, Kw, tau)
         D = S - S.mean(axis=-1, keepdims=True)
         if np.abs(D).max() < bound:
@@ -1433,8 +1441,143 @@ def tau_clamped_at_a_far_cold_value(Q, K, V, tau):
     return right(Q, K, V, max(tau, np.finfo(np.float64).tiny * 1e10))
 
 
+def raw_scores_in_the_work_dtype(Q, K, V, tau):
+    # st23b: the recipe the checker's hints gave, the raw scores R in
+    # w = np.promote_types(Q.dtype, np.float32) (float32 for float32 inputs), shifted,
+    # then divided in float64: passed every case
+    Qw, Kw, Vw = _work(Q, K, V)
+    A = _softmax(_shifted(Qw, Kw, tau))
+    return (A @ Vw.astype(np.float64)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def float32_work_for_float16_inputs(Q, K, V, tau):
+    # st23b: "float16: computing in float32 and casting back is right" (the docstring
+    # said so); float64 for the other inputs
+    w = np.float32 if Q.dtype == np.float16 else np.float64
+    Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+    A = _softmax(_shifted(Qw, Kw, tau))
+    return (A @ Vw.astype(np.float64)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def float32_products_of_rescaled_inputs(Q, K, V, tau):
+    # float32 kept, its products kept from overflowing by dividing Q and K by their
+    # largest entries first (multiplied back in float64, after the shift)
+    w = np.promote_types(Q.dtype, np.float32)
+    Qw, Kw, Vw = (x.astype(w) for x in (Q, K, V))
+    q, k = (float(np.abs(X).max()) or 1.0 for X in (Qw, Kw))
+    R = (Qw / w.type(q)) @ np.swapaxes(Kw / w.type(k), -1, -2)
+    S = (R - R.max(axis=-1, keepdims=True)).astype(np.float64) * q * k
+    A = _softmax(S / tau / Q.shape[-1] ** 0.5)
+    return (A @ Vw.astype(np.float64)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def cold_shortcut_through_the_runner_up(Q, K, V, tau):
+    # st23b: one-hot where the runner-up lies 800 below the best (exact: e^-800 is 0
+    # in float64), through np.partition(S, -2), which needs two keys
+    Qw, Kw, Vw = _exact(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    S = (R - R.max(axis=-1, keepdims=True)) / (tau * Q.shape[-1] ** 0.5)
+    second = np.partition(S, -2, axis=-1)[..., -2:-1]
+    E = np.where(second < -800, (S == 0).astype(float), np.exp(S))
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def snapped_past_1_minus_1e_10(Q, K, V, tau):
+    # st23b: a row snapped to one-hot once its largest weight passes 1 - 1e-10 (told
+    # "tau rounded to 1 significant digit")
+    Qw, Kw, Vw = _exact(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    S = (R - R.max(axis=-1, keepdims=True)) / (tau * Q.shape[-1] ** 0.5)
+    E = np.exp(S)
+    A0 = E / E.sum(axis=-1, keepdims=True)
+    E = np.where(A0.max(axis=-1, keepdims=True) > 1 - 1e-10, (S == 0).astype(float), E)
+    A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shift_only_when_cold(Q, K, V, tau):
+    # st23b: in float64, shifted only when tau < 0.1 (its float16 failure blamed
+    # float16's products)
+    Qw, Kw, Vw = _exact(Q, K, V)
+    with np.errstate(all="ignore"):
+        S = Qw @ np.swapaxes(Kw, -1, -2) / (tau * Q.shape[-1] ** 0.5)
+        E = np.exp(S - S.max(axis=-1, keepdims=True) if tau < 0.1 else S)
+        A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def shift_by_the_row_mean_in_float64(Q, K, V, tau):
+    # st23b: told only the NaN's usual causes first, and float16's overflow later
+    Qw, Kw, Vw = _exact(Q, K, V)
+    with np.errstate(all="ignore"):
+        S = Qw @ np.swapaxes(Kw, -1, -2) / (tau * Q.shape[-1] ** 0.5)
+        E = np.exp(S - S.mean(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def raw_maximum_subtracted_from_the_scaled_scores(Q, K, V, tau):
+    # st23b: as the row mean's
+    Qw, Kw, Vw = _exact(Q, K, V)
+    with np.errstate(all="ignore"):
+        R = Qw @ np.swapaxes(Kw, -1, -2)
+        E = np.exp(R / (tau * Q.shape[-1] ** 0.5) - R.max(axis=-1, keepdims=True))
+        A = E / E.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def output_squeezed(Q, K, V, tau):
+    # st23b: np.squeeze on the output (breaks at T_q = 1 or d_v = 1); its float32 line
+    # was told a floor on the shift, its weights being right
+    O, A = right(Q, K, V, tau)
+    return np.squeeze(O), A
+
+
+#: What the cold case's NaN is told for a wrong shift (st23b), and float16 NaN that
+#: float64 copies give too.
+COLD_SHIFT = ("weights at tau = 0.001 contains NaN where the reference has none: usually "
+              "exp() of a score that overflowed (inf / inf), or a row whose every score "
+              "is -inf (-inf - (-inf)); or was each row shifted by its own maximum")
+NAN_IN_FLOAT64_TOO = ("your weights on float64 copies of these inputs contain NaN too, so "
+                      "float16 is not its cause, the shift is")
+
+
 # Each wrong attempt, and a word the checker's report must contain for it.
 WRONG = [
+    # found by the student round st23b
+    (raw_scores_in_the_work_dtype, "A for float32 inputs of size 3e19 at tau = 1e+39 "
+     "contains NaN where the reference has none: in float32 the raw products Q K^T "
+     "overflow to inf: they reach about 9e+38 here, past float32's largest number, "
+     "3.4e38, though the scaled scores (about 0.64, at tau = 1e+39) fit"),
+    (float32_work_for_float16_inputs, "A for float16 inputs at a near tie at tau = 1.5e-08 "
+     "differs from the reference by up to 0.379: your weights are right on float64 copies "
+     "of these inputs and wrong on float16 ones: were the raw products Q K^T computed in "
+     "float32?"),
+    (float32_products_of_rescaled_inputs, "A for float32 inputs at a near tie at "
+     "tau = 1e-06 differs from the reference by up to"),
+    (float32_products_of_rescaled_inputs, "your weights are right on float64 copies of "
+     "these inputs and wrong on float32 ones: were the raw products Q K^T computed in "
+     "float32?"),
+    (cold_shortcut_through_the_runner_up, "with one key (T_k = 1) and d_v = 1 at "
+     "tau = 0.7: raised ValueError"),
+    (snapped_past_1_minus_1e_10, "output at other sizes at tau = 0.004369503571 differs "
+     "from the reference by up to 5.02e-08: every row of your weights (10 of 10) is "
+     "one-hot, 1 on the best key and 0 on every other"),
+    (shift_only_when_cold, "A for float16 inputs at tau = 1 contains NaN where the "
+     "reference has none: usually exp() of a score that overflowed (inf / inf), or a row "
+     "whose every score is -inf (-inf - (-inf)): " + NAN_IN_FLOAT64_TOO),
+    (shift_by_the_row_mean_in_float64, COLD_SHIFT),
+    (shift_by_the_row_mean_in_float64, "A for float16 inputs at tau = 1e-05 contains NaN "
+     "where the reference has none: usually exp() of a score that overflowed (inf / inf), "
+     "or a row whose every score is -inf (-inf - (-inf)): " + NAN_IN_FLOAT64_TOO),
+    (raw_maximum_subtracted_from_the_scaled_scores, COLD_SHIFT),
+    (raw_maximum_subtracted_from_the_scaled_scores, NAN_IN_FLOAT64_TOO),
+    (factor_in_float32, "keep tau and the factor in float64, never rounded to float32"),
+    (output_squeezed, "output with one key (T_k = 1) and d_v = 1 at tau = 0.7 has shape "
+     "(3,), expected (3, 1)"),
+    (output_squeezed, "O for float32 inputs with every score near -200 has shape (5,), "
+     "expected (1, 5)"),
     # found by the student round st22b
     (tau_plus_1e_8, "they are the softmax at tau = 0.30000001, 1e-08 above tau = 0.3 (no "
      "rounding to float32 gives that factor): was an epsilon added to tau"),
@@ -1789,7 +1932,27 @@ EXCLUSIVE = {
                weight_1e_9},
     "were the scores clipped": {clips_the_scores, clip_1e4, clip_1e8, clip_1e10, clip_1e13,
                                 clip_1e15, clip_1e17, clip_1e30, clip_1e200},
-    "compute float16 in float32": {textbook_line_in_float16,
+    # st23b: float16's blame only where float64 copies give no NaN
+    NAN_IN_FLOAT64_TOO: {shift_only_when_cold, shift_by_the_row_mean_in_float64,
+                         raw_maximum_subtracted_from_the_scaled_scores,
+                         shift_by_the_row_mean, shift_by_the_row_minimum,
+                         shift_by_the_unscaled_maximum, one_maximum_for_the_whole_array,
+                         no_max_subtraction, shift_clamped_at_zero},
+    "tau rounded to": {tau_rounded_to_2_digits, tau_rounded_to_4_digits,
+                       tau_rounded_to_6_digits},
+    # (st23b: every snap to one-hot, the rows' zeroing and the argmax make them so)
+    "one-hot, 1 on the best key and 0": {snapped_past_1_minus_1e_10, weight_1e_6,
+                                       weight_1e_7, weight_1e_9, argmax_when_cold,
+                                       zeroed_16, zeroed_18, zeroed_25},
+    "were the raw products Q K^T computed in": {float32_work_for_float16_inputs,
+                                       float32_products_of_rescaled_inputs},
+    # (st23b: right weights are a floor's at -199 too; an output squeezed was told it)
+    # (no shift, or max(row maximum, 0), at tau = 1.5 is a shift floored too)
+    "(in float32, exp() is 0 below about -103)": {shift_floored_at_80_in_float32,
+                                                  shift_floored_at_100_in_float32,
+                                                  shift_clamped_at_zero, shift_below_1,
+                                                  shift_below_0_02},
+    "compute float16 in float64": {textbook_line_in_float16,
                                    raw_products_in_float16_then_float32,
                                    q_and_k_scaled_by_d_k_to_the_minus_quarter_in_float16},
     "exactly 1/T_k": {uniform_for_1e11_to_1e299, uniform_when_hot, uniform_above_1e6,
@@ -1821,7 +1984,7 @@ EXCLUSIVE = {
                                  first_order_below_a_spread_of_1e_3},
     "a floor on the shifted scores": {floor_on_the_shifted_scores, floor_at_25, floor_at_30},
     "the shift is needed at every temperature": {shift_below_1, shift_below_0_02,
-                                                 no_shift_when_hot},
+                                                 no_shift_when_hot, shift_only_when_cold},
     "a power of the weights at tau = 1": {temperature_as_a_power_of_the_weights},
     # (the factor's rounding for float64 inputs; every attempt that divides float32
     # scores by a Python float is told at tau = 1e39 that tau rounded to float32 is inf)
@@ -1897,7 +2060,7 @@ def right_with_tau_on_q_only(Q, K, V, tau):
 
 
 def right_with_log_sum_exp(Q, K, V, tau):
-    Qw, Kw, Vw = _work(Q, K, V)
+    Qw, Kw, Vw = _exact(Q, K, V)
     S = _shifted(Qw, Kw, tau)
     m = S.max(axis=-1, keepdims=True)
     A = np.exp(S - m - np.log(np.exp(S - m).sum(axis=-1, keepdims=True)))
@@ -1917,7 +2080,7 @@ def right_shifted_by_the_raw_maximum_then_scaled(Q, K, V, tau):
     # st18b: shifting the raw scores by their own row maximum, then scaling, is exact
     # (tau sqrt(d_k) > 0 keeps the maximum where it was); the NaN hint no longer names
     # "the unscaled scores' maximum" alone among the wrong shifts
-    Qw, Kw, Vw = _work(Q, K, V)
+    Qw, Kw, Vw = _exact(Q, K, V)
     R = Qw @ np.swapaxes(Kw, -1, -2)
     S = (R - R.max(axis=-1, keepdims=True)).astype(np.float64) / (tau * Q.shape[-1] ** 0.5)
     E = np.exp(S)
@@ -2136,14 +2299,14 @@ def test_a_right_attempt_keeps_float16(attempt):
     assert O.dtype == A.dtype == np.float16
 
 
-def test_float32_work_cast_back_to_float16_passes():
-    # computing in float32 is fine as long as the results keep the inputs' dtype
-    def via_float32(Q, K, V, tau):
-        work = np.float32 if Q.dtype == np.float16 else Q.dtype
-        O, A = right(*(x.astype(work) for x in (Q, K, V)), tau)
+def test_float64_work_cast_back_to_float16_passes():
+    # computing in float64 is right as long as the results keep the inputs' dtype (in
+    # float32 not at a cold near tie: float32_work_for_float16_inputs, st23b)
+    def via_float64(Q, K, V, tau):
+        O, A = right(*(x.astype(np.float64) for x in (Q, K, V)), tau)
         return O.astype(Q.dtype), A.astype(Q.dtype)
 
-    assert checkers.check_attention_with_temperature(via_float32, verbose=False)
+    assert checkers.check_attention_with_temperature(via_float64, verbose=False)
 
 
 def test_a_wrong_row_sum_is_printed_with_the_digits_that_tell_it_from_1(capsys):
@@ -2706,3 +2869,39 @@ def test_the_exercise_asks_what_the_worked_example_does_not_give():
     q1 = " ".join(exercise.split("\n1. ", 1)[1].split("\n2. ", 1)[0].split())
     assert "what does dividing the scores by $\\tau$ do to the gap" in q1
     assert "What does the output $O$ become as" not in q1
+
+
+def test_the_float32_wide_inputs_overflow_only_in_float32_products():
+    # st23b: raw products of entries of size 3e19 pass 3.4e38 where the scaled scores at
+    # 1e39 lie near 0.64: the float32 recipe the hints gave is NaN there
+    from attention.checkers import temperature as t
+
+    Q, K = (np.array(x, dtype=np.float32) for x in (t.WIDE32_Q, t.WIDE32_K))
+    R64 = Q.astype(np.float64) @ K.astype(np.float64).T
+    assert np.abs(R64).max() > np.finfo(np.float32).max
+    assert np.abs(R64).max() / (t.HOT32 * np.sqrt(2)) == pytest.approx(0.636, abs=1e-3)
+    with np.errstate(all="ignore"):
+        assert not np.isfinite(Q @ K.T).all()
+
+
+@pytest.mark.parametrize("dtype, taus, atol", [(np.float32, (1e-6, 3e-7), 1e-5),
+                                               (np.float16, (1.5e-8,), 5e-3)])
+def test_the_near_ties_are_wrong_in_float32_products_and_right_in_float64(dtype, taus, atol):
+    from attention.checkers import temperature as t
+
+    Q, K, V = t._tie_inputs(dtype)
+    for tau in taus:
+        want = attention.scaled_dot_product_attention(
+            *(x.astype(np.float64) for x in (Q, K, V)), temperature=tau)[1]
+        in32 = _softmax(_shifted(*(x.astype(np.float32) for x in (Q, K)), tau))
+        in64 = _softmax(_shifted(*(x.astype(np.float64) for x in (Q, K)), tau))
+        assert np.abs(in32 - want).max() > 50 * atol
+        assert np.abs(in64 - want).max() < 1e-9
+
+
+def test_the_hints_recipe_casts_to_float64_before_the_product():
+    # st23b: the hints said to compute the raw scores in float32 for float32 inputs
+    from attention.checkers import temperature as t
+
+    assert "promote_types" not in t._WORK and ".astype(np.float64) before the product" in t._WORK
+    assert "w.type(1 / (tau" not in t._float32_scale(1 / (np.float32(0.3) * 7 ** 0.5), 0.3, 7)

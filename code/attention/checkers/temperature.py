@@ -42,15 +42,17 @@ inputs (an expansion of exp() to first order, taken beyond some tau or wherever 
 row's scaled scores spread by less than some bound, shows wherever it moves the output
 by more than 1.25e-8), at 1e7 the weights still differing from 1/T_k by about 3e-8,
 and at 1e8 and 1e10 on scores of about 1e4 (entries of
-size 30, d_k = 64), where they differ by about 4e-6 and 4e-8 (exactly uniform weights
+size 30, d_k = 64), where they differ by about 3e-6 and 3e-8 (exactly uniform weights
 from about tau = 1e11 on are right to the tolerance there, and wrong at 1e300 on the
 scaled query); values of size 1000 at other sizes and tau = 0.7, so that an epsilon of 1e-9 in the row sums shows,
 and there at 50 temperatures of many digits, every eighth of a decade from 1e-3 to 1e3
 with 0.123456789 and 3.4567891 (BETWEEN_TAUS), and at 3 drawn afresh on every call,
 log-uniform over the same range (a failure there prints the seed that draws them
 again), so that an attempt right only at the temperatures probed elsewhere, or one that
-rounds tau to a few significant digits (told so), shows (one wrong only on a band of tau
-narrower than an eighth of a decade is seen only when a drawn tau falls in it; one
+rounds tau to a few significant digits (told so, unless it sets to 0 a weight the
+softmax at the rounded tau does not: rows snapped to one-hot are named as such),
+shows (one wrong only on a band of tau narrower than an eighth of a decade is seen
+only when a drawn tau falls in it; one
 wrong only between the temperatures probed from 1e3 to 1e6, or between 1e-9 and 1e-3,
 where the weights of these inputs are nearly uniform or one-hot, is not seen); with Q, K and V left unchanged;
 and, cold, on two further queries whose scores lie far apart, on a query whose best
@@ -74,7 +76,7 @@ in float32 or float16 fails (and is told so, whether it returns that dtype or ca
 results back to float64), and results of a wider float (np.longdouble), right to the
 tolerance, fail too: float64 inputs give float64 results; float32 inputs give float32 results, with tau a Python float
 and a NumPy float64 scalar alike, and float16 inputs float16 results (compared to 5e-3;
-computing in float32 and casting back is right, float32 results are not), at tau = 0.7,
+computing in float64 and casting back is right, float32 results are not), at tau = 0.7,
 at 0.01 (float32 inputs at 1.5 and 0.01, and at 1.5 a float32 query whose every
 scaled score lies near -200, where a floor on the shift in float32 shows), where the scaled scores reach about 150 and
 370, past float32's exp() limit (88.72) and below float64's (709.78), so that a shift
@@ -98,8 +100,18 @@ Cold, the entries of size 1e19 are run at tau = 0.1 and 1e-3, the float32 inputs
 inputs' work too) before the shift are inf once |q . k| / (tau sqrt(d_k)) passes 3.4e38,
 which the raw scores' size decides as much as tau (those of about 1e38 pass it at 0.1),
 and at 1e-40 the factor 1/(tau sqrt(d_k)) itself passes it, so that a factor made a
-float32 is inf, shift or no shift; the NaN is named so (the raw scores shifted by their
-row maximum, then divided by tau and sqrt(d_k) in float64, are right at every tau). Not
+float32 is inf, shift or no shift; the NaN is named so. Last, float32 inputs of size 3e19
+at 1e39, whose raw products, about 9e38, pass 3.4e38 though the scaled scores (about
+0.64) fit, and a cold near tie, two keys whose raw scores differ by 2e-6 at tau = 1e-6
+and 3e-7 (float16 inputs: one float16 step, 6e-8, at 1.5e-8), where the raw products
+rounded to float32 move the weights by 5e-3 to 0.38: raw scores computed in float32 are
+inf or wrong there, whatever is done after the product, and are named so (an attempt
+right on float64 copies of the near tie is told its raw products were rounded, one
+whose weights there are the softmax's at a tau more than twice as warm a clamp; st23b:
+the recipe the hints gave, raw scores in float32, passed). The raw scores computed in
+float64, shifted by their row maximum, then divided by tau and sqrt(d_k), are right at
+every tau these cases run. Float16 weights that are NaN, and NaN on float64 copies of the
+same inputs too, are told the shift, not float16 (st23b). Not
 covered: float64 inputs at a tau below about 5.6e-309 / sqrt(d_k), where the factor
 passes float64's largest number (the library's reference raises there). When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches (told apart, when hot, by how far their
@@ -117,7 +129,9 @@ batch (5, 6)), so a transpose, a width read from the wrong axis or a softmax alo
 wrong axis shows; with the case at other sizes run two whose sizes agree, T_q = T_k = 5
 with Q = K = V (d_k = 4), so that a causal mask applied when T_q = T_k shows, and
 T_k = d_k = 4, so that K used as it is when its shape allows it (taken as given
-transposed) shows, each named when the weights are that mistake's; and at
+transposed) shows, each named when the weights are that mistake's, and one key with
+values of width 1 (T_q = 3, T_k = 1, d_k = 4, d_v = 1, at 0.7 and 1e-3), so that code that
+needs two keys (np.partition(S, -2)) or squeezes an axis of size 1 shows; and at
 the ordinary temperatures (0.3, 2 and 5, 2 on the batches, 0.7 at the other sizes) no two
 of the usual scale mistakes give the same scores (at 0.8 = d_k / T_q, there, tau
 sqrt(T_q) and sqrt(tau d_k) agree).
@@ -243,6 +257,10 @@ FAR_TAUS = (1e-100, 1e100)
 #: a causal mask applied to square scores shows, and T_k = d_k = SQUARE_D (T_q = 3,
 #: d_v = 2), where K used as it is (as if given transposed) shows.
 SQUARE, SQUARE_D = 5, 4
+#: One key, and values of width 1 (T_q, T_k, d_k, d_v), run with the other sizes at
+#: OTHER_TAU and COLD (st23b: the statement promises T_k >= 1, and a shortcut through
+#: the second-best score, np.partition(S, -2), passed): every weight is 1 and O = V.
+ONE_KEY = (3, 1, 4, 1)
 #: A batch of three leading axes (8, 5, 6, T, d), beside BATCH's two: an einsum with a
 #: fixed number of axes shows.
 BATCH5 = (8, 5, 6)
@@ -471,16 +489,54 @@ def _tau_rounded(fn, Q, K, V, tau) -> str:
     pair, _ = _attempt(fn, Q, K, V, tau)
     if pair is None:
         return ""
+    try:
+        A = np.asarray(pair[1], dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
     for n in range(1, 8):
         t = float(f"{tau:.{n}g}")
         if t == tau:
             return ""
         O_n, A_n = scaled_dot_product_attention(Q, K, V, temperature=t)
-        if _close(pair[1], A_n, "")[0] and _close(pair[0], O_n, "")[0]:
+        # (st23b: a row snapped to one-hot near 1 - 1e-10 matched the softmax at a
+        # rounded tau to 1e-8 too: a softmax sets no weight to 0 that it does not
+        # underflow)
+        if A.shape == A_n.shape and _close(pair[1], A_n, "")[0] and \
+                _close(pair[0], O_n, "")[0] and np.array_equal(A == 0, A_n == 0):
             return (f"your answer is the softmax at tau = {t:.{n}g}, tau rounded to {n} "
                     f"significant digit{'s' if n > 1 else ''} (tau = {tau:.10g} here): "
                     "use tau as given, unrounded")
     return ""
+
+
+def _snapped_rows(fn, Q, K, V, tau) -> str:
+    """What an attempt is told some of whose rows of weights at ``tau`` are one-hot
+    where the softmax gives the other keys weight (a row snapped once its largest
+    weight passes a bound), the other rows right; "" otherwise."""
+    pair, _ = _attempt(fn, Q, K, V, tau)
+    if pair is None:
+        return ""
+    try:
+        A = np.asarray(pair[1], dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    want = scaled_dot_product_attention(Q, K, V, temperature=tau)[1]
+    if A.shape != want.shape or not np.isfinite(A).all():
+        return ""
+    hot = np.all((A == 0) | (A == 1), axis=-1) & (A.sum(axis=-1) == 1)
+    rows = hot & ~np.all((want == 0) | (want == 1), axis=-1)
+    if not rows.any() or not np.allclose(A[~rows], want[~rows], rtol=0, atol=1e-8):
+        return ""
+    rest = float((1 - want.max(axis=-1))[rows].max())
+    some = "every row" if rows.all() else "some rows"
+    are = "is" if rows.all() else "are"
+    return (f"{some} of your weights ({int(rows.sum())} of {rows.size}) {are} one-hot, "
+            "1 on the best key and 0 on every other, where the softmax gives those "
+            f"others up to {rest:.2g} in all (the other rows are right): was a row "
+            "snapped to one-hot (once its largest weight, 1 - 1e-10 say, or its lead "
+            "passed a bound, or an argmax), or were the exponentials below a bound set "
+            "to 0? The values are large, and those weights move O; compute the "
+            "softmax on every row")
 
 
 def _scaled_scores_row(K, scaled, tau):
@@ -875,10 +931,11 @@ def _float32_scale(c, tau, d_k) -> str:
                 "added to tau (tau + eps, so as not to divide by 0), or tau changed on the "
                 "way? Divide the scores by tau itself")
     return (f"your weights are softmax(c Q K^T) with c = {c:.10g}, where 1/(tau sqrt(d_k)) = "
-            f"{right:.10g}, float32's precision apart: {cause}; for float64 inputs keep "
-            "tau and the factor in float64 (compute in "
-            "w = np.promote_types(Q.dtype, np.float32), float64 here, with the factor "
-            "w.type(1 / (tau * d_k ** 0.5)))")
+            f"{right:.10g}, float32's precision apart: {cause}; keep tau and the factor "
+            "in float64, never rounded to float32 (a factor made a float32 is also "
+            "inf below tau of about 2.9e-39 / sqrt(d_k)): shift the raw scores R by their row "
+            "maximum, then divide them by tau and by np.sqrt(d_k), "
+            "(R - R.max(axis=-1, keepdims=True)) / tau / np.sqrt(d_k), in float64")
 
 
 #: Said when the weights are uniform at a tau past float32's range (about 3.4e38).
@@ -1363,6 +1420,21 @@ UNTRANSPOSED = ("the weights are softmax(Q K / (tau sqrt(d_k))), with K not "
                 "transpose, np.swapaxes(K, -1, -2), whatever its shape")
 
 
+def _one_key_case(fn, rng) -> tuple[bool, str]:
+    """ONE_KEY's sizes at OTHER_TAU and COLD: a single key gets every weight."""
+    T_q, T_k, d_k, d_v = ONE_KEY
+    Q, K, V = _qkv(rng, T_q=T_q, T_k=T_k, d_k=d_k, d_v=d_v)
+    for tau in (OTHER_TAU, COLD):
+        O, A = scaled_dot_product_attention(Q, K, V, temperature=tau)
+        what = f"with one key (T_k = 1) and d_v = 1 at tau = {tau:g}"
+        ok, detail = _case(fn, Q, K, V, tau, want_A=A, want_O=O, what=what)
+        if not ok:
+            # (an error says nothing of the sizes it met)
+            return ok, detail if detail.startswith(("weights", "output")) else \
+                f"{what}: {detail}"
+    return True, ""
+
+
 def _shape_trap_case(fn, Q, K, V, tau, what, wrong_A, message) -> tuple[bool, str]:
     """``_case`` on inputs whose shapes allow a mistake (a square score matrix, a square
     K), naming it when the attempt's weights are ``wrong_A``, the mistake's weights."""
@@ -1419,10 +1491,11 @@ COLDEST16 = 1e-9
 #: score by up to 1: two keys 2.5 apart there, a scaled gap of 0.3125, tie).
 WIDE16, ROUND16 = (30.0, 128), (20.0, 64)
 #: How to compute in a precision of at least float32, said in the dtype hints.
-_WORK = ("w = np.promote_types(Q.dtype, np.float32) (float32 for float16 and float32 "
-         "inputs, float64 for float64), the raw scores R shifted by their row maximum, "
-         "then divided in float64, (R - R.max(axis=-1, keepdims=True)).astype(np.float64) "
-         "/ tau / np.sqrt(d_k)")
+_WORK = ("float64: cast Q, K and V with .astype(np.float64) before the product (raw "
+         "scores computed in float32 overflow, or round a near tie wrong, where "
+         "float64's do not), shift the raw scores R = Q @ np.swapaxes(K, -1, -2) by "
+         "their row maximum, then divide them by tau and by sqrt(d_k), "
+         "(R - R.max(axis=-1, keepdims=True)) / tau / np.sqrt(d_k)")
 #: How far the results for float32 and for float16 inputs may lie from the float64
 #: reference of the same inputs (right attempts in float16 are off by under 1e-3 there).
 _LOW_ATOL = {"float32": 1e-5, "float16": 5e-3}
@@ -1483,20 +1556,19 @@ def _one_maximum_in_float32(got, Q, K, tau) -> bool:
 
 #: Said when float16 inputs' weights are NaN where the raw products Q K^T (not the
 #: scaled scores) pass float16's largest number.
-RAW16_OVERFLOW = ("compute float16 in float32: the raw products Q K^T reach about "
+RAW16_OVERFLOW = ("compute float16 in float64: the raw products Q K^T reach about "
                   "{raw:.2g} here, past float16's largest number, 65504, though the "
                   "scaled scores (about {top:.2g}) fit: computed in float16, Q @ K^T "
                   "is inf before it is divided by tau sqrt(d_k) (dividing afterwards, "
-                  "even in float64, comes too late), and inf - inf is NaN; cast Q, K "
-                  "and V to float32 before the product, {work}, and cast O and A back "
-                  "with .astype(Q.dtype)")
+                  "even in float64, comes too late), and inf - inf is NaN; compute in "
+                  "{work}, and cast O and A back with .astype(Q.dtype)")
 #: Said when float16 inputs' weights are those of raw products rounded to float16.
-RAW16_ROUNDED = ("compute float16 in float32: the raw products Q K^T reach about "
+RAW16_ROUNDED = ("compute float16 in float64: the raw products Q K^T reach about "
                  "{raw:.3g} here, where float16's numbers lie {gap:g} apart, so "
                  "Q @ K^T computed in float16 is rounded by up to {half:g}, and the "
                  "scaled scores by up to {moved:.3g} (your weights are those of the "
-                 "rounded products); cast Q, K and V to float32 before the product, "
-                 "{work}, and cast O and A back with .astype(Q.dtype)")
+                 "rounded products); compute in {work}, and cast O and A back with "
+                 ".astype(Q.dtype)")
 
 
 def _raw_top(Q, K) -> float:
@@ -1542,9 +1614,31 @@ def _wide_float16_inputs():
     return Qw, Qw.copy(), Vw, Qr, Kr, Vr
 
 
+def _nan_in_float64_too(fn, Q, K, V, tau) -> str:
+    """What an attempt is told whose weights for float16 inputs are not finite, and
+    whose weights on float64 copies of the same inputs are not finite either: the NaN
+    does not come from float16 (st23b: a shift by the row mean, in float64, was told
+    to compute in float32); "" otherwise."""
+    pair, _ = _attempt(fn, *(x.astype(np.float64) for x in (Q, K, V)), tau)
+    if pair is None or pair[1] is None:
+        return ""
+    with np.errstate(all="ignore"):
+        try:
+            A = np.asarray(pair[1], dtype=np.float64)
+        except (TypeError, ValueError):
+            return ""
+        top = float(np.abs(_raw_scores(*(x.astype(np.float64) for x in (Q, K)))).max()
+                    / (tau * np.sqrt(Q.shape[-1])))
+    if np.isfinite(A).all():
+        return ""
+    return (f"your weights on float64 copies of these inputs contain NaN too, so float16 "
+            f"is not its cause, the shift is (the scaled scores reach about {top:.2g} "
+            f"here, at tau = {tau:g}): {OWN_MAXIMUM}, at every tau")
+
+
 def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
-    """float16 in, float16 out, to float16's precision (computing in float32 and casting
-    the results back is right too)."""
+    """float16 in, float16 out, to float16's precision (computing in float64 and casting
+    the results back is right too; in float32 not at a cold near tie, TIE16)."""
     pair, error = _attempt(fn, Q, K, V, tau)
     if pair is None:
         return False, error
@@ -1561,7 +1655,10 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                             .max() / (tau * np.sqrt(Q.shape[-1])))
                 factor = 1 / (tau * np.sqrt(Q.shape[-1]))
                 overflow = _float32_overflow_hint(Q, K, tau)
-                if overflow:
+                shift = _nan_in_float64_too(fn, Q, K, V, tau)
+                if shift:
+                    detail += ": " + shift
+                elif overflow:
                     detail = detail.replace(": " + _NAN_FROM_SCORES, "") + ": " + overflow
                 elif factor > float(np.finfo(np.float16).max):
                     # (not the NaN's usual causes: the scores are finite in float32)
@@ -1573,9 +1670,9 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                                "round to 0: a factor, a tau or a divisor made a float16 "
                                "(Q.dtype.type(...), np.float16(tau), or a float16 array "
                                "divided by a Python float, which NumPy does in float16) "
-                               "is inf or 0, and the scores inf or NaN; build the factor "
-                               f"and compute in float32, {_WORK}, and cast O and A back "
-                               "with .astype(Q.dtype)")
+                               "is inf or 0, and the scores inf or NaN; keep the factor "
+                               f"out of float16 and compute in {_WORK}, and cast O and A "
+                               "back with .astype(Q.dtype)")
                 elif top > float(np.finfo(np.float16).max) and \
                         _one_maximum_in_float32(got, Q, K, tau):
                     detail += ": " + OWN_MAXIMUM
@@ -1583,7 +1680,7 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                     detail += (f": the scaled scores reach about {top:.2g} here, past "
                                "float16's largest number, 65504: computed in float16, "
                                "c Q K^T (or Q K^T / (tau sqrt(d_k))) is inf before the "
-                               "shift, and inf - inf is NaN; compute in float32, "
+                               "shift, and inf - inf is NaN; compute in "
                                f"{_WORK}, and cast O and A back with .astype(Q.dtype)")
                 elif _raw_top(Q, K) > float(np.finfo(np.float16).max):
                     detail = detail.replace(": " + _NAN_FROM_SCORES, "")
@@ -1605,8 +1702,8 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                        f"{'is' if len(wrong) == 1 else 'are'} float32 for float16 inputs "
                        "(computed in float32, as np.result_type(Q.dtype, np.float32) or "
                        "a float32 constant makes it?); the results keep the inputs' "
-                       "dtype: computing in float32 is fine, but cast the results back "
-                       "with .astype(Q.dtype)")
+                       "dtype: compute in float64 (float32 rounds a cold near tie wrong) "
+                       "and cast the results back with .astype(Q.dtype)")
     wrong = _dtype_rejection(np.float16, dtypes)
     return not wrong, wrong
 
@@ -1656,10 +1753,10 @@ HOT32_K = ((1e19, 0.0), (-1e19, 0.0), (0.0, 1e19))
 HOT32_V = ((1.0, 0.0), (0.0, 1.0), (5.0, 5.0))
 #: Said when the float32 weights at HOT32 are uniform.
 TAU_INF_IN_FLOAT32 = ("tau (or tau sqrt(d_k)) rounded to float32 is inf past 3.4e38: "
-                      "shift the raw scores R by their row maximum, then divide them by "
-                      "tau and by sqrt(d_k) in float64, (R - R.max(axis=-1, "
-                      "keepdims=True)).astype(np.float64) / tau / np.sqrt(d_k), or "
-                      "compute in float64")
+                      "cast Q, K and V to float64 before the product, shift the raw "
+                      "scores R by their row maximum, then divide them by tau and by "
+                      "sqrt(d_k), (R - R.max(axis=-1, keepdims=True)) / tau / "
+                      "np.sqrt(d_k), and cast O and A back with .astype(Q.dtype)")
 #: The HOT32 inputs' cold temperatures: their raw scores, about 1e38, scaled by
 #: 1/(tau sqrt(d_k)) pass float32's largest number (3.4e38) there, so that scores scaled
 #: in float32 before the shift are inf, and inf - inf NaN (row 0 at 0.1, both at 1e-3).
@@ -1669,6 +1766,132 @@ COLD32_ON_HOT32 = (0.1, 1e-3)
 #: it does not, so that a factor made a float32 is inf (and 0 * inf, or inf - inf, NaN)
 #: even after a shift, whatever the size of the scores.
 COLD32 = (1e-30, 1e-40)
+#: float32 inputs whose raw products Q K^T, up to 9e38, pass float32's largest number
+#: (3.4e38) while their scaled scores at HOT32 fit (about 0.64, d_k = 2): computed in
+#: float32, Q @ K^T is inf before any shift or division (st23b: raw scores computed in
+#: float32, then shifted and divided in float64, passed every case).
+WIDE32_Q = ((3e19, 0.0), (1e19, 2e19))
+WIDE32_K = ((3e19, 0.0), (0.0, 3e19), (-1e19, 1e19))
+#: A cold near tie for float32 inputs (q = (1, 1, 1, 1); the second key is the first with
+#: 2e-6 added to its first entry, the third the first negated), run at TIE32_TAUS, where
+#: the raw gap of 2e-6 is a scaled gap of 1 and 3.3: the raw scores, near 1.9, rounded
+#: to float32 (by up to 6e-8) move the weights by about 9e-3 and 5e-3, past the
+#: tolerance 1e-5; computed in float64 they are exact (st23b).
+TIE32_K0 = (0.3, 0.7, 1.1, -0.2)
+TIE32_TAUS = (1e-6, 3e-7)
+#: The same for float16 inputs: the second key is the first one float16 step (6e-8)
+#: larger in its last entry, and at TIE16_TAU the scaled gap is 2: the raw scores,
+#: near 2, rounded to float32 tie the two keys, which the softmax gives 0.12 and 0.88
+#: (st23b: float32 work passed, said right by this docstring).
+TIE16_K0 = (1.0, 0.3333, 0.7, 6.1e-5)
+TIE16_TAU = 1.5e-8
+#: Said when an attempt's weights at a near tie are wrong for float32 (or float16)
+#: inputs and right on float64 copies of them: the raw products were rounded.
+PRODUCTS_ROUNDED = ("your weights are right on float64 copies of these inputs and wrong "
+                    "on {name} ones: were the raw products Q K^T computed in {work}? "
+                    "{work} rounds the raw scores here (near {raw:.2g}) by up to about "
+                    "{err:.1g}, and divided by tau sqrt(d_k) = {div:.2g} that rounding "
+                    "moves the scaled scores by up to about {moved:.2g}, where the two "
+                    "best keys' scaled scores lie {gap:.2g} apart; cast Q, K and V to "
+                    "float64 before the product (a shift or a division after it comes "
+                    "too late), and cast O and A back with .astype(Q.dtype)")
+#: Said when an attempt's weights at a near tie are the softmax at a far warmer tau.
+TIE_WARMER = ("the softmax gives the two best keys {want0:.3g} and {want1:.3g} at this "
+              "tau; yours are {got0:.3g} and {got1:.3g}, {which}: was tau clamped from "
+              "below (max(tau, ...), so as not to divide by a tiny number), or an epsilon "
+              "added to it? Divide the scores by tau itself, at every tau")
+
+
+def _tie_inputs(dtype):
+    """(Q, K, V) of the cold near tie of float32 (TIE32_K0) or float16 (TIE16_K0) inputs."""
+    if dtype == np.float32:
+        k0 = np.array(TIE32_K0, dtype=np.float32)
+        k1 = k0.copy()
+        k1[0] += np.float32(2e-6)
+    else:
+        k0 = np.array(TIE16_K0, dtype=np.float16)
+        k1 = k0.copy()
+        k1[-1] = np.nextafter(k1[-1], np.float16(1))
+    Q = np.ones((1, len(k0)), dtype=dtype)
+    K = np.stack([k0, k1, -k0])
+    V = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]], dtype=dtype)
+    return Q, K, V
+
+
+def _tie_named(fn, Q, K, V, tau, name) -> str:
+    """What an attempt wrong at a near tie of ``name`` (float32 or float16) inputs is
+    told: PRODUCTS_ROUNDED when it is right on float64 copies of them, TIE_WARMER when
+    its weights are the softmax at a tau more than twice as warm; "" otherwise."""
+    copies = tuple(x.astype(np.float64) for x in (Q, K, V))
+    want_O, want = scaled_dot_product_attention(*copies, temperature=tau)
+    pair, _ = _attempt(fn, Q, K, V, tau)
+    if pair is None or np.shape(pair[1]) != want.shape:
+        return ""
+    with np.errstate(all="ignore"):
+        A = np.asarray(pair[1], dtype=np.float64)
+        d_k = Q.shape[-1]
+        R = _raw_scores(*copies[:2])
+        top = np.sort(R, axis=-1)[0]
+        gap = float(top[-1] - top[-2])
+    if not np.isfinite(A).all():
+        return ""
+    pair64, _ = _attempt(fn, *copies, tau)
+    if pair64 is not None and _close(pair64[1], want, "")[0] and \
+            _close(pair64[0], want_O, "")[0]:
+        work = np.float32
+        raw = float(np.abs(R).max())
+        err = float(np.spacing(work(raw))) / 2
+        div = tau * np.sqrt(d_k)
+        return PRODUCTS_ROUNDED.format(name=name, work=np.dtype(work).name, raw=raw,
+                                       err=err, div=div, moved=err / div, gap=gap / div)
+    # the tau whose softmax gives the attempt's two best keys their ratio
+    best = np.argsort(want[0])[-2:]
+    a0, a1 = (float(A[0, i]) for i in best)
+    ratio = np.log(a1 / a0) if a0 > 0 and a1 > 0 else np.nan
+    if not (np.isfinite(ratio) and ratio >= 0):
+        return ""
+    warm = gap / (np.sqrt(d_k) * ratio) if ratio > 0 else np.inf
+    if not warm > 2 * tau:
+        return ""
+    which = ("equal, as at a far warmer tau" if ratio == 0 else
+             f"the softmax's at tau = {warm:.2g}, warmer than tau = {tau:g}")
+    return TIE_WARMER.format(want0=float(want[0, best[1]]), want1=float(want[0, best[0]]),
+                             got0=a1, got1=a0, which=which)
+
+
+def _float32_wide_and_tied_cases(fn) -> tuple[bool, str]:
+    """float32 inputs whose raw products pass 3.4e38 (WIDE32, at HOT32) and a cold near
+    tie (TIE32_TAUS): raw scores computed in float32 are inf or rounded there."""
+    Q, K, V = (np.array(x, dtype=np.float32) for x in (WIDE32_Q, WIDE32_K, HOT32_V))
+    ok, detail = _float32_case(fn, Q, K, V, HOT32)
+    if not ok:
+        return ok, detail.replace("for float32 inputs", "for float32 inputs of size 3e19 "
+                                  f"at tau = {HOT32:g}", 1)
+    Q, K, V = _tie_inputs(np.float32)
+    for tau in TIE32_TAUS:
+        ok, detail = _float32_case(fn, Q, K, V, tau)
+        if not ok:
+            return ok, _tie_detail(fn, Q, K, V, tau, detail, "float32")
+    return True, ""
+
+
+def _tie_detail(fn, Q, K, V, tau, detail, name) -> str:
+    """``detail`` of a failed near-tie case, named by its inputs and tau, with
+    PRODUCTS_ROUNDED when the weights are those of products in a lower precision."""
+    detail = detail.replace(f"for {name} inputs at tau = {tau:g}", f"for {name} inputs",
+                            1).replace(f"for {name} inputs", f"for {name} inputs at a "
+                                       f"near tie at tau = {tau:g}", 1)
+    named = _tie_named(fn, Q, K, V, tau, name)
+    return f"{detail.split(': ', 1)[0]}: {named}" if named else detail
+
+
+def _float16_tied_case(fn) -> tuple[bool, str]:
+    """float16 inputs at a cold near tie (TIE16_TAU): raw scores computed in float32 tie
+    the two keys."""
+    Q, K, V = _tie_inputs(np.float16)
+    ok, detail = _float16_case(fn, Q, K, V, TIE16_TAU)
+    return (ok, detail) if ok else (ok, _tie_detail(fn, Q, K, V, TIE16_TAU, detail,
+                                                    "float16"))
 
 
 def _float32_overflow_hint(Q, K, tau) -> str:
@@ -1679,10 +1902,10 @@ def _float32_overflow_hint(Q, K, tau) -> str:
     factor = 1 / (float(tau) * np.sqrt(Q.shape[-1]))
     top = _raw_top(Q, K) * factor
     work = "float32" if Q.dtype == np.float32 else "float32, the work for float16 inputs,"
-    remedy = ("shift the raw scores R by their row maximum before scaling (a positive "
-              "divisor keeps the maximum where it is), then divide them by tau and by "
-              "sqrt(d_k) in float64, (R - R.max(axis=-1, keepdims=True)).astype("
-              "np.float64) / tau / np.sqrt(d_k), or compute in float64; cast O and A "
+    remedy = ("cast Q, K and V to float64 before the product, shift the raw scores R "
+              "by their row maximum before scaling (a positive divisor keeps the "
+              "maximum where it is), then divide them by tau and by sqrt(d_k), "
+              "(R - R.max(axis=-1, keepdims=True)) / tau / np.sqrt(d_k); cast O and A "
               "back with .astype(Q.dtype)")
     if factor > big:
         return (f"in {work} the factor 1/(tau sqrt(d_k)) is inf at tau = {float(tau):g} "
@@ -1690,6 +1913,13 @@ def _float32_overflow_hint(Q, K, tau) -> str:
                 "float32 (w.type(...), or a Python float multiplied into a float32 "
                 "array, which NumPy 2 casts to float32) it makes the scaled scores inf, "
                 f"and 0 * inf or inf - inf NaN, shifted or not; {remedy}")
+    if top <= big and Q.dtype == np.float32 and _raw_top(Q, K) > big:
+        return (f"in float32 the raw products Q K^T overflow to inf: they reach about "
+                f"{_raw_top(Q, K):.2g} here, past float32's largest number, 3.4e38, "
+                f"though the scaled scores (about {top:.2g}, at tau = {float(tau):g}) "
+                "fit: Q @ K^T computed in float32 is inf before it is shifted or "
+                "divided (doing either afterwards, even in float64, comes too late), "
+                f"and inf - inf is NaN; {remedy}")
     if top > big:
         return (f"in {work} the scaled scores overflow to inf when |q . k| / (tau "
                 "sqrt(d_k)) passes float32's largest number, 3.4e38 (here they reach "
@@ -1835,6 +2065,10 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 named = _rescale_named(fn, q, k, v, t)
                 if named:
                     detail = f"{detail.split(': ', 1)[0]}: {named}"
+                elif detail.endswith(_NAN_FROM_SCORES):
+                    # (st23b: a shift by the row mean, or the raw scores' maximum
+                    # subtracted from the scaled scores, was told only the usual causes)
+                    detail += "; or " + OWN_MAXIMUM
             if not ok:
                 return ok, detail
         return True, ""
@@ -2232,7 +2466,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                what=f"at other sizes at tau = {t:.10g}",
                                shortcuts=ordinary_ok)
             if not ok:
-                rounded = _tau_rounded(fn, Qo, Ko, Vo, t)
+                rounded = _tau_rounded(fn, Qo, Ko, Vo, t) or \
+                    _snapped_rows(fn, Qo, Ko, Vo, t)
                 return ok, (f"{detail.split(': ', 1)[0]}: {rounded}" if rounded
                             else detail)
         for t, O_t, A_t in drawn:
@@ -2247,7 +2482,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
 
     results.append(_run(f"other sizes ({lead[0]}, T_q = {T_q}, d_k = {d_k}), T_k = {T_k}, "
                         f"d_v = {d_v}, values of size {V_SIZE:g}, tau = {OTHER_TAU:g}; "
-                        f"T_q = T_k = {SQUARE} with Q = K = V, and T_k = d_k = {SQUARE_D}; "
+                        f"T_q = T_k = {SQUARE} with Q = K = V, T_k = d_k = {SQUARE_D}, and "
+                        f"T_k = d_v = 1 (also at {COLD:g}); "
                         f"and there {len(BETWEEN_TAUS)} taus from "
                         f"{min(BETWEEN_TAUS):.3g} to {max(BETWEEN_TAUS):.3g}, between "
                         f"the others, and {DRAWN_TAUS} drawn afresh",
@@ -2259,6 +2495,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _shape_trap_case(fn, Qt, Kt, Vt, OTHER_TAU,
                                                       "with T_k = d_k", flat_A,
                                                       UNTRANSPOSED),
+                             lambda: _one_key_case(fn, np.random.default_rng(_RNG_SEED + 10)),
                              # (last: attempts that fail the others are told those)
                              between_the_taus)))
 
@@ -2291,7 +2528,12 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
         pair, _ = _attempt(fn, Qn32, Kn32, Vn32, 1.5)
         A = None if pair is None or np.shape(pair[1]) != (1, len(NEGATIVE32)) else \
             np.asarray(pair[1], dtype=np.float64)
-        if A is not None and _floored_in_float32(A, Qn32, Kn32, 1.5):
+        # (and only for weights that are wrong: the right ones are a floor's at -199
+        # too, and an output of the wrong shape was told a floor)
+        want_n = scaled_dot_product_attention(*(x.astype(np.float64) for x in (
+            Qn32, Kn32, Vn32)), temperature=1.5)[1]
+        if A is not None and not _close(A, want_n, "", atol=_LOW_ATOL["float32"])[0] \
+                and _floored_in_float32(A, Qn32, Kn32, 1.5):
             detail = detail.split(": ", 1)[0] + FLOOR_HINT.format(
                 low="-200 (in float32, exp() is 0 below about -103)", floor="-80")
         return ok, detail
@@ -2299,10 +2541,13 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     cold32 = " and ".join(f"{t:g}" for t in COLD32_ON_HOT32)
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
                         f"(tau = 1.5, {TAU32:g}, {COLD32[0]:g}, {COLD32[1]:g} and "
-                        f"{HOT32:g}, and {cold32} on entries of size 1e19; 0.7, "
+                        f"{HOT32:g}, and {cold32} on entries of size 1e19, {HOT32:g} on entries of "
+                        f"size 3e19 and {TIE32_TAUS[0]:g} and {TIE32_TAUS[1]:g} at a near "
+                        f"tie; 0.7, "
                         f"{TAU32:g}, {COLD16:g}, {COLDEST16:g} and {COLD32[1]:g}, and 1 on "
                         f"entries of size {WIDE16[0]:g} at d_k = {WIDE16[1]} and "
-                        f"{ROUND16[0]:g} at d_k = {ROUND16[1]})",
+                        f"{ROUND16[0]:g} at d_k = {ROUND16[1]}, and {TIE16_TAU:g} at a near "
+                        "tie)",
                         _all(lambda: _float32_case(fn, Q32, K32, V32, 1.5),
                              lambda: _float32_case(fn, Q32, K32, V32, TAU32, shift_ok),
                              float32_negative,
@@ -2315,7 +2560,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              # (last: attempts that fail the others are told those)
                              lambda: _float32_hot_case(fn),
                              lambda: _float32_cold_cases(fn, Q32, K32, V32),
-                             lambda: _float16_case(fn, Q16, K16, V16, COLD32[-1]))))
+                             lambda: _float16_case(fn, Q16, K16, V16, COLD32[-1]),
+                             lambda: _float32_wide_and_tied_cases(fn),
+                             lambda: _float16_tied_case(fn))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
