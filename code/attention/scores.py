@@ -5,7 +5,7 @@ Page "The variance argument": the moments of the score ``q.k`` and of the scaled
 
 * :func:`score_moments`: the mean and variance of the scaled score when the entries of q and
   of the noise z have fourth moment ``kurtosis = E[q_m^4]`` (3 for the normal; then it is
-  :func:`scaled_score_moments`); the reference answer of the exercise ``ex-score-moments``;
+  :func:`scaled_score_moments`);
 * :func:`score_excess_kurtosis`: the scaled score has the same variance at every width, but
   not the same shape; pooled over queries, its excess kurtosis is ``6 / d_k`` for independent
   normal q and k (within one row, given q, the scores are normal);
@@ -52,9 +52,8 @@ ENTRY_KURTOSIS = {"normal": 3.0, "uniform": 1.8, "signs": 1.0, "laplace": 6.0}
 def score_moments(d_k: int, rho: float = 0.0, kurtosis: float = 3.0) -> tuple[float, float]:
     """Mean and variance of ``q.k / sqrt(d_k)`` when the entries have fourth moment ``kurtosis``.
 
-    The answer of the exercise ``ex-score-moments`` on the page "The variance argument"
-    (derived in its solution, so not here). ``kurtosis = 3`` (normal entries) gives
-    :func:`scaled_score_moments`. Returns (mean, variance) as Python floats.
+    ``kurtosis = 3`` (normal entries) gives :func:`scaled_score_moments`. Returns (mean,
+    variance) as Python floats.
     """
     d_k, kurtosis = check_integer(d_k, "d_k"), check_kurtosis(kurtosis)
     rho = check_in_range(rho, "rho", -1.0, 1.0)
