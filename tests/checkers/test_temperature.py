@@ -1527,6 +1527,16 @@ def raw_maximum_subtracted_from_the_scaled_scores(Q, K, V, tau):
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def power_of_the_weights_in_float64(Q, K, V, tau):
+    # st23b: its float16 NaN, which float64 copies give too, was told the shift
+    Qw, Kw, Vw = _exact(Q, K, V)
+    A1 = _softmax(_scores(Qw, Kw, 1.0))
+    with np.errstate(all="ignore"):
+        P = A1 ** (1 / tau)
+        A = P / P.sum(axis=-1, keepdims=True)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
 def output_squeezed(Q, K, V, tau):
     # st23b: np.squeeze on the output (breaks at T_q = 1 or d_v = 1); its float32 line
     # was told a floor on the shift, its weights being right
@@ -1574,6 +1584,11 @@ WRONG = [
     (raw_maximum_subtracted_from_the_scaled_scores, COLD_SHIFT),
     (raw_maximum_subtracted_from_the_scaled_scores, NAN_IN_FLOAT64_TOO),
     (factor_in_float32, "keep tau and the factor in float64, never rounded to float32"),
+    (power_of_the_weights_in_float64, "A for float16 inputs at tau = 1e-05 contains NaN "
+     "where the reference has none: usually exp() of a score that overflowed (inf / inf), "
+     "or a row whose every score is -inf (-inf - (-inf)): your weights on float64 copies "
+     "of these inputs contain NaN too, so float16 is not its cause: were the weights a "
+     "power of the weights at tau = 1"),
     (output_squeezed, "output with one key (T_k = 1) and d_v = 1 at tau = 0.7 has shape "
      "(3,), expected (3, 1)"),
     (output_squeezed, "O for float32 inputs with every score near -200 has shape (5,), "
@@ -1985,7 +2000,8 @@ EXCLUSIVE = {
     "a floor on the shifted scores": {floor_on_the_shifted_scores, floor_at_25, floor_at_30},
     "the shift is needed at every temperature": {shift_below_1, shift_below_0_02,
                                                  no_shift_when_hot, shift_only_when_cold},
-    "a power of the weights at tau = 1": {temperature_as_a_power_of_the_weights},
+    "a power of the weights at tau = 1": {temperature_as_a_power_of_the_weights,
+                                          power_of_the_weights_in_float64},
     # (the factor's rounding for float64 inputs; every attempt that divides float32
     # scores by a Python float is told at tau = 1e39 that tau rounded to float32 is inf)
     "float32's precision apart": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},

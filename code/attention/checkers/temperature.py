@@ -1631,9 +1631,22 @@ def _nan_in_float64_too(fn, Q, K, V, tau) -> str:
                     / (tau * np.sqrt(Q.shape[-1])))
     if np.isfinite(A).all():
         return ""
-    return (f"your weights on float64 copies of these inputs contain NaN too, so float16 "
-            f"is not its cause, the shift is (the scaled scores reach about {top:.2g} "
-            f"here, at tau = {tau:g}): {OWN_MAXIMUM}, at every tau")
+    head = "your weights on float64 copies of these inputs contain NaN too, so float16 "
+    R = _raw_scores(*(x.astype(np.float64) for x in (Q, K)))
+    if A.shape == R.shape:
+        with np.errstate(all="ignore"):
+            P = _softmax(R / np.sqrt(Q.shape[-1])) ** (1 / np.float64(tau))
+            P = P / P.sum(axis=-1, keepdims=True)
+        nan = np.isnan(A)
+        if np.array_equal(nan, np.isnan(P)) and np.allclose(A[~nan], P[~nan], rtol=0,
+                                                            atol=1e-8):
+            # (st23b: a power of the weights was told the shift)
+            return (f"{head}is not its cause: were the weights {_POWER}, "
+                    "softmax(Q K^T / sqrt(d_k)) ** (1 / tau), renormalised? At "
+                    f"tau = {tau:g} the power 1/tau underflows every weight of a row to "
+                    "0, and 0/0 is NaN; divide the scores by tau before exp()")
+    return (f"{head}is not its cause, the shift is (the scaled scores reach about "
+            f"{top:.2g} here, at tau = {tau:g}): {OWN_MAXIMUM}, at every tau")
 
 
 def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
