@@ -745,6 +745,13 @@ WRONG += [
 ]
 
 
+def _wrapped_without_wraps(f):
+    """f behind a decorator of the reader's own that hides its signature."""
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+    return wrapper
+
+
 @pytest.mark.parametrize("attempt", [mean_in_float16, mean_overflows_at_1e15])
 def test_a_mean_not_finite_at_a_far_setting_fails_the_mean_row_alone(attempt):
     # st23d: a mean rounded to float16 (inf at d_k = 1e15) failed both variance rows,
@@ -773,12 +780,14 @@ def test_a_variance_wrong_at_a_setting_where_the_mean_is_not_finite_fails_its_ro
     lambda d_k, rho, kurtosis=None: right(d_k, rho, 3.0 if kurtosis is None else kurtosis),
     lambda d_k, rho, kurtosis: right(d_k, rho, kurtosis),  # no default
     lambda d_k, rho, kurtosis=3: right(d_k, rho, kurtosis),  # an int default
+    _wrapped_without_wraps(lambda d_k, rho, kurtosis: right(d_k, rho, kurtosis)),
     # 1 - rho^2 as (1 - rho)(1 + rho): right to rounding near rho = +-1
     lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), rho**2 * (kurtosis - 1)
                                     + (1 - rho) * (1 + rho)),
     lambda d_k, rho, kurtosis=3.0: (mean(d_k, rho), rho**2 * (kurtosis - 1)
                                     + math.sqrt(1 - rho**2) ** 2),
-], ids=["None default replaced", "no default", "int default", "(1 - rho)(1 + rho)",
+], ids=["None default replaced", "no default", "int default",
+        "no default, behind a wrapper of *args", "(1 - rho)(1 + rho)",
         "sqrt(1 - rho^2)^2"])
 def test_the_right_formula_passes_with_any_default_handling_and_near_rho_1(attempt):
     # st23d: the default is read from the signature (a TypeError inside the formula

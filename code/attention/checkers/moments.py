@@ -63,10 +63,11 @@ that is the formula times a factor depending on d_k alone, nearer 1 at every wid
 (rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)), or the formula plus a term in 1/d_k,
 or a variance that nears the normal entries' one like 1/d_k, is told so. A result of
 another number type (Decimal, Fraction, sympy, a 0-d tensor, a complex number with imaginary
-part 0) counts as the float it converts to. A function whose third parameter has a default
-must mean normal entries when called without ``kurtosis`` (the default kurtosis=3.0 of the
-exercise's signature), and one that raises then fails; one whose signature gives kurtosis
-no default is not called so. A kurtosis taken only as a keyword (after a ``*``) is told
+part 0) counts as the float it converts to. Called without ``kurtosis``, the function must
+mean normal entries (the default kurtosis=3.0 of the exercise's signature), and one that
+raises then fails; one whose signature gives kurtosis
+no default, or whose call without it fails for the missing argument (behind a wrapper of
+``*args``), is not failed for it. A kurtosis taken only as a keyword (after a ``*``) is told
 to be positional. A mean or variance that is the formula's rounded to a number of
 decimals, or to float16, everywhere is told so; a mean or variance that is not finite at
 a setting past the first check's fails its own row. When the first check fails (no pair of
@@ -86,6 +87,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import re
 import textwrap
 from collections.abc import Callable
 
@@ -1250,7 +1252,11 @@ def _and_default_is_normal(fn: Callable, outcome: tuple[bool, str], values: dict
     try:
         result = fn(d, r)
     except TypeError as exc:
-        if params is None:  # no signature to read: a TypeError is taken for no default
+        # no signature to read, or one that hides the function's (a wrapper taking
+        # *args): a TypeError of the call itself is taken for no default
+        if params is None or re.search(r"missing \d+ required positional argument|"
+                                       r"takes (exactly )?\d+ (positional )?arguments?|"
+                                       r"expected \d+ arguments?", str(exc)):
             return outcome
         return False, (f"called without kurtosis, as the exercise's signature allows "
                        f"(scaled_score_moments({d}, {r})), your function raised "
