@@ -474,7 +474,8 @@ def test_float16_products_of_large_entries_overflow_or_round_at_tau_1_and_are_tr
 
     text = " ".join(SOURCE.split())
     assert ("in `float16` the raw products $QK^\\top$ of large entries overflow or are "
-            "rounded even at $\\tau = 1$ (dividing them afterwards comes too late)") in text
+            "rounded even at $\\tau = 1$, in `float32` they overflow past $3.4 \\times 10^{38}$ and "
+            "round a cold near tie wrong (dividing them afterwards comes too late)") in text
     assert ("The raw scores are shifted by their row maximum *before* they are divided by "
             "$\\tau\\sqrt{d_k}$") in text
     Qw, Kw, _, Qr, Kr, _ = t._wide_float16_inputs()
@@ -493,8 +494,9 @@ def test_float16_products_of_large_entries_overflow_or_round_at_tau_1_and_are_tr
     import io
 
     def solution_like(Q, K, V, tau):
-        # (float32 work, shifted before it is scaled in float64: st20b)
-        w = np.promote_types(Q.dtype, np.float32)
+        # (float64 work, shifted before it is scaled: st20b; st23b: raw scores in
+        # float32 overflow at entries of 3e19 and round a cold near tie wrong)
+        w = np.float64
         R = Q.astype(w) @ np.swapaxes(K.astype(w), -1, -2)
         S = (R - R.max(axis=-1, keepdims=True)).astype(np.float64) / tau / Q.shape[-1] ** 0.5
         E = np.exp(S)
