@@ -91,8 +91,8 @@ def _half(x):
 
 
 #: The float64 cancellation's name (st15b: E[s^2] - (E s)^2 in float64 passed).
-CANCELLED = ("E[s^2] - (E s)^2? Subtracting two numbers near rho^2 d_k loses every "
-             "digit")
+CANCELLED = ("E[s^2] - (E s)^2? Subtracting two numbers near rho^2 d_k loses about as "
+             "many digits as rho^2 d_k has before the decimal point")
 def formula_in_float32(d_k, rho, kurtosis=3.0):
     # st16b: np.float32 throughout: 1 - rho^2 cancels near rho = +-1
     r, k = np.float32(rho), np.float32(kurtosis)
@@ -1180,7 +1180,7 @@ def test_the_far_settings_reach_1e15_and_1e20_and_only_the_cancel_probes_cancel(
     assert min(abs(r) for _, r, _ in tiny) == 1e-9
     assert all(r**2 * (k - 2) >= 100 for _, r, k in tiny)  # far above the tolerance
     # (st15b) E[s^2] - (E s)^2 in float64 stays right at every far setting but the
-    # CANCEL_PROBES, at d_k = 1e15 with rho = +-1 and 0.5, where it loses every digit
+    # CANCEL_PROBES, at d_k = 1e15 with rho = +-1 and 0.5, where it loses its digits
     cancel = moments.CANCEL_PROBES
     assert {(d, r) for d, r, _ in cancel} == {(10**15, 1.0), (10**15, -1.0), (10**15, 0.5)}
     assert (10**15, 1.0, 1.0) in cancel and var(10**15, 1.0, 1.0) == 0.0

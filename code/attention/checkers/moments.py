@@ -18,7 +18,8 @@ only, and a width in every quarter decade from 1 to 1e15 and every power of 2 up
 (GAP_D_KS: 316, 512 and 562 between 256 and 1024, say), so that the normal entries' formula taken for wide heads past any width up to 1e15, or
 a formula right only at the widths probed, shows: the formula must hold at every width;
 and 1e15 at rho = +-1 with kurtosis 1 and at rho = 0.5, where the second moment's form
-E[s^2] - (E s)^2 loses every digit to cancellation even in float64, and is told so), for
+E[s^2] - (E s)^2 loses its digits to cancellation even in float64, every one at rho = +-1
+and all but one at rho = 0.5, and is told so), for
 normal entries (kurtosis 3) and others (from 1 to 10,000 and 1e8, one with more than three
 decimals, 1.37, 7.7 and 123.4 between the others, and 1e12, 1e15 and 1e20 at a few settings,
 and every quarter decade from 1 to 1e20 and every 0.1 from 1 to 3, 2 among them, at two,
@@ -213,8 +214,8 @@ LINEAR_KURTOSIS_PROBES = tuple((d, r, k) for k in LINEAR_KURTOSES
                                for d, r in ((3, -0.8), (64, 0.5)))
 #: And at d_k = 1e15, rho = +-1 with kurtosis 1 (where the variance is exactly 0) and
 #: rho = 0.5 at kurtoses 3 and 7.7: there rho^2 d_k is 1e15 and 2.5e14, so that the
-#: second moment's form E[s^2] - (E s)^2 loses every digit to cancellation even in
-#: float64 (0.125 for 0 at rho = 1), and shows.
+#: second moment's form E[s^2] - (E s)^2 loses its digits to cancellation even in
+#: float64 (0.125 for 0 at rho = 1, 1.28125 for 1.25 at rho = 0.5), and shows.
 CANCEL_PROBES = ((10**15, 1.0, 1.0), (10**15, -1.0, 1.0), (10**15, 0.5, 3.0),
                  (10**15, 0.5, 7.7))
 FAR_PROBES = tuple((d, r, k) for d in FAR_D_KS for r in (1e-4, -1e-4) for k in (1e4, 1e8)) \
@@ -1041,7 +1042,8 @@ def _float32_cancellation(values: dict, probes, what: str) -> str:
     return (f"your variances are off the formula by up to {err.max():.2g}, which float64 "
             "rounding of the second moment E[s^2] = Var + rho^2 d_k explains and "
             f"rounding of the variance does not {where}: E[s^2] - (E s)^2? Subtracting "
-            "two numbers near rho^2 d_k loses every digit (float64 keeps about 16, and "
+            "two numbers near rho^2 d_k loses about as many digits as rho^2 d_k has "
+            "before the decimal point (float64 keeps about 16, and "
             f"rho^2 d_k is {second[i]:.2g} here): compute the variance itself, not E[s^2] - "
             "(E s)^2 (Var(q_m^2) = kurtosis - 1 at every width)")
 
