@@ -8,7 +8,8 @@ Three kinds of check:
   ``test_the_unscaled_head_amplifies_rounding_near_the_top_of_its_window``);
 * every glued summary number recomputed from the glued grid by code independent of the page;
 * every statement the prose makes about the one-seed sweep, as a predicate on a grid, checked
-  on the page's grid and on the grids of two other seeds (the slow part);
+  on the page's grid and on the grids of two other seeds, there wherever the runs that decide
+  it are settled on the running machine (the slow part);
 * every statement about the sweep over seeds, held out, recomputed from the committed file
   (``attention/data/training_sweep.json``), a sample of which is rerun (to 2e-5, where a run
   does not amplify rounding), across all of its seeds as the prose states it.
@@ -17,6 +18,7 @@ Three kinds of check:
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 
 import numpy as np
@@ -278,44 +280,82 @@ def test_glued_summary_numbers_follow_from_the_glued_grid(page_grid):
 # --- the claims, as predicates on a grid -------------------------------------------------------
 
 
-def claims(final, add):
-    """Every statement the prose makes about the sweep; a dict name -> bool."""
-    W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
+def _settle(pred, verdicts):
+    """A predicate of some runs' verdicts (True works, False fails, None unsettled): True or
+    False if every value the unsettled runs may take gives that answer, None if they decide it."""
+    verdicts = list(verdicts)
+    free = [i for i, v in enumerate(verdicts) if v is None]
+    answers = set()
+    for bits in itertools.product((False, True), repeat=len(free)):
+        for i, b in zip(free, bits):
+            verdicts[i] = b
+        answers.add(bool(pred(verdicts)))
+        if len(answers) == 2:
+            return None
+    return answers.pop()
+
+
+def _all(parts):
+    """Three-valued "and": False if a part is False, None if a part is unsettled, else True."""
+    parts = list(parts)
+    return False if False in parts else None if None in parts else True
+
+
+def claims(final, add, lo=None, hi=None):
+    """Every statement the prose makes about the one-seed sweep; a dict name -> True, False or
+    None (decided by runs that amplify rounding). ``lo``/``hi`` bound each run's final loss
+    (``sweep_bounds``); without them every run is settled at its value (the page's grid)."""
+    lo = lo or (final, add)
+    hi = hi or (final, add)
+    works = {o: np.where(hi[0][o] < THRESHOLD, True, np.where(lo[0][o] >= THRESHOLD, False, None))
+             for o in GRID}
     sgd = GRID["sgd"]
-    works = {opt: final[opt] < THRESHOLD for opt in GRID}
     first = int(np.argmin(np.abs(np.log10(sgd) - np.log10(3))))
     low = int(np.argmin(np.abs(np.log10(sgd) + 1)))
     N = len(WIDTHS)
+    rows = [(o, h, w) for o in GRID for h in range(len(HEADS)) for w in range(N)]
     c = {}
     # One column is an anecdote.
-    c["unscaled fails at every width at the first edition's rate"] = works["sgd"][1, :, first].sum() == 0
-    c["scaled works at all widths but at most one there"] = works["sgd"][0, :, first].sum() >= N - 1
-    c["unscaled works at every width at rate 0.1"] = works["sgd"][1, :, low].sum() == N
-    c["scaled works at no width at rate 0.1"] = works["sgd"][0, :, low].sum() == 0
+    c["unscaled fails at every width at the first edition's rate"] = _settle(
+        lambda v: sum(v) == 0, works["sgd"][1, :, first])
+    c["scaled works at all widths but at most one there"] = _settle(
+        lambda v: sum(v) >= N - 1, works["sgd"][0, :, first])
+    c["unscaled works at every width at rate 0.1"] = _settle(lambda v: all(v), works["sgd"][1, :, low])
+    c["scaled works at no width at rate 0.1"] = _settle(lambda v: not any(v), works["sgd"][0, :, low])
     # rv18: "On this grid, ... the working rates form a window": no failing rate between two
     # working ones
-    c["the working rates of every head and width are contiguous"] = all(
-        np.all(np.diff(np.flatnonzero(works[o][h, w])) == 1)
-        for o in GRID for h in range(len(HEADS)) for w in range(N))
-    c["every window has failing rates on both sides"] = all(
-        W[o][n, d][0] is not None and W[o][n, d][0] > GRID[o][0] and W[o][n, d][1] < GRID[o][-1]
-        for o in GRID for n in HEADS for d in WIDTHS)
+    c["the working rates of every head and width are contiguous"] = _all(
+        _settle(lambda v: np.all(np.diff(np.flatnonzero(v)) == 1), works[o][h, w]) for o, h, w in rows)
+    # "every head's working rates, at every width, have failing rates on both sides": no working
+    # rate counts as bracketed (as in the held-out check); that there is one, is the next claim
+    c["every window has failing rates on both sides"] = _all(
+        _settle(lambda v: not v[0] and not v[-1], works[o][h, w]) for o, h, w in rows)
+    # the windows figure: "for each width d_k ... and each head, a vertical bar spans the working
+    # learning rates"
+    c["every head works at some rate at every width"] = _all(
+        _settle(any, works[o][h, w]) for o, h, w in rows)
     # Additive at d_k = 256 under Adam.
     w = WIDTHS.index(ADD_DK)
-    un_add = final["adam"][1, w]
-    c["additive works somewhere"] = (add < THRESHOLD).sum() >= 1
-    c["no dot-product head works at the Adam rates the additive head skips"] = not (
-        final["adam"][:, w, :ADD_SKIP] < THRESHOLD).any()
-    # The additive figure's alt text: its curve reaches lower than the unscaled curve's minimum.
-    c["additive best several times below the unscaled best"] = un_add.min() > 5 * add.min()
-    c["additive near uniform at its smallest rate, saturated-wrong at the largest"] = (
-        abs(add[0] - (1 - 1 / T_K)) < 0.05 and add[-1] > 1.5)
+    add_works = np.where(hi[1] < THRESHOLD, True, np.where(lo[1] >= THRESHOLD, False, None))
+    c["additive works somewhere"] = _settle(any, add_works)
+    c["no dot-product head works at the Adam rates the additive head skips"] = _settle(
+        lambda v: not any(v), works["adam"][:, w, :ADD_SKIP].ravel())
+    # The additive figure's alt text: its curve, "reaching lower than the unscaled curve's minimum".
+    c["additive reaches lower than the unscaled curve's minimum"] = (
+        True if hi[1].min() < lo[0]["adam"][1, w].min() else
+        False if lo[1].min() >= hi[0]["adam"][1, w].min() else None)
+    near = (1 - 1 / T_K) - 0.05, (1 - 1 / T_K) + 0.05
+    c["additive near uniform at its smallest rate"] = (
+        True if near[0] < lo[1][0] and hi[1][0] < near[1] else
+        False if hi[1][0] <= near[0] or lo[1][0] >= near[1] else None)
+    c["additive saturated-wrong at its largest rate"] = (
+        True if lo[1][-1] > 1.5 else False if hi[1][-1] <= 1.5 else None)
     return c
 
 
 def test_every_claim_holds_in_the_page_grid(page_grid):
     c = claims(*page_grid)
-    failed = [k for k, ok in c.items() if not ok]
+    failed = [k for k, ok in c.items() if ok is not True]
     assert not failed, failed
 
 
@@ -365,13 +405,115 @@ def test_rerunning_the_page_sweep_gives_the_glued_grid_exactly(page_grid, page_s
     np.testing.assert_allclose(again_add, add, rtol=1e-12)
 
 
+# A run amplifies rounding when a 2**-22 nudge of W_Q's start moves its final loss by more than
+# NOT_CHAOTIC; its loss on another machine is then bounded only loosely: within a factor FAR of
+# its two values here (the largest move across machines h20hw measured for such a run is a factor
+# 9.5, which 10 only just covers: unscaled, Adam, d_k = 256, 10^-2.5, seed 1: 0.00458 in the
+# held-out file's training loss, 0.00048 on an AVX-512 machine).
+FAR = 10.0
+
+
+def _nudged_sweep(seed, monkeypatch):
+    from attention import training
+
+    initial = training._initial_params
+
+    def nudged(*args, **kwargs):
+        params = initial(*args, **kwargs)
+        z = torch.randn(params["W_Q"].shape, generator=torch.Generator().manual_seed(99),
+                        dtype=params["W_Q"].dtype)
+        return {**params, "W_Q": params["W_Q"] * (1 + NUDGE * z)}
+
+    monkeypatch.setattr(training, "_initial_params", nudged)
+    out = sweep(seed)
+    monkeypatch.undo()
+    return out
+
+
+def sweep_bounds(plain, moved):
+    """(lo, hi), each (final, add): a steady run's loss is its value here, a run the nudge moves
+    lies within FAR of its plain and nudged values."""
+    def bounds(a, b):
+        steady = np.abs(b - a) <= NOT_CHAOTIC * np.abs(a)
+        return (np.where(steady, a, np.minimum(a, b) / FAR), np.where(steady, a, np.maximum(a, b) * FAR))
+
+    (f, a), (g_, b) = plain, moved
+    lo, hi = {}, {}
+    for o in GRID:
+        lo[o], hi[o] = bounds(f[o], g_[o])
+    add_lo, add_hi = bounds(a, b)
+    return (lo, add_lo), (hi, add_hi)
+
+
+def _other_seed_verdicts(plain, moved):
+    """The claims at another seed: a claim is False if the runs here that decide it are settled
+    (steady, or beyond FAR of the threshold) and contradict it; None if an unsettled run decides it."""
+    lo, hi = sweep_bounds(plain, moved)
+    return claims(*plain, lo=lo, hi=hi)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
-def test_every_claim_holds_for_other_seeds(seed):
-    final, add, trained = sweep(seed)
-    c = claims(final, add)
-    failed = [k for k, ok in c.items() if not ok]
+def test_every_claim_holds_for_other_seeds(seed, monkeypatch):
+    """The page states the one-seed claims for its seed ("In this seed"), and their generality
+    from the held-out file; here each claim is checked at other seeds wherever the runs that
+    decide it are steady on the running machine, or are beyond FAR of the threshold. At seeds 1
+    and 2 on an AVX-512 machine 6 of the 12 claims are settled and hold; the other 6 (the
+    unscaled head at 0.1, the three per-window claims, "reaches lower than the unscaled curve's
+    minimum", the additive head's largest rate) are each decided by a run a nudge moves."""
+    final, add, _ = sweep(seed)
+    moved, moved_add, _ = _nudged_sweep(seed, monkeypatch)
+    c = _other_seed_verdicts((final, add), (moved, moved_add))
+    failed = [k for k, ok in c.items() if ok is False]
     assert not failed, f"seed {seed}: {failed}"
+    # not vacuous: 6 of the 12 claims are settled at seeds 1 and 2 (AVX-512 machine)
+    assert sum(ok is True for ok in c.values()) >= 5, c
+
+
+def test_the_other_seeds_check_rejects_a_wrong_grid(page_grid):
+    """The check above, on the page's grid with every run steady, and on wrong grids: a settled
+    run that contradicts a claim fails it; the same run amplifying rounding leaves it open."""
+    final, add = page_grid
+    copy = lambda: ({o: final[o].copy() for o in GRID}, add.copy())
+    assert all(ok is True for ok in _other_seed_verdicts((final, add), (final, add)).values())
+    sgd = GRID["sgd"]
+    first = int(np.argmin(np.abs(np.log10(sgd) - np.log10(3))))
+    low = int(np.argmin(np.abs(np.log10(sgd) + 1)))
+    w = WIDTHS.index(ADD_DK)
+    C, W_, B = ("the working rates of every head and width are contiguous",
+                "every window has failing rates on both sides", "additive works somewhere")
+    wrongs = []  # (wrong grid, the claims it contradicts: a working rate off the window breaks it)
+    F, A = copy(); F["sgd"][1, 2, first] = 0.01  # the unscaled head works at 3.2
+    wrongs.append((F, A, {"unscaled fails at every width at the first edition's rate", C}))
+    F, A = copy(); F["sgd"][0, :2, first] = 0.2  # the scaled head fails at two widths there
+    wrongs.append((F, A, {"scaled works at all widths but at most one there", C}))
+    F, A = copy(); F["sgd"][1, 3, low] = 0.06  # the unscaled head fails at 1024 at 0.1
+    wrongs.append((F, A, {"unscaled works at every width at rate 0.1"}))
+    F, A = copy(); F["sgd"][0, 0, low] = 0.04
+    wrongs.append((F, A, {"scaled works at no width at rate 0.1"}))
+    F, A = copy(); row = F["adam"][0, 1]; row[np.flatnonzero(row < THRESHOLD)[1]] = 0.5  # a hole
+    wrongs.append((F, A, {C}))
+    F, A = copy(); F["sgd"][0, 3, -1] = 0.01  # works at the largest rate
+    wrongs.append((F, A, {W_, C}))
+    F, A = copy(); F["adam"][1, 3] = np.maximum(F["adam"][1, 3], 0.06)  # no working rate
+    wrongs.append((F, A, {"every head works at some rate at every width"}))
+    F, A = copy(); A[:] = np.maximum(A, 0.06)
+    wrongs.append((F, A, {B, "additive reaches lower than the unscaled curve's minimum"}))
+    F, A = copy(); F["adam"][2, w, 0] = 0.04  # works at the grid's smallest rate
+    wrongs.append((F, A, {"no dot-product head works at the Adam rates the additive head skips", W_, C}))
+    F, A = copy(); F["adam"][1, w, np.argmin(F["adam"][1, w])] = A.min() / 2
+    wrongs.append((F, A, {"additive reaches lower than the unscaled curve's minimum"}))
+    F, A = copy(); A[0] = 0.5
+    wrongs.append((F, A, {"additive near uniform at its smallest rate"}))
+    F, A = copy(); A[-1] = 1.2
+    wrongs.append((F, A, {"additive saturated-wrong at its largest rate"}))
+    assert set().union(*(x[2] for x in wrongs)) == set(claims(final, add))  # each claim, rejected
+    for F, A, names in wrongs:
+        c = _other_seed_verdicts((F, A), (F, A))
+        assert {k for k, ok in c.items() if ok is not True} == names, names
+        assert all(c[k] is False for k in names), names
+        M = ({o: F[o] * (1 + 1e-3) for o in GRID}, A * (1 + 1e-3))
+        assert not any(_other_seed_verdicts((F, A), M)[k] is False for k in names), names
 
 
 # --- what failed runs end with, and the learned patterns ----------------------------------
@@ -1189,9 +1331,11 @@ def test_the_one_seed_figures_alt_texts_describe_the_glued_grid(page_grid):
     """Alt texts of the heatmaps and the windows figure (one seed, training loss): with SGD the
     scaled head keeps its lowest rate and reaches higher; the unscaled head's band stays within
     the same few columns, widest at the second width; the 1/d_k head's climbs. With Adam the 1/d_k
-    head's star is in the same column from the second width up, the other two stars stay put or move down,
-    and the unscaled head's window is as narrow at the largest width as at the smallest (one
-    rate), and no wider width has a narrower one."""
+    head's star is in the same column from the second width up, the other two stars stay put or
+    move down. h20hw2: "the unscaled head's band/bar is as narrow/short at the largest width as
+    at the smallest (one rate)" is cut: its ends at d_k = 16 and 1024 are runs that amplify
+    rounding next to the threshold (one rate on the machine that glued the file, two at d_k = 16
+    on an AVX-512 one)."""
     final, _ = page_grid
     W = {opt: windows(final[opt], GRID[opt]) for opt in GRID}
     step = lambda lr: int(round(2 * math.log10(lr)))  # grid index, half decades
@@ -1210,17 +1354,14 @@ def test_the_one_seed_figures_alt_texts_describe_the_glued_grid(page_grid):
     for name in ("scaled", "unscaled"):
         best = [W["adam"][name, d][3] for d in WIDTHS]
         assert all(b <= a * (1 + 1e-9) for a, b in zip(best, best[1:])), name
-    un = [W["adam"]["unscaled", d][2] for d in WIDTHS]  # decades, half a decade per rate
-    assert un[0] == un[-1] == 0.5 == min(un)  # "as narrow ... as at the smallest (one rate)"
     text = " ".join(SOURCE.split())
     # rv18: "reaches further right / higher at the largest width than at the smallest" (the band
     # is the same at the first widths: not "as d_k grows"); asserted above as sc[-1] > sc[0]
     assert "band of dots reaches further right at the largest width than at the smallest" in text
     assert "reaches higher at the largest width than at the smallest" in text
-    for what in ("band", "bar"):
-        assert (f"the unscaled head's {what} is as "
-                + ("narrow" if what == "band" else "short")
-                + " at the largest width as at the smallest (one rate)") in text
+    assert "as narrow at the largest width as at the smallest" not in text  # h20hw2: cut
+    assert "as short at the largest width as at the smallest" not in text
+    assert "(one rate)" not in text
     assert "becomes the narrowest at the largest width" not in text
     assert "bar is the shortest at the largest width" not in text
 
