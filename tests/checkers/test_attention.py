@@ -1049,6 +1049,37 @@ def scales_by_the_integer_root_of_d_k(Q, K, V, mask=None):
     return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def divides_by_d_k_to_the_power_1_over_2(Q, K, V, mask=None):
+    """st24a: / (d_k ** 1/2), which is / (d_k / 2): right at d_k = 4 only."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    d_k = Q.shape[-1]
+    S = q @ np.swapaxes(k, -1, -2) / (d_k ** 1/2)
+    return _finish(S if mask is None else np.where(mask, S, -np.inf), v, Q)
+
+
+def transposes_a_square_mask(Q, K, V, mask=None):
+    """st24a: a square mask read transposed, np.swapaxes(mask, -1, -2)."""
+    if mask is not None and np.ndim(mask) >= 2 and mask.shape[-1] == mask.shape[-2]:
+        mask = np.swapaxes(mask, -1, -2)
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    return _finish(_scores(q, k, mask), v, Q)
+
+
+def softmax_in_np_ma(Q, K, V, mask=None):
+    """st24a: a masked array's softmax, .filled(0.0): right while there is a key; on
+    T_k = 0 np.ma's max raises, and it has no initial= to pass."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (x.astype(work) for x in (Q, K, V))
+    S = _scores(q, k)
+    allowed = np.ones(S.shape, dtype=bool) if mask is None else np.broadcast_to(mask, S.shape)
+    Sm = np.ma.masked_array(S, mask=~allowed)
+    E = np.ma.exp(Sm - Sm.max(axis=-1, keepdims=True))
+    A = (E / E.sum(axis=-1, keepdims=True)).filled(0.0)
+    return (A @ v).astype(Q.dtype), A.astype(Q.dtype)
+
+
 def fills_the_inputs_finfo_min_in_float32(Q, K, V, mask=None):
     """st12a: float32 scores for float16 inputs, masked ones filled with
     np.finfo(Q.dtype).min (-65504), fully masked rows zeroed."""
@@ -1451,6 +1482,9 @@ INT_SQRT = "the scale must be 1/sqrt(d_k) as a float; int() or // truncates it"
 SQUEEZED = "as .squeeze() or np.squeeze() does"
 
 WRONG = [
+    (softmax_in_np_ma, "on a plain NumPy array (np.ma's max has no initial)"),
+    (divides_by_d_k_to_the_power_1_over_2, "d_k ** 1/2, which Python reads as"),
+    (transposes_a_square_mask, "the mask is transposed"),
     (one_key_gets_weight_1, ONE_KEY),
     (online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
     (online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num, FIRST_BLOCK_ZEROED),
@@ -1625,7 +1659,8 @@ WRONG = [
 # Phrases that belong to some mistakes only: no other attempt may be told them.
 EXCLUSIVE = {
     # (NO_KEY_RAISED, said to what else raises on T_k = 0, says "taken as S.max(...")
-    "take S.max(axis=-1, keepdims=True, initial=-np.inf)": {takes_a_plain_row_maximum},
+    "take S.max(axis=-1, keepdims=True, initial=-np.inf)": {takes_a_plain_row_maximum,
+                                                            softmax_in_np_ma},
     "O = A V, a sum over no key": {divides_the_output_unguarded_without_a_mask,
                                    returns_nan_without_keys,
                                    output_plus_a_stray_bias},  # (its O is not 0)
@@ -1689,7 +1724,9 @@ EXCLUSIVE = {
         masks_after_softmax, renormalises_with_a_guard, row_maximum_before_the_mask,
         exponentials_times_the_mask},  # (the far case gives both one answer: st22a)
     "mask is ignored": {ignores_the_mask},
-    "cannot tell": {row_maximum_before_the_mask, renormalises_with_a_guard},  # and renormalising: the same
+    "cannot tell": {row_maximum_before_the_mask, renormalises_with_a_guard,
+                    divides_by_d_k_to_the_power_1_over_2,  # (and at d_k = 2)
+                    scales_by_the_integer_root_of_d_k},  # and renormalising: the same
     # computation (a softmax over the allowed keys shifted by the unmasked max)  # the same zeros as a mask after the softmax
     "argument Q in place": {scales_Q_in_place},
     "without renormalising": {masks_after_softmax_without_renormalising},
@@ -1708,7 +1745,11 @@ EXCLUSIVE = {
                            float32_inputs_rounded_to_float16},
     "as the inputs rounded to float16 give": {float32_inputs_rounded_to_float16},
     "(~mask) * -inf": {adds_not_mask_times_minus_inf},
-    INT_SQRT: {scales_by_the_integer_root_of_d_k},
+    INT_SQRT: {scales_by_the_integer_root_of_d_k, divides_by_d_k_to_the_power_1_over_2},
+    # (at d_k = 2, 1/int(np.sqrt(d_k)) and 2/d_k are both 1: that case names both)
+    "which Python reads as": {divides_by_d_k_to_the_power_1_over_2,
+                              scales_by_the_integer_root_of_d_k},
+    "the mask is transposed": {transposes_a_square_mask},
     ONE_KEY: {one_key_gets_weight_1},
     FIRST_BLOCK_ZEROED: {online_softmax_in_blocks_of_4500_from_minus_inf_nan_to_num,
                          online_softmax_in_blocks_of_4201_from_minus_inf_nan_to_num,

@@ -512,6 +512,10 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
            ("inverted",
             "the mask is inverted: True means 'may attend', but your weights are zero where "
             "the mask is True", out(lambda: _soft(_fill(S, ~np.asarray(mask))))),
+           *[("transposed-mask", TRANSPOSED_MASK,
+              out(lambda: _soft(_fill(S, np.swapaxes(np.asarray(mask), -1, -2)))))]
+           [:1 if np.ndim(mask) >= 2 and np.shape(mask)[-1] == np.shape(mask)[-2] > 1
+            else 0],
            *[("masked-on-top",
               "the masked keys take the weight, as an ignored or an inverted mask "
               "gives here, and so does a finite bias added to the masked scores "
@@ -636,6 +640,10 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
         mistakes.append(("int-sqrt", INT_SQRT.format(root=root, d_k=d_k,
                                                      c=1 / math.sqrt(d_k)),
                          scaled(1.0 / root)))
+    if d_k != 4:  # (at d_k = 4, d_k / 2 = sqrt(d_k))
+        mistakes.append(("half-power", HALF_POWER.format(d_k=d_k, c=2 / d_k,
+                                                         right=1 / math.sqrt(d_k)),
+                         scaled(2.0 / d_k)))
     if d_k + 1 not in (T_k, T_q):
         mistakes.append(("d_k+1", "the scores are divided by sqrt(d_k + 1) instead of "
                                   "sqrt(d_k)", scaled(1.0 / math.sqrt(d_k + 1))))
@@ -650,6 +658,20 @@ def _mistakes(Q, K, V, mask) -> list[tuple[str, str, Callable]]:
                 f"dimension here) instead of d_k = Q.shape[-1], the last axis",
                 scaled(1.0 / math.sqrt(Q.shape[ax]))))
     return mistakes
+
+
+#: Said when the scale is 1/(d_k ** 1/2) = 2/d_k (st24a: told int() truncated it, then
+#: to read d_k from the inputs, which it did).
+HALF_POWER = ("the scores are divided by d_k ** 1/2, which Python reads as "
+              "(d_k ** 1) / 2 = d_k / 2 (** binds tighter than /): at d_k = {d_k} the "
+              "scale is 2/d_k = {c:.4g}, where 1/sqrt(d_k) = {right:.4g} (the two agree "
+              "only at d_k = 4); write d_k ** 0.5, or math.sqrt(d_k)")
+
+#: Said when a square mask is read transposed (st24a: np.swapaxes(mask, -1, -2) was
+#: told only how far its weights were off).
+TRANSPOSED_MASK = ("the mask is transposed: mask[..., i, j] says whether query i may "
+                   "attend to key j, and it lines up with S = Q K^T as it is; use it "
+                   "without np.swapaxes or .T (a square mask's shape cannot show this)")
 
 
 #: Said when the scale is 1/int(np.sqrt(d_k)) (st21a: at d_k = 2, where that is 1, it
@@ -739,8 +761,8 @@ SHIFTS = {"no-shift", "clamped-shift", "clamped-below", "nan-to-num", "global-ma
 #: The mistakes that are one computation each, with no constant to tune (a fill, a
 #: bias or a clamp has one): an attempt that passed inputs on which such a mistake's
 #: answer is wrong has not made it (``_ruled_out``).
-FIXED = {"no-shift", "no-scale", "int-sqrt", "clamped-shift", "after-renormalise", "after-zero", "max-unmasked",
-         "inverted", "ignored", "zero-fill", "nan-to-num", "raw-max", "axis",
+FIXED = {"no-shift", "no-scale", "int-sqrt", "half-power", "transposed-mask",
+         "clamped-shift", "after-renormalise", "after-zero", "max-unmasked", "inverted", "ignored", "zero-fill", "nan-to-num", "raw-max", "axis",
          "global-max", "max-axis", "sum-axis", "sum-all", "no-keepdims"}
 
 
@@ -1004,6 +1026,9 @@ def _diagnose(O, A, Q, K, V, mask, O_ref, A_ref, atol,
         if np.isclose(c, 1 / math.isqrt(d_k), rtol=1e-3):
             return "fitted-scale", INT_SQRT.format(root=math.isqrt(d_k), d_k=d_k,
                                                    c=1 / math.sqrt(d_k))
+        if np.isclose(c, 2 / d_k, rtol=1e-3):
+            return "fitted-scale", HALF_POWER.format(d_k=d_k, c=2 / d_k,
+                                                     right=1 / math.sqrt(d_k))
         return "fitted-scale", (
             f"your weights are softmax(c Q K^T) with c = {c:.4g}, but at d_k = "
             f"{d_k} the factor is 1/sqrt(d_k) = {1 / math.sqrt(d_k):.4g}: read "
@@ -1222,7 +1247,8 @@ NO_KEY_MAX = ("; here T_k = 0 (K of shape {K}, V of shape {V}): with no key at a
               "row has no score, and its maximum is -inf, as a fully masked row's is, "
               "but a plain S.max(axis=-1, keepdims=True) has nothing to start from and "
               "raises on the zero-size key axis; take S.max(axis=-1, keepdims=True, "
-              "initial=-np.inf) (and shift such a row by 0): every row then gets zero "
+              "initial=-np.inf) on a plain NumPy array (np.ma's max has no initial) "
+              "(and shift such a row by 0): every row then gets zero "
               "weights, A of shape {A}, and a zero output, O = A V of shape {O}")
 #: Added to anything else an attempt raised on no key at all.
 NO_KEY_RAISED = ("; here T_k = 0 (K of shape {K}, V of shape {V}): with no key at all "
