@@ -479,6 +479,19 @@ def mask_after_the_softmax_renormalised(Q, K, V, dO, mask=None):
     return _backward_from(c, A, A @ V, Q, K, V, dO)
 
 
+def mask_after_the_softmax_renormalised_in_float32(Q, K, V, dO, mask=None):
+    """st24a: the mask applied after the softmax, renormalised and guarded, in float32
+    for float16 inputs: on the float16 case masked near -65600 it was told the shift."""
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v, do = (x.astype(work) for x in (Q, K, V, dO))
+    c, A, _ = _guarded_forward(q, k, v)
+    if mask is not None:
+        A = np.where(mask, A, 0.0)
+        total = A.sum(axis=-1, keepdims=True)
+        A = A / np.where(total == 0, 1.0, total)
+    return tuple(g.astype(Q.dtype) for g in _backward_from(c, A, A @ v, q, k, v, do))
+
+
 def scores_in_float16(Q, K, V, dO, mask=None):
     """Q K^T formed in float16 for float32 inputs, the rest right (st2, bwd3.py)."""
     if Q.dtype != np.float32:
@@ -1676,6 +1689,7 @@ WRONG = [
     (D_without_keepdims, "keepdims=True"),
     (forward_without_the_row_maximum, "subtract each row's maximum"),
     (mask_after_the_softmax_renormalised, "and the weights renormalised"),
+    (mask_after_the_softmax_renormalised_in_float32, "and the weights renormalised"),
     (scores_in_float16, "as float16 rounding does"),
     (everything_in_float16, "as float16 rounding does"),
 ]
@@ -1711,7 +1725,8 @@ EXCLUSIVE = {
     # (D over the long row's first 8 keys, whose weights are near e^-50 there, is
     # 0, as without the term; the long row's note says D runs over all T_k keys)
     "'- D' term": {forgets_D, D_over_the_first_8_keys},
-    "weights renormalised": {mask_after_the_softmax_renormalised},
+    "weights renormalised": {mask_after_the_softmax_renormalised,
+                             mask_after_the_softmax_renormalised_in_float32},
     # eps 1e-14 moves the [29, 0, 0, 0] row's dQ by 1.6e-2 of its size: told so
     "a saturated row": {skips_rows_above_0_999, skips_rows_above_1_minus_1e_6,
                         skips_rows_above_1_minus_1e_9, skips_rows_above_1_minus_1e_12,
@@ -1977,6 +1992,10 @@ EVERY_LINE = [
     (epsilon_1e9_in_the_softmax, "plus a small constant"),
     (computes_in_float32, "float32"),
     (computes_in_float32_via_torch, "float32"),
+    # (st24a: the long row was told its key-block note first)
+    (flushes_dS_below_1e_12, "flushed to 0"),
+    # (st24a: the masked float16 case was told the shift)
+    (mask_after_the_softmax_renormalised_in_float32, "and the weights renormalised"),
 ]
 
 

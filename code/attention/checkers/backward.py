@@ -1253,23 +1253,34 @@ FLUSHED_WEIGHTS = ("weights below a threshold were flushed to 0, as "
                    "its entries")
 
 
+#: Said when every gradient is that of dS's small entries flushed to 0 (st24a: the
+#: long row's key-block note came first).
+FLUSHED_DS = ("small entries of dS were flushed to 0, as np.where(np.abs(dS) < {t:.0e}, "
+              "0, dS) does: the small entries of dS = A * (dA - D) are not 0, and dQ "
+              "and dK carry them; use dS as it comes, with no threshold on its entries")
+
+
 def _flushed_weights(got, Q, K, V, dO, mask, rtol) -> str:
     """FLUSHED_WEIGHTS when got is, within ``rtol``, the page's gradients from the
-    weights flushed to 0 below one of WEIGHT_THRESHOLDS (or 1e-9, 1e-6), else ""."""
+    weights flushed to 0 below one of WEIGHT_THRESHOLDS (or 1e-9, 1e-6), FLUSHED_DS
+    when from dS flushed so, else ""."""
     if not all(np.shape(g) == np.shape(x) for g, x in zip(got, (Q, K, V))):
         return ""
     with np.errstate(all="ignore"):
         p = _parts(Q, K, V, dO, mask)
-        for t in sorted(set(WEIGHT_THRESHOLDS) | {1e-9, 1e-6}):
-            A = np.where(p.A < t, 0.0, p.A)
-            if np.array_equal(A, p.A):
+        for what, t in itertools.product((FLUSHED_WEIGHTS, FLUSHED_DS),
+                                         sorted(set(WEIGHT_THRESHOLDS) | {1e-9, 1e-6})):
+            before = p.A if what == FLUSHED_WEIGHTS else p.dS
+            after = np.where(np.abs(before) < t, 0.0, before)
+            if np.array_equal(after, before):
                 continue
-            want = _from_weights(p, A)
+            want = _from_weights(p, after) if what == FLUSHED_WEIGHTS else \
+                _grads(p, dS=after)
             # (and far closer to it than to the right answer, as in _diagnose)
             if all(_same(g, w, rtol) for g, w in zip(got, want)) and max(
                     np.abs(g - w).max() for g, w in zip(got, want)) <= 0.1 * max(
                     np.abs(g - r).max() for g, r in zip(got, _grads(p))):
-                return FLUSHED_WEIGHTS.format(t=t)
+                return what.format(t=t)
     return ""
 
 
@@ -1409,11 +1420,13 @@ def _rounded_one_case(fn, Q, K, V, dO):
 
 
 def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error="", rtol=RTOL_FLOAT16,
-                what=""):
+                what="", masked_below=None):
     """float16 inputs: float16 gradients, finite, within a relative ``rtol`` of the
     float64 reference (of each gradient's largest entry): at small scores the page's
     steps in float16 come within 8e-4, in float32 and cast back within 3e-4. ``what``
-    (the inputs, and the remedy) is added to a failure's message."""
+    (the inputs, and the remedy) is added to a failure's message. ``masked_below``, K
+    with the masked keys' scores moved below the visible ones: an attempt told the
+    shift here that is right there masks after the softmax (st24a)."""
     def case():
         ok, detail = plain()
         return (ok, detail) if ok or not what else (False, detail + what)
@@ -1434,8 +1447,28 @@ def _dtype_case(fn, Q, K, V, dO, mask=None, *, on_error="", rtol=RTOL_FLOAT16,
             return True, ""
         with np.errstate(all="ignore"):
             detail = _diagnose(got, Q, K, V, dO, mask, ref, rtol)
+        if masked_below is not None and detail.startswith(SHIFT_SHARED[:40]):
+            probe = _gradients(*(np.asarray(x, np.float64)
+                                 for x in (Q, masked_below, V, dO)), mask)
+            try:
+                with np.errstate(all="ignore"):
+                    again, _ = _call(fn, Q, masked_below, V, dO, mask)
+            except Exception:
+                again = None
+            if again is not None and all(_same(g, r, rtol) for g, r in zip(again, probe)):
+                detail = MASK_AFTER_FAR
         return False, "for float16 inputs: " + detail
     return case
+
+
+#: Said on the masked float16 case to an attempt told the shift there that is right
+#: once the masked keys score below the visible ones (st24a).
+MASK_AFTER_FAR = (
+    "a row whose masked keys score far above its visible ones gets zero weights, and "
+    "the right ones once the masked keys score below: the mask is applied to the "
+    "softmax's weights and the weights renormalised (the visible keys' exponentials "
+    "underflow to 0 before the mask removes the masked keys); set masked scores to "
+    "-inf before the softmax")
 
 
 #: Added to what an attempt raised on no key at all (T_k = 0) from a reduction with
@@ -1804,6 +1837,8 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
         np.array([[100.0] * 64, [45.0] * 64, [7.6] * 64]), K_n,
         rng_h.standard_normal((5, 3)), rng_h.standard_normal((3, 3))))
     mask_n = np.array([True, True, True, False, False])
+    K_below = K_n.copy()  # (the masked keys scoring below the visible ones, -72000 to
+    K_below[3:] = -90.0   # -5500: a mask applied after the softmax is right there)
     # And the forward checker's float16 scores above 65504 (finite, and exact, in
     # float32; st16a): a query of 100s against keys of 82s, one entry 0.0625 or
     # 0.125 less in keys 1 and 2 (scores 65600, 65599.2, 65598.4), and a query of
@@ -1873,6 +1908,7 @@ def check_attention_backward(fn: Callable, verbose: bool = True) -> bool:
                   _dtype_case(fn, *f16_high, rtol=RTOL_FLOAT16_HIGH,
                               what=" (scores near 9600, d_k = 64)" + high_note),
                   _dtype_case(fn, *f16_masked, mask_n, rtol=RTOL_FLOAT16_HIGH,
+                              masked_below=K_below.astype(np.float16),
                               what=" (masked; visible scores near -65600, "
                                    "-29500 and -5000, d_k = 64: only -inf, or "
                                    "float32's "
