@@ -340,8 +340,9 @@ def _refusing_the_library(fn: Callable, banned: dict, message: str,
     with the same name is not the library's and passes.
 
     Blind spots: what the profiler cannot see. An attempt that switches the profiler off
-    (``sys.setprofile(None)``) or runs a copy of the function's code object (a new
-    function built from ``f.__code__``), or the library in a thread already running when
+    (``sys.setprofile(None)``), runs a copy of the function's code object (a new
+    function built from ``f.__code__``) or of its recompiled source
+    (``exec(inspect.getsource(f))``), or the library in a thread already running when
     the check starts (a thread pool started before it) or in another process, is not
     caught: the refusal catches the calls an ordinary attempt makes, not deliberate
     circumvention."""
