@@ -595,8 +595,10 @@ SIZES = (64, 100, 512, 1500, LONG)  # not all powers of two
 #: shows (each of those divides at least two of them).
 ODD_SIZES = (65, 99, 495, 1001, 4095)
 #: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors, a
-#: dozen lines) and far below what J, or J g computed row by row, needs at n = 512: the
-#: traced memory's peak, 384 bytes per key and 4 KiB (J alone is 8 n^2 bytes, 32 KiB at
+#: dozen lines) and below what J needs at every measured length (the peak; PyTorch's
+#: entries); J g computed row by row is stopped by the work count, and by the summed volume
+#: only just at n = 512 (st24c: a budget of 2,162,688 bytes there, the rows' 2,097,152 under
+#: it) and far at 1500 and 4096: the traced memory's peak, 384 bytes per key and 4 KiB (J alone is 8 n^2 bytes, 32 KiB at
 #: 64 keys, where the budget is 28 KiB, and 33 KiB at 65, where it is 28.4: the right VJP
 #: in PyTorch peaks at 20 KiB there, the dispatch mode's own objects; h22j: at 32 KiB
 #: more, a J built only up to 65 keys passed; st22c: at 128 bytes per key, a right VJP
