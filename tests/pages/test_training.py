@@ -413,7 +413,9 @@ def test_rerunning_the_page_sweep_gives_the_glued_grid_exactly(page_grid, page_s
 FAR = 10.0
 
 
-def _nudged_sweep(seed, monkeypatch):
+def _nudged(monkeypatch, run):
+    """run() with every run's starting W_Q multiplied by (1 + NUDGE z), z a fixed normal draw:
+    a change the size of float32 rounding."""
     from attention import training
 
     initial = training._initial_params
@@ -425,9 +427,13 @@ def _nudged_sweep(seed, monkeypatch):
         return {**params, "W_Q": params["W_Q"] * (1 + NUDGE * z)}
 
     monkeypatch.setattr(training, "_initial_params", nudged)
-    out = sweep(seed)
+    out = run()
     monkeypatch.undo()
     return out
+
+
+def _nudged_sweep(seed, monkeypatch):
+    return _nudged(monkeypatch, lambda: sweep(seed))
 
 
 def sweep_bounds(plain, moved):
@@ -752,21 +758,8 @@ FILE_RTOL = 2e-5  # a run a nudge moves by 1e-5 can move about as much across ma
 
 
 def _rerun_with_and_without_a_nudge(monkeypatch, point):
-    from attention import training
-
     plain = point()
-    initial = training._initial_params
-
-    def nudged(*args, **kwargs):
-        params = initial(*args, **kwargs)
-        z = torch.randn(params["W_Q"].shape, generator=torch.Generator().manual_seed(99),
-                        dtype=params["W_Q"].dtype)
-        return {**params, "W_Q": params["W_Q"] * (1 + NUDGE * z)}
-
-    monkeypatch.setattr(training, "_initial_params", nudged)
-    moved = point()
-    monkeypatch.undo()
-    return plain, moved
+    return plain, _nudged(monkeypatch, point)
 
 
 def _assert_the_file_reruns(plain, moved, filed):
