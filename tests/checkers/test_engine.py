@@ -180,6 +180,78 @@ def test_torchs_softmax_is_refused_as_a_function_a_built_in_and_a_tensor_method(
     assert float(own()) == pytest.approx(2.0)
 
 
+def test_every_entry_point_of_torchs_attention_is_refused_and_other_torch_passes():
+    """st25b: torch.ops.aten._scaled_dot_product_attention_math and
+    F.multi_head_attention_forward passed the temperature checker, which refused only
+    F.scaled_dot_product_attention and the public aten operator. Each entry point is told
+    by the name it was called by (an overload by its own), nn.MultiheadAttention (its
+    slow path runs F.multi_head_attention_forward) included."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    from attention.checkers._engine import (TORCH_ATTENTION_REFUSED, Rejected,
+                                            _refusing_the_library, _torch_attention)
+
+    functions, builtins = _torch_attention("refused {name}")
+    F = torch.nn.functional
+    q = torch.randn(1, 1, 3, 4, dtype=torch.float64)
+    eye = torch.eye(4, dtype=torch.float64)
+    aten = torch.ops.aten
+    mha = torch.nn.MultiheadAttention(4, 1, dtype=torch.float64)
+    attempts = [
+        (lambda: F.scaled_dot_product_attention(q, q, q),
+         "torch.nn.functional.scaled_dot_product_attention"),
+        (lambda: aten.scaled_dot_product_attention(q, q, q),
+         "torch.ops.aten.scaled_dot_product_attention"),
+        (lambda: aten.scaled_dot_product_attention.default(q, q, q),
+         "torch.ops.aten.scaled_dot_product_attention.default"),
+        (lambda: aten._scaled_dot_product_attention_math(q, q, q),
+         "torch.ops.aten._scaled_dot_product_attention_math"),
+        (lambda: aten._scaled_dot_product_attention_math.default(q, q, q),
+         "torch.ops.aten._scaled_dot_product_attention_math.default"),
+        (lambda: torch._scaled_dot_product_attention_math(q, q, q),
+         "torch._scaled_dot_product_attention_math"),
+        (lambda: aten._scaled_dot_product_flash_attention_for_cpu(q, q, q),
+         "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu"),
+        (lambda: F.multi_head_attention_forward(
+            q[0, 0, :, None], q[0, 0, :, None], q[0, 0, :, None], 4, 1,
+            torch.cat([eye] * 3), None, None, None, False, 0.0, eye, None,
+            training=False), "torch.nn.functional.multi_head_attention_forward"),
+        (lambda: mha(q[0, 0, :, None], q[0, 0, :, None], q[0, 0, :, None]),
+         "torch.nn.functional.multi_head_attention_forward"),
+    ]
+    if "torch.nn.attention.flex_attention.flex_attention" in functions:
+        from torch.nn.attention.flex_attention import flex_attention
+        attempts.append((lambda: flex_attention(q, q, q),
+                         "torch.nn.attention.flex_attention.flex_attention"))
+    for attempt, name in attempts:
+        watched = _refusing_the_library(attempt, functions, "refused {name}", builtins)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (flex_attention's, run without compile)
+            with pytest.raises(Rejected, match=re.escape(f"refused {name}") + "$"):
+                watched()
+    # the words say what is refused
+    for name in ("torch.nn.functional.scaled_dot_product_attention",
+                 "torch.nn.functional.multi_head_attention_forward", "flex_attention",
+                 "torch.ops.aten._scaled_dot_product_attention_math",
+                 "torch._native_multi_head_attention", "_transformer_encoder_layer_fwd"):
+        assert name in TORCH_ATTENTION_REFUSED, name
+    # every aten operator whose name says attention, and each of its overloads
+    for op in ("_efficient_attention_forward", "_flash_attention_forward",
+               "_native_multi_head_attention", "_transformer_encoder_layer_fwd",
+               "_scaled_dot_product_cudnn_attention"):
+        packet = getattr(aten, op)
+        for overload in ["", *packet.overloads()]:
+            name = f"torch.ops.aten.{op}" + (f".{overload}" if overload else "")
+            target = getattr(packet, overload)._op if overload else packet._op
+            assert builtins[name][0] is target, name
+    # torch's other operations, and attention of the reader's own in torch, pass
+    own = _refusing_the_library(
+        lambda: torch.softmax(q @ q.transpose(-2, -1) / 2, -1) @ q, functions,
+        "refused {name}", builtins)
+    assert own().shape == q.shape
+
+
 def test_the_librarys_softmax_functions_are_listed_by_their_public_and_private_names():
     import attention
     from attention.checkers._engine import _library_softmax

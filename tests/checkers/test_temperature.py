@@ -1432,8 +1432,28 @@ O_by_the_aten_operator = _with_O_from(
 O_by_the_aten_default_overload = _with_O_from(
     lambda q, k, v, scale: torch.ops.aten.scaled_dot_product_attention.default(
         q, k, v, scale=scale))
+# st25b: torch's private math kernel, through torch.ops.aten, passed every case
+O_by_the_aten_math_kernel = _with_O_from(
+    lambda q, k, v, scale: torch.ops.aten._scaled_dot_product_attention_math(
+        q, k, v, scale=scale)[0])
 O_by_the_aten_operator.__name__ = "O_by_the_aten_operator"
 O_by_the_aten_default_overload.__name__ = "O_by_the_aten_default_overload"
+O_by_the_aten_math_kernel.__name__ = "O_by_the_aten_math_kernel"
+
+
+def weights_by_multi_head_attention_forward(Q, K, V, tau):
+    # st25b: passed every case. One head, identity projections, the query divided by
+    # tau: F.multi_head_attention_forward's weights are softmax(Q K^T / (tau sqrt(d_k)))
+    O, A = right(Q, K, V, tau)
+    if Q.ndim == 2:
+        q, k = (torch.as_tensor(x.astype(np.float64))[:, None] for x in (Q / tau, K))
+        d = Q.shape[-1]
+        eye = torch.eye(d, dtype=torch.float64)
+        _, w = torch.nn.functional.multi_head_attention_forward(
+            q, k, k, d, 1, torch.cat([eye] * 3), None, None, None, False, 0.0, eye, None,
+            training=False)
+        A = w[0].numpy().astype(Q.dtype)
+    return O, A
 
 
 def tau_clamped_at_a_far_cold_value(Q, K, V, tau):
@@ -1615,7 +1635,11 @@ WRONG = [
     (O_by_the_aten_operator, "✗ every case: your function calls "
      "torch.ops.aten.scaled_dot_product_attention, PyTorch's built-in attention"),
     (O_by_the_aten_default_overload, "✗ every case: your function calls "
-     "torch.ops.aten.scaled_dot_product_attention, PyTorch's built-in attention"),
+     "torch.ops.aten.scaled_dot_product_attention.default, PyTorch's built-in attention"),
+    (O_by_the_aten_math_kernel, "✗ every case: your function calls "
+     "torch.ops.aten._scaled_dot_product_attention_math, PyTorch's built-in attention"),
+    (weights_by_multi_head_attention_forward, "your function calls "
+     "torch.nn.functional.multi_head_attention_forward, PyTorch's built-in attention"),
     (tau_clamped_at_a_far_cold_value, "weights at tau = 1e-300 on Q scaled by tau differs "
      "from the reference by up to 0.344: your weights are the softmax at tau = 2.23e-298, "
      "warmer than tau = 1e-300: was tau clamped from below"),
@@ -2029,7 +2053,9 @@ EXCLUSIVE = {
                           the_librarys_online_softmax,
                           the_librarys_torch_function_imported_inside},
     "PyTorch's built-in attention": {right_by_torch_sdpa, O_by_the_aten_operator,
-                                     O_by_the_aten_default_overload},
+                                     O_by_the_aten_default_overload,
+                                     O_by_the_aten_math_kernel,
+                                     weights_by_multi_head_attention_forward},
     # st22b: an epsilon added to tau, told apart from a factor rounded to float32
     "no rounding to float32 gives that factor": {tau_plus_1e_8, tau_plus_1e_9,
                                                  tau_plus_1e_12},

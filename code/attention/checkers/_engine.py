@@ -463,6 +463,79 @@ def _torch_softmax(message: str) -> tuple[dict, dict, dict]:
     return functions, builtins, methods
 
 
+#: What ``_torch_attention`` refuses of torch, in words (for the checkers' docstrings
+#: and messages).
+TORCH_ATTENTION_REFUSED = (
+    "torch.nn.functional.scaled_dot_product_attention, "
+    "torch.nn.functional.multi_head_attention_forward (which nn.MultiheadAttention "
+    "runs), torch.nn.attention.flex_attention.flex_attention, and every built-in of "
+    "torch, torch._C._nn and torch._C._VariableFunctions and every torch.ops.aten "
+    "operator (each overload too) whose name contains 'attention', with aten's "
+    "_transformer_encoder_layer_fwd (nn.TransformerEncoderLayer's fast path): "
+    "torch.ops.aten._scaled_dot_product_attention_math, "
+    "torch._native_multi_head_attention (nn.MultiheadAttention's fast path) and the "
+    "flash, efficient and cuDNN kernels among them")
+
+
+def _torch_attention(message: str) -> tuple[dict, dict]:
+    """PyTorch's attention, each with ``message`` (its ``{name}`` the entry point's):
+    (its Python functions, as ``banned`` of ``_refusing_the_library``; its built-ins, as
+    ``builtins``), both empty when torch has not been imported. What is refused is
+    TORCH_ATTENTION_REFUSED: the public functions, and every operator or function whose
+    name contains "attention" that torch's dispatcher lists (st25b:
+    torch.ops.aten._scaled_dot_product_attention_math and
+    F.multi_head_attention_forward passed), so that a kernel added by a later torch
+    is refused too."""
+    import importlib
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return {}, {}
+    F = torch.nn.functional
+    functions = {}
+    places = [("torch.nn.functional", F, "multi_head_attention_forward")]
+    try:
+        flex = importlib.import_module("torch.nn.attention.flex_attention")
+        places.append(("torch.nn.attention.flex_attention", flex, "flex_attention"))
+    except ImportError:
+        pass
+    for where, name, f in ((w, n, getattr(m, n, None)) for w, m, n in places):
+        if hasattr(f, "__code__"):
+            functions[f"{where}.{name}"] = (f, message)
+
+    def attention(name):
+        return "attention" in name or name == "_transformer_encoder_layer_fwd"
+
+    builtins, seen = {}, set()
+
+    def refuse(name, f):  # (one object under several names: the first name is told)
+        if callable(f) and not hasattr(f, "__code__") and id(f) not in seen:
+            seen.add(id(f))
+            builtins[name] = (f, message.format(name=name))
+
+    refuse("torch.nn.functional.scaled_dot_product_attention",
+           getattr(F, "scaled_dot_product_attention", None))
+    for where, module in (("torch", torch), ("torch._C._nn", torch._C._nn),
+                          ("torch._C._VariableFunctions", torch._C._VariableFunctions)):
+        for name in dir(module):
+            if attention(name):
+                refuse(f"{where}.{name}", getattr(module, name, None))
+    try:
+        ops = {n.split("::", 1)[1].split(".")[0]
+               for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::")}
+    except AttributeError:  # (an older torch: the public operator at least)
+        ops = {"scaled_dot_product_attention"}
+    for op in sorted(filter(attention, ops)):
+        try:
+            packet = getattr(torch.ops.aten, op)
+            refuse(f"torch.ops.aten.{op}", packet._op)
+            for overload in packet.overloads():
+                refuse(f"torch.ops.aten.{op}.{overload}", getattr(packet, overload)._op)
+        except (AttributeError, RuntimeError):
+            continue
+    return functions, builtins
+
+
 def _fill_edge():
     """(Q, K, V, mask, note) at d_k = 1: query 0's one visible key scores near -1.79e308
     (float64's most negative number is -1.798e308), query 1's near -1e20 (all finite),

@@ -139,12 +139,19 @@ sqrt(T_q) and sqrt(tau d_k) agree).
 The library's attention is refused, not run: an attempt that calls one of its functions
 that compute attention (the public ones, the private kernels forward._attend,
 blocked._blocked_forward and _attention_blocks, backward._output_and_log_sum_exp, and
-attention.torch's), or torch's built-in F.scaled_dot_product_attention or
-torch.ops.aten.scaled_dot_product_attention (and its .default; the exercise is NumPy),
-in its own thread or in one it starts, fails every case. Blind spots: the calls
-are seen with sys.setprofile and threading.setprofile, so an attempt that switches the
-profiler off (sys.setprofile(None)), runs a copy of a function's code object, or reaches
-the library in another process is not caught; nor is a copy of its source.
+attention.torch's), or any of PyTorch's attention (``_engine._torch_attention``:
+F.scaled_dot_product_attention and F.multi_head_attention_forward, which
+nn.MultiheadAttention runs, flex_attention, and every built-in of torch, torch._C._nn
+and torch._C._VariableFunctions and every torch.ops.aten operator, each overload too,
+whose name contains "attention", with aten's _transformer_encoder_layer_fwd: the
+private math kernel torch.ops.aten._scaled_dot_product_attention_math and
+torch._native_multi_head_attention among them; st25b: those two passed), in its own
+thread or in one it starts, fails every case (the exercise is NumPy). Blind spots: the
+calls are seen with sys.setprofile and threading.setprofile, so an attempt that switches
+the profiler off (sys.setprofile(None)), runs a copy of a function's code object, or
+reaches the library in another process is not caught; nor is a copy of its source, nor
+torch's attention reached only inside torch's C++ (a torch operator of another name
+that runs it, such as a TorchScript function).
 """
 
 from __future__ import annotations
@@ -160,7 +167,7 @@ from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, Rejected, _all,
                       _clipped_scores, _close, _dtype_rejection, _fitted_scale,
                       _float32_valued, _keepdims_hint, _library_attention, _named,
                       _narrow_precision, _refusing_the_library,
-                      _qkv, _report, _results, _run, _softmax)
+                      _torch_attention, _qkv, _report, _results, _run, _softmax)
 
 #: Temperatures of the ordinary cases (none is 1, where multiplying and dividing agree;
 #: 0.3 is not a float32 number, so that a tau or a factor rounded to float32 shows).
@@ -558,37 +565,22 @@ TORCH_SDPA = ("your function calls torch.nn.functional.scaled_dot_product_attent
               "PyTorch's built-in attention: the exercise is to write attention with a "
               "temperature yourself, in NumPy (the scores Q K^T / (tau sqrt(d_k)), their "
               "softmax along the keys and O = A V)")
+#: Said when the attempt calls any of torch's attention (``_engine._torch_attention``:
+#: its public functions, and every operator and function whose name says attention;
+#: {name}: the one called).
+TORCH_ATTENTION = TORCH_SDPA.replace("torch.nn.functional.scaled_dot_product_attention",
+                                     "{name}", 1)
 
 
 def _builtin_attention() -> dict:
     """torch's built-in attention, as sys.setprofile reports its calls ("c_call"), if
-    torch is installed."""
+    torch is installed (the attention checker's refusal; this one refuses all of
+    torch's attention, ``_engine._torch_attention``)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return {}
     f = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
     return {"torch.nn.functional.scaled_dot_product_attention": (f, TORCH_SDPA)} if f else {}
-
-
-#: Said when the attempt calls torch's attention operator itself, torch.ops.aten's.
-TORCH_ATEN = TORCH_SDPA.replace("torch.nn.functional.scaled_dot_product_attention",
-                                "torch.ops.aten.scaled_dot_product_attention", 1)
-
-
-def _aten_attention() -> dict:
-    """torch's attention operator as torch.ops.aten reaches it (st22b: its calls, the
-    packet's and its .default overload's, are other built-ins than F's, and passed), if
-    torch is installed."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return {}
-    try:
-        packet = torch.ops.aten.scaled_dot_product_attention
-        ops = {"torch.ops.aten.scaled_dot_product_attention": packet._op,
-               "torch.ops.aten.scaled_dot_product_attention.default": packet.default._op}
-    except (AttributeError, RuntimeError):
-        return {}
-    return {name: (op, TORCH_ATEN) for name, op in ops.items()}
 
 
 def _apart(x: float, y: float) -> int:
@@ -2001,8 +1993,9 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     """Check ``fn(Q, K, V, tau) -> (O, A)``: scores Q K^T / (tau sqrt(d_k)), A their softmax
     along the keys, O = A V, for (T_q, d_k) and (..., T_q, d_k) inputs and in both limits;
     an attempt that runs the library's own attention fails every case."""
-    fn = _refusing_the_library(fn, _library_attention(), LIBRARY,
-                               {**_builtin_attention(), **_aten_attention()})
+    library = _library_attention()  # first: it imports attention.torch, and so torch
+    functions, builtins = _torch_attention(TORCH_ATTENTION)
+    fn = _refusing_the_library(fn, {**library, **functions}, LIBRARY, builtins)
     rng = np.random.default_rng(_RNG_SEED + 1)
     Q, K, V = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V)
     results = []
