@@ -980,7 +980,27 @@ def test_the_page_and_the_module_do_not_hand_over_the_answer():
     exercise = page.split(":label: ex-score-moments")[1].split("{solution-start}")[0]
     assert "answers this exercise" not in exercise
     assert "`attention.score_moments`" not in exercise
+    # st25d item 8: a cell above the exercise called attention.scaled_score_moments, the
+    # normal entries' case of the library's answer (score_moments, one `??` away); the
+    # cell now computes what the page has derived, eq-correlated-moments
+    above = page.split(":label: ex-score-moments")[0]
+    assert "score_moments" not in above
     assert not re.search(r"rho\^2 \(kurtosis - 2\)", " ".join(moments.__doc__.split()))
+
+
+def test_the_page_states_the_tolerances_the_checker_uses():
+    # st25d item 12: the exercise did not say how near the reference an answer must be
+    from attention.checkers import moments
+    from tests.pages._common import CHAPTERS
+
+    page = " ".join((CHAPTERS / "variance.md").read_text().split())
+    assert ("within $10^{-13} + 10^{-6}\\,|\\text{reference}|$ of it (a relative $10^{-6}$, "
+            "and an absolute $10^{-13}$ where the reference is 0 or near it)") in page
+    assert "within five standard errors of their mean and variance" in page
+    assert moments.ZERO_ATOL == 1e-13
+    want = np.array([0.0, 1e-12, 2.0, 1e15])
+    assert moments._eq(want + 0.99 * (1e-13 + 1e-6 * want), want).all()
+    assert not moments._eq(want + 1.01 * (1e-13 + 1e-6 * want), want).any()
 
 
 def test_an_attempt_that_is_right_for_normal_entries_passes_those_checks_only(capsys):
@@ -1390,6 +1410,67 @@ WRONG += [
      "from 1 to 2 positional arguments but 3 were given"),
     (sqrt_of_two_arguments, "raised TypeError: math.sqrt() takes exactly one argument"),
 ]
+
+
+# Found by the student round st25d (item 7): a formula that divides by 1 - rho^2 is
+# NaN (0/0) at rho = +-1, and np.nan_to_num makes that 0; it was told its term rho |q|^2
+# is wrong, which is right at every other rho.
+def variance_nan_at_one_cleaned(d_k, rho, kurtosis=3.0):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r2 = np.float64(rho) ** 2  # Var = (1 - rho^2) (1 + rho^2 (kurtosis - 1) / (1 - rho^2))
+        variance = (1 - r2) * (1 + r2 * (kurtosis - 1) / (1 - r2))
+    return mean(d_k, rho), float(np.nan_to_num(variance))
+
+
+def variance_nan_at_one_filled_with_1(d_k, rho, kurtosis=3.0):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.sqrt(1 - np.float64(rho) ** 2)  # the noise coefficient, divided out
+        variance = 1 + rho**2 * (kurtosis - 2) * c / c
+    return mean(d_k, rho), float(np.nan_to_num(variance, nan=1.0))
+
+
+def mean_nan_at_one_cleaned(d_k, rho, kurtosis=3.0):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.sqrt(1 - np.float64(rho) ** 2)
+        m = rho * c * math.sqrt(d_k) / c
+    return float(np.nan_to_num(m)), var(d_k, rho, kurtosis)
+
+
+def variance_nan_at_kurtosis_1_cleaned(d_k, rho, kurtosis=3.0):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k1 = np.float64(kurtosis) - 1  # rho^2 Var(q_m^2), written (kurtosis - 1)^2 / (kurtosis - 1)
+        variance = 1 - rho**2 + rho**2 * k1**2 / k1
+    return mean(d_k, rho), float(np.nan_to_num(variance))
+
+
+WRONG += [
+    (variance_nan_at_one_cleaned, "right everywhere but at rho = +-1 exactly, where your "
+     "variance is 0: does your formula divide by 1 - rho^2 (or by sqrt(1 - rho^2)), which "
+     "is 0 there, and is the NaN of 0/0 replaced by 0 (np.nan_to_num, or a fill value)? Or "
+     "was the score taken as a constant when k = +-q?"),
+    (variance_nan_at_one_filled_with_1, "right everywhere but at rho = +-1 exactly, where "
+     "your variance is 1: does your formula divide by 1 - rho^2 (or by sqrt(1 - rho^2)), "
+     "which is 0 there, and is the NaN of 0/0 replaced by 1"),
+    (mean_nan_at_one_cleaned, "right everywhere but at rho = +-1 exactly, where your mean "
+     "is 0: does your formula divide by 1 - rho^2"),
+    (variance_nan_at_kurtosis_1_cleaned, "right everywhere but at kurtosis 1 exactly "
+     "(random signs, which the exercise allows), where your variance is 0: does your "
+     "formula divide by kurtosis - 1, which is 0 there"),
+]
+
+
+@pytest.mark.parametrize("attempt", [variance_nan_at_one_cleaned,
+                                     variance_nan_at_one_filled_with_1,
+                                     mean_nan_at_one_cleaned])
+def test_a_nan_cleaned_at_rho_one_is_not_told_a_term_is_wrong(attempt):
+    # st25d item 7: "wrong at rho = +-1, where only the term rho |q|^2 is" named a term
+    # that is right at every other rho, and "the variance is 1 only for independent q
+    # and k" (the fill value 1) a term that is there
+    run = run_once(_check_on_the_fixed_settings, attempt)
+    assert run.result is False
+    assert "where only the term rho |q|^2 is" not in run.text, run.text
+    assert "you forgot the rho^2 term" not in run.text, run.text
+    assert "the mean is zero only when rho = 0" not in run.text, run.text
 
 
 @pytest.mark.parametrize("attempt", [library_call_of_the_wrong_arity, sqrt_of_two_arguments])

@@ -65,7 +65,10 @@ or one band of them, is read as one value; a variance the same at every kurtosis
 asked whether the kurtosis is used; a mean or variance
 that is the formula times a factor depending on d_k alone, nearer 1 at every wider width
 (rho sqrt(d_k - 1), a variance times d_k/(d_k - 1)), or the formula plus a term in 1/d_k,
-or a variance that nears the normal entries' one like 1/d_k, is told so. A result of
+or a variance that nears the normal entries' one like 1/d_k, is told so; a mean or
+variance right everywhere but at rho = +-1 exactly (or at kurtosis 1 exactly), and one
+number at all of them, is asked whether a division by 1 - rho^2 (by kurtosis - 1) gave
+0/0 there and its NaN was replaced (np.nan_to_num). A result of
 another number type (Decimal, Fraction, sympy, a 0-d tensor, a complex number with imaginary
 part 0) counts as the float it converts to. Called without ``kurtosis``, the function must
 mean normal entries (the default kurtosis=3.0 of the exercise's signature), and one that
@@ -984,6 +987,36 @@ def _clipped(values: dict, which: int, wrong: list) -> str:
             "return the formula itself")
 
 
+def _undefined_at(values: dict, which: int, wrong: list) -> str:
+    """A message when the attempt is wrong only at rho = +-1 exactly (or only at kurtosis
+    1 exactly) and returns one number at every such setting: a formula that divides by
+    1 - rho^2 (by kurtosis - 1), 0/0 there, whose NaN is replaced (np.nan_to_num)."""
+    # (st25d: a variance NaN at rho = +-1, cleaned to 0, was told its rho |q|^2 term is
+    # wrong)
+    name = "mean" if which == 0 else "variance"
+    for at, where, divisor, aside in (
+            (lambda p: abs(p[1]) == 1.0, "rho = +-1", "1 - rho^2 (or by sqrt(1 - rho^2))",
+             ""),
+            (lambda p: p[2] == 1.0, "kurtosis 1", "kurtosis - 1",
+             " (random signs, which the exercise allows)")):
+        there = [p for p in values if at(p)]
+        fill = {float(values[p][which]) for p in there}
+        if not wrong or not all(at(p) for p in wrong) or len(fill) != 1 or \
+                len(there) == len(values):
+            continue
+        fill_text = f"{fill.pop():g}"
+        constant = (" Or was the score taken as a constant when k = +-q? It is then "
+                    "+-|q|^2 / sqrt(d_k), whose variance is Var(q_m^2) = kurtosis - 1, 0 "
+                    "for random signs (kurtosis 1) only." if which == 1 and
+                    fill_text == "0" and where == "rho = +-1" else "")
+        return (f"right everywhere but at {where} exactly{aside}, where your {name} is "
+                f"{fill_text}: does your formula divide by {divisor}, which is 0 there, "
+                f"and is the NaN of 0/0 replaced by {fill_text} (np.nan_to_num, or a "
+                f"fill value)?{constant} The derivation needs no such division: without "
+                f"it the {name} holds at {where} too")
+    return ""
+
+
 def _float16_rounded(values: dict) -> str:
     """"mean" or "variance" when every one of the attempt's answers so far is the
     formula's rounded to float16, and some differ from it; otherwise ""."""
@@ -1204,6 +1237,7 @@ def _diagnosed(values: dict, which: int, probes, what: str) -> tuple[bool, str]:
         return False, f"{cancelled}; {detail}"
     replaced = _rounded(values, which) or _rho_replaced(values) or \
         _clipped(values, which, all_wrong) or \
+        _undefined_at(values, which, all_wrong) or \
         (_kurtosis_replaced(values) if which == 1 else "") or \
         _small_rho(values, which, all_wrong) or _factor_in_d_k(values, which) or \
         _fades_with_d_k(values, which) or _wide_only(which, all_wrong, every)
