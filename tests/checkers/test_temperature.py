@@ -428,6 +428,21 @@ def factor_in_float32(Q, K, V, tau):
     return A @ V, A
 
 
+def inverse_sqrt_d_k_in_float32(Q, K, V, tau):
+    # st25b: told "no rounding to float32 gives that factor"; it is 1/sqrt(d_k) rounded
+    Qw, Kw, Vw = _exact(Q, K, V)
+    c = np.float32(1 / np.sqrt(Q.shape[-1]))
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    A = _softmax((R - R.max(axis=-1, keepdims=True)) * float(c) / tau)
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def O_returned_as_a_list(Q, K, V, tau):
+    # st25b: told "O is None" (O.tolist(): right values, no dtype)
+    O, A = right(Q, K, V, tau)
+    return O.tolist(), A
+
+
 def tau_as_a_torch_tensor(Q, K, V, tau):
     q, k, v = (torch.as_tensor(x) for x in (Q, K, V))
     t = torch.tensor(tau)  # float32 by default: tau rounded
@@ -1855,6 +1870,11 @@ WRONG = [
     (floor_on_the_shifted_scores, "was there a floor on the shifted scores (np.clip(S, -20, 0)"),
     (tau_rounded_to_float32, "tau was rounded to float32 (0.3 is 0.3000000119"),
     (factor_in_float32, "the factor 1/(tau sqrt(d_k)) was rounded to float32"),
+    (inverse_sqrt_d_k_in_float32, "float32's precision apart: 1/sqrt(d_k) was rounded "
+     "to float32 (np.float32(1 / np.sqrt(d_k)), or a float32 constant), tau in float64; "
+     "keep every number in float64"),
+    (O_returned_as_a_list, "O is a list, not an array: return NumPy arrays of the "
+     "inputs' dtype (float64 here)"),
     (tau_as_a_torch_tensor, "were rounded to float32 (torch.tensor(tau)"),
     (float32_work_cast_back, "your array holds float32 numbers only (computed in float32"),
     (float16_work, "your array is float16 while the inputs are float64, so it keeps only "
@@ -2028,7 +2048,11 @@ EXCLUSIVE = {
                                           power_of_the_weights_in_float64},
     # (the factor's rounding for float64 inputs; every attempt that divides float32
     # scores by a Python float is told at tau = 1e39 that tau rounded to float32 is inf)
-    "float32's precision apart": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor},
+    "float32's precision apart": {tau_rounded_to_float32, factor_in_float32, tau_as_a_torch_tensor,
+                                  inverse_sqrt_d_k_in_float32},
+    # (at tau = 2, a power of 2, the factor rounded is 1/sqrt(d_k) rounded over tau)
+    "1/sqrt(d_k) was rounded to float32": {inverse_sqrt_d_k_in_float32, factor_in_float32},
+    "is a list, not an array": {O_returned_as_a_list},
     "shifted by each column's maximum": {shift_by_the_column_maximum,
                                          shift_by_S_max_axis_1},
     "float64's exp limit (709.78)": {shift_where_exp_would_overflow_or_underflow,

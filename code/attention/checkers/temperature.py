@@ -909,9 +909,17 @@ def _float32_scale(c, tau, d_k) -> str:
         (f32(right), "the factor 1/(tau sqrt(d_k)) was rounded to float32 (np.float32(c), "
          "or a float32 scalar)"),
         (1 / f32(tau * np.sqrt(d_k)), "the divisor tau sqrt(d_k) was rounded to float32"),
+        # (st25b: np.float32(1 / np.sqrt(d_k)) was told no rounding gives the factor)
+        (f32(1 / np.sqrt(d_k)) / tau, "1/sqrt(d_k) was rounded to float32 "
+         "(np.float32(1 / np.sqrt(d_k)), or a float32 constant), tau in float64"),
+        (1 / (tau * f32(np.sqrt(d_k))), "sqrt(d_k) was rounded to float32 "
+         "(np.float32(np.sqrt(d_k)), or np.sqrt of a float32 d_k), tau in float64"),
+        (f32(1 / tau) / np.sqrt(d_k), "1/tau was rounded to float32 (np.float32(1 / tau)), "
+         "sqrt(d_k) in float64"),
     ]
-    cause = next((text for value, text in causes if np.isclose(c, value, rtol=2e-11, atol=0)),
-                 "")
+    matched = [text for value, text in causes if np.isclose(c, value, rtol=2e-11, atol=0)]
+    cause = " or ".join(matched) + (f" (at tau = {tau:g} these give the same factor)"
+                                    if len(matched) > 1 else "")
     if not cause:  # no float32 rounding gives c: name the tau it is the factor of
         fitted = 1 / (c * np.sqrt(d_k))
         n = max(10, _apart(c, right))
@@ -922,11 +930,15 @@ def _float32_scale(c, tau, d_k) -> str:
                 f"tau = {tau:g} (no rounding to float32 gives that factor): was an epsilon "
                 "added to tau (tau + eps, so as not to divide by 0), or tau changed on the "
                 "way? Divide the scores by tau itself")
+    if all("tau in float64" in text for text in matched):  # a constant of d_k alone
+        keep = ("keep every number in float64, never rounded to float32 (np.sqrt(d_k) "
+                "is a float64 scalar; made a float32, it keeps about 7 digits)")
+    else:
+        keep = ("keep tau and the factor in float64, never rounded to float32 (a factor "
+                "made a float32 is also inf below tau of about 2.9e-39 / sqrt(d_k))")
     return (f"your weights are softmax(c Q K^T) with c = {c:.10g}, where 1/(tau sqrt(d_k)) = "
-            f"{right:.10g}, float32's precision apart: {cause}; keep tau and the factor "
-            "in float64, never rounded to float32 (a factor made a float32 is also "
-            "inf below tau of about 2.9e-39 / sqrt(d_k)): shift the raw scores R by their row "
-            "maximum, then divide them by tau and by np.sqrt(d_k), "
+            f"{right:.10g}, float32's precision apart: {cause}; {keep}: shift the raw "
+            "scores R by their row maximum, then divide them by tau and by np.sqrt(d_k), "
             "(R - R.max(axis=-1, keepdims=True)) / tau / np.sqrt(d_k), in float64")
 
 
@@ -1388,12 +1400,28 @@ def _case(fn, Q, K, V, tau, want_A=None, want_O=None, what="", atol=1e-8, hint="
     return not wider, wider
 
 
+def _not_arrays(pair, Q) -> str:
+    """What results are told that are no arrays (a list, a number): they have no dtype
+    to keep the inputs' (st25b: a list O was told "O is None"); "" otherwise."""
+    names = [(n, type(x).__name__) for n, x in zip("OA", pair)
+             if not isinstance(x, (np.ndarray, np.generic)) and not hasattr(x, "dtype")]
+    if not names:
+        return ""
+    said = " and ".join(f"{n} is a {kind}" for n, kind in names)
+    return (f"{said}, not an array: return NumPy arrays of the inputs' dtype "
+            f"({np.asarray(Q).dtype.name} here), as np.asarray(...).astype(Q.dtype) "
+            "makes them")
+
+
 def _wider_than_float64(pair, Q) -> str:
     """What results for float64 inputs are told that are NumPy arrays of a wider float
-    (np.longdouble), right to the tolerance but not of the inputs' dtype; "" otherwise
-    (float16 and float32 inputs have cases of their own)."""
+    (np.longdouble), right to the tolerance but not of the inputs' dtype, or no arrays
+    (``_not_arrays``); "" otherwise (float16 and float32 inputs have cases of their
+    own)."""
     if np.asarray(Q).dtype != np.float64:
         return ""
+    if _not_arrays(pair, Q):
+        return _not_arrays(pair, Q)
     dtypes = {n: x.dtype for n, x in zip("OA", pair) if isinstance(x, np.ndarray)}
     if all(d.kind != "f" or d == np.float64 for d in dtypes.values()):
         return ""
@@ -1709,7 +1737,7 @@ def _float16_case(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str]:
                        "a float32 constant makes it?); the results keep the inputs' "
                        "dtype: compute in float64 (float32 rounds a cold near tie wrong) "
                        "and cast the results back with .astype(Q.dtype)")
-    wrong = _dtype_rejection(np.float16, dtypes)
+    wrong = _not_arrays(pair, Q) or _dtype_rejection(np.float16, dtypes)
     return not wrong, wrong
 
 
@@ -1743,7 +1771,7 @@ def _float32_at(fn, Q, K, V, tau, limit: bool = True) -> tuple[bool, str, dict]:
                            "then cast back to float32?), which keeps only about "
                            f"{_LOW['float16'][0]} digits; compute in the inputs' precision")
             return ok, detail, dtypes
-    wrong = _dtype_rejection(np.float32, dtypes)
+    wrong = _not_arrays(pair, Q) or _dtype_rejection(np.float32, dtypes)
     return not wrong, wrong, dtypes
 
 
