@@ -98,6 +98,16 @@ def test_executed_page_shows_the_skeleton_failing_and_the_reference_passing():
     assert "0 of 11 checks passed." in text and "11 of 11 checks passed." in text
 
 
+def test_the_exercise_skeleton_gives_only_the_signature_and_what_it_returns():
+    # st24a: the skeleton's comments spelled out step 2 of the answer (D = (dO * O)
+    # summed over the last axis, dS = A * (dA - D)), one line from the solution
+    cell = page_cell(PAGE, "def my_attention_backward")
+    body = cell.split("def my_attention_backward")[1].split("skeleton_backward_passes")[0]
+    for answer in ("dO * O", "dA - D", "dS", "step", "softmax"):
+        assert answer not in body, answer
+    assert "(dQ, dK, dV)" in body and "NotImplementedError" in body
+
+
 def test_exercise_states_the_contract_its_checker_demands():
     """Batch and head dimensions, the mask's polarity and broadcasting, a query that sees
     no key, and the dtype: each is a case of the checker, so each is in the text."""

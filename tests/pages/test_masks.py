@@ -384,6 +384,22 @@ def test_a_fully_masked_first_key_block_makes_the_unguarded_online_softmax_nan()
     assert np.abs(tiled_attention(Q, K, V, 2, mask=W) - O_ref).max() < 1e-12
 
 
+def test_the_empty_row_guards_are_in_the_solution_not_above_the_exercise():
+    # st24a: both guards of the policy (shift by 0 where the maximum is -inf, divide a
+    # zero sum by 1) were shown in code right above the exercise that asks for them; the
+    # text above now teaches the problem (0/0), the solution holds the code
+    text = (CHAPTERS / f"{PAGE}.md").read_text()
+    above = text[:text.index(":label: ex-numpy-attention")]
+    start = text.index("{solution-start} ex-numpy-attention")
+    solution = text[start:text.index("{solution-end}", start)]
+    for guard in ("np.isneginf(m", "total == 0", "l > 0", "shift by 0", "divided by 1"):
+        assert guard not in above, guard
+    assert "$0/0$, NaN again" in above
+    assert "np.where(np.isneginf(m_new), 0.0, m_new)" in solution
+    assert "np.where(l > 0, acc / np.where(l > 0, l, 1.0), 0.0)" in solution
+    assert "{glue:text}`lp_guarded_err:.1e`" in solution
+
+
 def test_a_causal_mask_on_a_left_padded_sequence_empties_the_padding_rows():
     from attention import causal_mask
 
