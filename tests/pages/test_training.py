@@ -363,8 +363,12 @@ def test_the_prose_counts_match_the_words_around_them():
     """'works at 0 of the 4 widths' style sentences: the glued counts say what the words say."""
     assert g(PAGE, "tr_sgd_n_un_first") == 0
     assert g(PAGE, "tr_sgd_n_sc_first") >= g(PAGE, "tr_n_widths") - 1
-    assert g(PAGE, "tr_sgd_n_un_low") == g(PAGE, "tr_n_widths")
-    assert g(PAGE, "tr_sgd_n_sc_low") == 0
+    # "the verdict flips" at the low rate: the unscaled head works where the scaled one does
+    # not. Its runs at d_k = 256 and 1024 there are chaotic (a 2**-22 nudge of W_Q's start
+    # moves their final losses from 0.015 to 0.005 and from 0.031 to 0.029, against the
+    # threshold 0.05), so on another CPU they may not work: the words say "works at {n}
+    # widths", glued, and need only the flip.
+    assert g(PAGE, "tr_sgd_n_un_low") > g(PAGE, "tr_sgd_n_sc_low") == 0
     assert g_bool(PAGE, "tr_bracketed")
 
 
