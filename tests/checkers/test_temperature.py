@@ -437,6 +437,41 @@ def inverse_sqrt_d_k_in_float32(Q, K, V, tau):
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def tau_clamped_at_the_dtypes_tiny(Q, K, V, tau):
+    # st25b: max(tau, np.finfo(Q.dtype).tiny) passed float32 (the 1e-40 case's entries
+    # of size 1 gave the same one-hot weights) and float16 inputs were told "raw
+    # products computed in float32" (right on float64 copies: there tiny is 2.2e-308)
+    return right(Q, K, V, max(tau, float(np.finfo(Q.dtype).tiny)))
+
+
+def tau_clamped_at_float32s_tiny(Q, K, V, tau):
+    # the same for float32 inputs only: the float32 inputs of size 1e-20 at 1e-40 show it
+    if Q.dtype == np.float32:
+        tau = max(tau, float(np.finfo(np.float32).tiny))
+    return right(Q, K, V, tau)
+
+
+def tau_clamped_at_float64s_tiny(Q, K, V, tau):
+    # the same for float64 inputs only: the subnormal tau 1e-310 shows it
+    if Q.dtype == np.float64:
+        tau = max(tau, float(np.finfo(np.float64).tiny))
+    return right(Q, K, V, tau)
+
+
+def tau_clamped_from_above_at_1e300(Q, K, V, tau):
+    # st25b: min(tau, 1e300) was right at every tau probed (1e300 the hottest)
+    return right(Q, K, V, min(tau, 1e300))
+
+
+def factor_computed_first(Q, K, V, tau):
+    # c = 1/(tau sqrt(d_k)), then the shifted raw scores times c, in float64: inf at a
+    # subnormal tau, where the raw scores divided by tau, then by sqrt(d_k), are finite
+    Qw, Kw, Vw = _exact(Q, K, V)
+    R = Qw @ np.swapaxes(Kw, -1, -2)
+    A = _softmax((R - R.max(axis=-1, keepdims=True)) * (1 / (tau * np.sqrt(Q.shape[-1]))))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
 def O_returned_as_a_list(Q, K, V, tau):
     # st25b: told "O is None" (O.tolist(): right values, no dtype)
     O, A = right(Q, K, V, tau)
@@ -1875,6 +1910,21 @@ WRONG = [
      "keep every number in float64"),
     (O_returned_as_a_list, "O is a list, not an array: return NumPy arrays of the "
      "inputs' dtype (float64 here)"),
+    (tau_clamped_at_the_dtypes_tiny, "A for float16 inputs at a near tie at tau = 1.5e-08 "
+     "differs from the reference by up to 0.379: your weights are the softmax at tau = "
+     "6.1e-05, np.finfo(float16).tiny, warmer than tau = 1.5e-08"),
+    (tau_clamped_at_float32s_tiny, "A for float32 inputs of size 1e-20 at tau = 1e-40 "
+     "differs from the reference by up to 0.397: your weights are the softmax at tau = "
+     "1.18e-38, np.finfo(float32).tiny, warmer than tau = 1e-40"),
+    (tau_clamped_at_float64s_tiny, "weights at tau = 1e-310 on Q scaled by tau differs "
+     "from the reference by up to 0.344: your weights are the softmax at tau = 2.23e-308, "
+     "np.finfo(float64).tiny, warmer than tau = 1e-310"),
+    (tau_clamped_from_above_at_1e300, "weights at tau = 1e+306 on Q scaled by tau differs "
+     "from the reference by up to 0.66: your weights are those of a colder temperature "
+     "than tau = 1e+306"),
+    (factor_computed_first, "weights at tau = 1e-310 on Q scaled by tau contains NaN "
+     "where the reference has none: at tau = 1e-310 the factor 1/(tau sqrt(d_k)) is inf "
+     "in float64 (about 3.8e309"),
     (tau_as_a_torch_tensor, "were rounded to float32 (torch.tensor(tau)"),
     (float32_work_cast_back, "your array holds float32 numbers only (computed in float32"),
     (float16_work, "your array is float16 while the inputs are float64, so it keeps only "
@@ -2017,7 +2067,8 @@ EXCLUSIVE = {
     "exactly 1/T_k": {uniform_for_1e11_to_1e299, uniform_when_hot, uniform_above_1e6,
                       uniform_above_1e8, uniform_above_1e10, spread_1e_6, spread_1e_7},
     "made uniform when its scaled scores lie close together": {spread_1e_6, spread_1e_7},
-    "was tau clamped from above": {tau_clamped_from_above_at_1e12},
+    "was tau clamped from above": {tau_clamped_from_above_at_1e12,
+                                   tau_clamped_from_above_at_1e300},
     "tau * tau": {tau_squared_under_the_root, divided_by_the_root_of_tau_times_tau, uniform_above_1e250,
                   divided_by_math_sqrt_of_tau_squared},
     # st20b: told only to attempts whose float32 factor is inf at 1e-40 (and to one that
@@ -2033,7 +2084,9 @@ EXCLUSIVE = {
                                    tau_plus_1e_18, tau_plus_a_tiny_epsilon,
                                    temperature_as_a_power, tau_clamped_at_1e_19,
                                    tau_clamped_at_a_far_cold_value, tau_plus_1e_9,
-                                   tau_plus_1e_12},
+                                   tau_plus_1e_12, tau_clamped_at_the_dtypes_tiny,
+                                   tau_clamped_at_float32s_tiny,
+                                   tau_clamped_at_float64s_tiny},
     "the scale is right": {second_order_exp_when_hot, weights_rounded_to_8_decimals,
                            softmax_in_float32_for_float64_inputs,
                            first_order_below_a_spread_of_1e_3,
@@ -2053,6 +2106,17 @@ EXCLUSIVE = {
     # (at tau = 2, a power of 2, the factor rounded is 1/sqrt(d_k) rounded over tau)
     "1/sqrt(d_k) was rounded to float32": {inverse_sqrt_d_k_in_float32, factor_in_float32},
     "is a list, not an array": {O_returned_as_a_list},
+    "at a bound of the inputs' dtype": {tau_clamped_at_the_dtypes_tiny,
+                                        tau_clamped_at_float32s_tiny,
+                                        tau_clamped_at_float64s_tiny},
+    # (and every attempt that computes the factor first, right at 1e-300: the factor is
+    # inf at 1e-310 in theirs too)
+    "the factor 1/(tau sqrt(d_k)) is inf in float64": {
+        factor_computed_first, scaled_in_float32_before_the_shift,
+        shifted_then_scaled_by_a_float32_factor, shift_only_where_the_maximum_passes_709,
+        shift_only_where_exp_of_the_maximum_overflows, scores_floored_at_minus_1e9,
+        shift_floored_at_minus_1e6, factor_in_float16_rest_in_float32,
+        factor_in_the_inputs_dtype, d_k_instead_of_sqrt_when_hot},
     "shifted by each column's maximum": {shift_by_the_column_maximum,
                                          shift_by_S_max_axis_1},
     "float64's exp limit (709.78)": {shift_where_exp_would_overflow_or_underflow,
@@ -2121,7 +2185,7 @@ def right_with_tau_on_q_only(Q, K, V, tau):
     # (Q / tau) K^T = Q K^T / tau, in float64 (st20b: in float32, 1/tau is inf below
     # 3e-39, and (Q / tau) K^T of large entries at 0.1); right while Q / tau fits float64
     Q64, K64, V64 = (x.astype(np.float64) for x in (Q, K, V))
-    A = _softmax(_scores(Q64 * (1 / float(tau)), K64, 1.0))
+    A = _softmax(_scores(Q64 / float(tau), K64, 1.0))  # (1 / tau is inf at 1e-310)
     return (A @ V64).astype(Q.dtype), A.astype(Q.dtype)
 
 
@@ -2185,8 +2249,8 @@ def test_both_limits_and_a_batch_are_checked(capsys):
                  "tau = 1.5, 0.01, 1e-30, 1e-40 and 1e+39",
                  "0.1 and 0.001 on entries of size 1e19",
                  "0.7, 0.01, 1e-05",
-                 "4096 keys", "large scores", "1e+300 on Q scaled by tau",
-                 "1e-300 on Q scaled by tau", "scores of about 1e16", "(8, 5, 6, T, d)",
+                 "4096 keys", "large scores", "1e+300 and 1e+306 on Q scaled by tau",
+                 "1e-300 and 1e-310 on Q scaled by tau", "1e-40 on entries of size 1e-20", "scores of about 1e16", "(8, 5, 6, T, d)",
                  "tau = 0.7", "1e-05, 1e-09 and 1e-40", "lead by 14.5, 16 and 18.5",
                  "rows of 4096 keys led by 20, 25 and 30"):
         assert case in report, case

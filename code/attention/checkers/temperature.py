@@ -31,13 +31,18 @@ about 7e303 and 3.5e303, finite (clipping the scaled scores at any bound below 3
 np.clip(S, -L, L), ties them); at tau = 1e-9, 1e-15 and 1e-18 two keys whose scores differ by
 tau sqrt(d_k), which the softmax gives e/(1 + e) and 1/(1 + e) and which a tau clamped
 from below (at 1e-16, or at the machine epsilon), an epsilon added to it or a temperature
-applied as a power of the exponentials does not give; at tau = 1e-100 and 1e-300, 1e100
-and 1e300 on a query scaled by tau, whose scaled scores stay near 1, so that a shortcut
-taken beyond a threshold of tau (uniform weights, an expansion of exp(), a clamp, an
-argmax) shows wherever the threshold lies, up to 1e300 and down to 1e-300; a shortcut
-taken only on a window of tau that holds none of the temperatures probed (between
-1e-299 and 1e-101, or 1e101 and 1e299, say), or only beyond 1e300 or below 1e-300, is
-not seen; hot, at tau = 100, 1e3, 1500, 2200, 3300, 4000, 3e4, 1e6 and 1e7 on the checker's
+applied as a power of the exponentials does not give; at tau = 1e-100, 1e-300 and 1e-310 (a
+float64 subnormal), 1e100, 1e300 and 1e306 on a query scaled by tau, whose scaled scores
+stay near 1 (its raw products are about tau: at 1e-310 subnormal, at 1e306 about 3.6e306,
+float64 numbers both), so that a shortcut taken beyond a threshold of tau (uniform
+weights, an expansion of exp(), a clamp, an argmax) shows wherever the threshold lies,
+up to 1e306 and down to 1e-310 (st25b: min(tau, 1e300) and max(tau,
+np.finfo(Q.dtype).tiny) passed; a clamp at a bound of the inputs' dtype is named so);
+at 1e-310 the factor 1/(tau sqrt(d_k)) is past float64's largest number (the reference
+is the softmax of the query divided by tau, at tau = 1), so that a factor computed
+first is inf there and named so; a shortcut taken only on a window of tau that holds
+none of the temperatures probed (between 1e-299 and 1e-101, or 1e101 and 1e299, say),
+or only beyond 1e306 or below 1e-310, is not seen; hot, at tau = 100, 1e3, 1500, 2200, 3300, 4000, 3e4, 1e6 and 1e7 on the checker's
 inputs (an expansion of exp() to first order, taken beyond some tau or wherever a
 row's scaled scores spread by less than some bound, shows wherever it moves the output
 by more than 1.25e-8), at 1e7 the weights still differing from 1/T_k by about 3e-8,
@@ -111,9 +116,14 @@ whose weights there are the softmax's at a tau more than twice as warm a clamp; 
 the recipe the hints gave, raw scores in float32, passed). The raw scores computed in
 float64, shifted by their row maximum, then divided by tau and sqrt(d_k), are right at
 every tau these cases run. Float16 weights that are NaN, and NaN on float64 copies of the
-same inputs too, are told the shift, not float16 (st23b). Not
-covered: float64 inputs at a tau below about 5.6e-309 / sqrt(d_k), where the factor
-passes float64's largest number (the library's reference raises there). When an attempt fails, the checker
+same inputs too, are told the shift, not float16 (st23b). After them, float32 inputs
+of size 1e-20 at tau = 1e-40, below float32's smallest normal number (raw products
+about 1e-40, scaled scores from -0.71 to 1.41: the softmax tells the keys apart), where
+a tau clamped at np.finfo(np.float32).tiny gives near-uniform weights (st25b: on the
+entries of size 1 it gave the right one-hot ones, and passed); a clamp at a bound of
+the inputs' dtype is named so there and at the float16 near tie (st25b: it was told
+its raw products were computed in float32; inputs whose raw products no precision
+rounds, q = 1 at d_k = 1, tell the two apart). When an attempt fails, the checker
 compares it with the usual mistakes and names the one it matches (told apart, when hot, by how far their
 weights lie from uniform; a temperature applied as a power of the weights at tau = 1,
 whose rows underflow to 0/0 when cold, is named before the NaN's usual causes; at the
@@ -234,6 +244,15 @@ SNAP_GAPS = (10.0, 40.0)
 #: that a shortcut taken beyond any threshold of tau shows): hot 1e300 (Q K^T about
 #: 1e300, finite in float64) and cold 1e-300.
 EXTREME_HOT, EXTREME_COLD = 1e300, 1e-300
+#: Beyond them, still on the query scaled by tau, run after every other hot or cold
+#: case (st25b: a clamp min(tau, 1e300), or max(tau, np.finfo(Q.dtype).tiny), passed):
+#: hot 1e306 (Q K^T about 3.6e306, finite in float64) and cold 1e-310, a float64
+#: subnormal (Q's entries and Q K^T about 1e-310, subnormal, their 13 digits or so
+#: enough; the scaled scores near 1). At 1e-310 the factor 1/(tau sqrt(d_k)), about
+#: 4e309, is past float64's largest number (the library's function raises there, and
+#: the reference is the softmax of (tau Q) / tau at tau = 1): a factor computed first
+#: is inf, where the raw scores divided by tau, then by sqrt(d_k), are finite.
+BEYOND_HOT, BEYOND_COLD = 1e306, 1e-310
 #: Per extreme temperature, one as far out whose square fits float64 (1e300 and 1e-300
 #: squared overflow to inf and underflow to 0): an attempt right there and wrong at the
 #: extreme squared tau (np.sqrt(tau * tau * d_k)), and is told so.
@@ -1101,7 +1120,8 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     with np.errstate(all="ignore"):  # (scores of 1e300 overflow their squares)
         c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
     d_k = Q.shape[-1]
-    right = 1 / (tau * np.sqrt(d_k))
+    with np.errstate(over="ignore"):  # (inf at a subnormal tau)
+        right = 1 / (tau * np.sqrt(d_k))
     # a softmax of scaled scores is reproduced to rounding; weights that are only near
     # one (a series for exp(), weights rounded, a softmax in float32) are not, and
     # their fitted c is no mistake, nor a factor rounded to float32
@@ -1233,7 +1253,8 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
         named = uniform or floored or _epsilon_in_sum(A) or \
             (_float32_scale(c, tau, Q.shape[-1])
              if c and _scale_residual(A, c, Q, K) <= 1e-12 else "")
-        right = 1 / (tau * np.sqrt(Q.shape[-1]))
+        with np.errstate(over="ignore"):  # (inf at a subnormal tau)
+            right = 1 / (tau * np.sqrt(Q.shape[-1]))
         if not named and c and np.isclose(c, right, rtol=1e-3) and \
                 _scale_residual(A, c, Q, K) > 1e-12 and _allclose(O, A @ V):
             named = NEARLY
@@ -1340,6 +1361,16 @@ def _warmer_at_the_extreme(Q, K, tau, A) -> str:
             "itself, at every tau")
 
 
+#: Said when the weights are NaN at BEYOND_COLD, where the factor 1/(tau sqrt(d_k)) is
+#: inf in float64 though the raw products and scaled scores are float64 numbers.
+FACTOR_INF = ("at tau = {tau:g} the factor 1/(tau sqrt(d_k)) is inf in float64 (about "
+              "{factor}, past its largest number, about 1.8e308), though the raw "
+              "products Q K^T (about 1e-310 here, subnormal) and the scaled scores (near "
+              "1) are float64 numbers: a factor computed first makes the scaled scores "
+              "inf, and inf - inf or 0 * inf NaN; divide the raw scores by tau, then by "
+              "np.sqrt(d_k), (R - R.max(axis=-1, keepdims=True)) / tau / np.sqrt(d_k)")
+
+
 def _extreme_case(fn, Q, K, V, tau, what, want_A=None, want_O=None, shortcuts=False,
                   colder=None) -> tuple[bool, str]:
     """``_case`` at an extreme tau on ``tau * Q`` (``Q`` given unscaled), naming, when it
@@ -1349,6 +1380,13 @@ def _extreme_case(fn, Q, K, V, tau, what, want_A=None, want_O=None, shortcuts=Fa
                        shortcuts=shortcuts)
     if ok:
         return ok, detail
+    with np.errstate(over="ignore"):
+        factor = 1 / (tau * np.sqrt(Q.shape[-1]))
+    if tau == BEYOND_COLD and " contains NaN " in detail and np.isinf(factor):
+        # (last of the cold cases: a tau rounded to float32 failed at 1e-300 before)
+        e = -np.log10(tau) - np.log10(Q.shape[-1]) / 2  # (the factor's size, in decades)
+        return ok, (detail.replace(": " + _NAN_FROM_SCORES, "") + ": " + FACTOR_INF.format(
+            tau=tau, factor=f"{10 ** (e - np.floor(e)):.2g}e{int(np.floor(e))}"))
     if 0 < tau <= 2.0**-150 and " contains NaN " in detail:  # (0 in float32)
         # (st22b: np.float32(tau) at 1e-100 was told only the NaN's usual causes)
         detail += (f"; or was tau, or the factor 1/(tau sqrt(d_k)), rounded to float32, "
@@ -1368,6 +1406,8 @@ def _extreme_case(fn, Q, K, V, tau, what, want_A=None, want_O=None, shortcuts=Fa
     hint = _tau_squared(fn, Q, K, V, tau, pair[1])
     if not hint and colder is not None:
         hint = _colder_than_asked(Q, K, V, tau, pair[1], colder)
+    if not hint and tau == BEYOND_COLD:  # (below float64's tiny, built to show it)
+        hint = _dtype_clamp(pair[1], tau * Q, K, V, tau, 1e-8)
     if not hint and tau < 1:
         hint = _warmer_at_the_extreme(Q, K, tau, pair[1])
     return (False, f"{detail.split(': ', 1)[0]}: {hint}") if hint else (ok, detail)
@@ -1851,6 +1891,17 @@ def _tie_inputs(dtype):
     return Q, K, V
 
 
+def _exact_products_tie(dtype, tau):
+    """(Q, K, V) of ``dtype`` at d_k = 1, q = 1: the raw products are the keys
+    themselves, exact in every precision; the two best one step of the dtype apart near
+    tau / eps (a scaled gap of 0.5 to 4 at ``tau``), so that weights a clamp of tau
+    gives there are told from raw products rounded."""
+    k0 = dtype(2.0 ** np.floor(np.log2(tau / float(np.finfo(dtype).eps))))
+    K = np.array([[k0], [np.nextafter(k0, dtype(np.inf))], [-k0]], dtype=dtype)
+    return (np.ones((1, 1), dtype=dtype), K,
+            np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]], dtype=dtype))
+
+
 def _tie_named(fn, Q, K, V, tau, name) -> str:
     """What an attempt wrong at a near tie of ``name`` (float32 or float16) inputs is
     told: PRODUCTS_ROUNDED when it is right on float64 copies of them, TIE_WARMER when
@@ -1868,6 +1919,19 @@ def _tie_named(fn, Q, K, V, tau, name) -> str:
         gap = float(top[-1] - top[-2])
     if not np.isfinite(A).all():
         return ""
+    # a clamp at a bound of the dtype is right on float64 copies too (st25b): told so
+    # when it is a clamp on inputs whose raw products no precision rounds as well
+    # (the tie's weights are those of every bound from far below it: the probe tells
+    # the bound)
+    if _clamp_bounds(A, Q, K, V, tau, _LOW_ATOL[name], told=False):
+        exact = _exact_products_tie(Q.dtype.type, tau)
+        probe, _ = _attempt(fn, *exact, tau)
+        bounds = [] if probe is None else \
+            _clamp_bounds(probe[1], *exact, tau, _LOW_ATOL[name])
+        clamp = _dtype_clamp(A, Q, K, V, tau, _LOW_ATOL[name],
+                             [attr for attr, _ in bounds], told=False)
+        if clamp:
+            return clamp
     pair64, _ = _attempt(fn, *copies, tau)
     if pair64 is not None and _close(pair64[1], want, "")[0] and \
             _close(pair64[0], want_O, "")[0]:
@@ -1976,6 +2040,117 @@ def _floored_in_float32(A, Q, K, tau) -> bool:
     return False
 
 
+#: The bounds of np.finfo(dtype) a tau clamped from below at a bound of the inputs'
+#: dtype may be clamped at (st25b: max(tau, np.finfo(Q.dtype).tiny) passed float32 and
+#: was told "raw products computed in float32" on float16 inputs).
+_FINFO_BOUNDS = ("tiny", "smallest_subnormal", "eps", "resolution")
+#: Said when the weights are the softmax at a bound of the inputs' dtype.
+DTYPE_CLAMP = ("your weights are the softmax at tau = {bound}, warmer than tau = {tau:g} "
+               "(the softmax at tau gives {want}; yours {got}): was tau clamped from "
+               "below at a bound of the inputs' dtype (max(tau, {code}), so as not to "
+               "divide by a tiny number)? No bound is needed: at every tau whose raw "
+               "products and scaled scores float64 can hold, the raw scores computed in "
+               "float64, shifted by their row maximum and divided by tau and by "
+               "np.sqrt(d_k), are finite; divide by tau itself")
+
+
+def _reference_A(Q, K, V, tau):
+    """The weights at ``tau`` of float64 ``Q``, ``K``, ``V``: the library's, or, where
+    its factor 1/(tau sqrt(d_k)) is inf (a subnormal tau), those of Q / tau at tau = 1."""
+    with np.errstate(all="ignore"):
+        try:
+            return scaled_dot_product_attention(Q, K, V, temperature=tau)[1]
+        except ValueError:
+            return scaled_dot_product_attention(Q / tau, K, V)[1]
+
+
+def _clamp_bounds(A, Q, K, V, tau, atol: float, among=_FINFO_BOUNDS,
+                  told: bool = True) -> list:
+    """The bounds b of np.finfo(Q.dtype) (of ``among``), as (name, value), such that
+    weights ``A`` of ``Q``, ``K``, ``V`` at ``tau`` are the softmax (on float64
+    copies) at max(tau, b) where the softmax at tau differs from it; with ``told``,
+    only a bound these inputs tell from twice it (st25b: tau + 1e-12, uniform weights
+    where the softmax at float32's eps is uniform too, was told a clamp at eps)."""
+    if A is None:
+        return []
+    copies = tuple(np.asarray(x, dtype=np.float64) for x in (Q, K, V))
+    with np.errstate(all="ignore"):
+        A = np.asarray(A, dtype=np.float64)
+    want = _reference_A(*copies, tau)
+    if A.shape != want.shape or not np.isfinite(A).all():
+        return []
+    info = np.finfo(np.asarray(Q).dtype)
+    found = []
+    for attr in among:
+        bound = float(getattr(info, attr))
+        if not tau < bound:
+            continue
+        at = scaled_dot_product_attention(*copies, temperature=bound)[1]
+        if told and np.allclose(at, scaled_dot_product_attention(
+                *copies, temperature=2 * bound)[1], rtol=0, atol=atol):
+            continue
+        if np.allclose(A, at, rtol=0, atol=atol) and \
+                not np.allclose(want, at, rtol=0, atol=atol):
+            found.append((attr, bound))
+    return found
+
+
+def _dtype_clamp(A, Q, K, V, tau, atol: float, among=_FINFO_BOUNDS,
+                 told: bool = True) -> str:
+    """What weights ``A`` of ``Q``, ``K``, ``V`` at ``tau`` are told that are the
+    softmax at max(tau, b) for a bound b of np.finfo(Q.dtype) (``_clamp_bounds``; every
+    bound that gives them is named); "" otherwise."""
+    found = _clamp_bounds(A, Q, K, V, tau, atol, among, told)
+    if not found:
+        return ""
+    name = np.asarray(Q).dtype.name
+    A = np.asarray(A, dtype=np.float64)
+    want = _reference_A(*(np.asarray(x, dtype=np.float64) for x in (Q, K, V)), tau)
+    bound = " or ".join(f"{b:.3g}, np.finfo({name}).{attr}" for attr, b in found)
+    code = " or ".join(f"np.finfo(Q.dtype).{attr}" for attr, _ in found)
+    rows = [X.reshape(-1, X.shape[-1]) for X in (want, A)]
+    row = int(np.abs(rows[1] - rows[0]).max(axis=-1).argmax())  # the row most off
+    want_row, got_row = ("(" + ", ".join(f"{x:.3g}" for x in X[row]) + ")" for X in rows)
+    return DTYPE_CLAMP.format(bound=bound, tau=tau, code=code, want=want_row, got=got_row)
+
+
+#: float32 inputs of size 1e-20 (d_k = 2), run at TINY32, below float32's smallest
+#: normal number (np.finfo(np.float32).tiny, about 1.2e-38): their raw products, about
+#: 1e-40, and scaled scores, from -0.71 to 1.41, are float64 numbers, and the softmax
+#: tells the keys apart, so that a tau clamped at a bound of the dtype
+#: (max(tau, np.finfo(Q.dtype).tiny)) shows (st25b: on the ordinary float32 inputs at
+#: 1e-40, entries of size 1, it gave the same one-hot weights, and passed).
+TINY32 = 1e-40
+TINY32_Q = ((1e-20, 0.0), (3e-21, 1e-20))
+TINY32_K = ((2e-20, 0.0), (0.0, 1e-20), (-1e-20, 1e-20))
+
+
+#: Said when the weights at TINY32 are uniform.
+TINY32_UNIFORM = (f"your weights are all equal, where at tau = {TINY32:g} the softmax "
+                  "still tells the keys apart (the scores, divided by tau sqrt(d_k), lie "
+                  "from -0.71 to 1.41 here): was tau clamped from below (max(tau, ...)), "
+                  "or an epsilon added to it? Divide the scores by tau itself, at every "
+                  "tau, in float64")
+
+
+def _float32_tiny_case(fn) -> tuple[bool, str]:
+    """float32 inputs of size 1e-20 at TINY32; weights that are the softmax at a bound
+    of float32 (a clamp) are named so."""
+    Q, K, V = (np.array(x, dtype=np.float32) for x in (TINY32_Q, TINY32_K, HOT32_V))
+    ok, detail = _float32_cold_case(fn, Q, K, V, TINY32, "of size 1e-20 ")
+    if ok:
+        return ok, detail
+    pair, _ = _attempt(fn, Q, K, V, TINY32)
+    named = "" if pair is None else _dtype_clamp(pair[1], Q, K, V, TINY32,
+                                                 _LOW_ATOL["float32"])
+    if not named and pair is not None and np.shape(pair[1]) == (2, 3):
+        with np.errstate(all="ignore"):
+            A = np.asarray(pair[1], dtype=np.float64)
+        if np.all(np.abs(A - 1 / 3) <= 1e-6):  # (a clamp far above the dtype's bounds)
+            named = TINY32_UNIFORM
+    return ok, f"{detail.split(': ', 1)[0]}: {named}" if named else detail
+
+
 def _float32_hot_case(fn) -> tuple[bool, str]:
     """float32 inputs at HOT32: right to float32 precision, and uniform weights named
     as tau, or tau sqrt(d_k), rounded to float32."""
@@ -2079,12 +2254,17 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                  "along the row"))
     cold = [(q, k, v, t, w, *scaled_dot_product_attention(q, k, v, temperature=t))
             for q, k, v, t, w in cold]
+    # last, beyond the extreme: at a subnormal tau (the reference as (tau Q) / tau at
+    # tau = 1, since the factor is inf there)
+    cold.append((BEYOND_COLD * Q, K, V, BEYOND_COLD,
+                 f"at tau = {BEYOND_COLD:g} on Q scaled by tau",
+                 *scaled_dot_product_attention(BEYOND_COLD * Q / BEYOND_COLD, K, V)))
 
     def cold_case(weights: bool):
         for q, k, v, t, what, O, A in cold:
             wanted = dict(want_A=A if weights else None, want_O=None if weights else O,
                           what=what, shortcuts=ordinary_ok)
-            if t in (EXTREME_COLD, FAR_TAUS[0]):  # (q is Q scaled by tau)
+            if t in (EXTREME_COLD, FAR_TAUS[0], BEYOND_COLD):  # (q is Q scaled by tau)
                 ok, detail = _extreme_case(fn, Q, k, v, t, **wanted)
             else:
                 ok, detail = _case(fn, q, k, v, t, **wanted)
@@ -2095,7 +2275,7 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                 head, _, rest = detail.partition(": ")
                 if named or not rest or rest == _NAN_FROM_SCORES:
                     detail = f"{head}: {named or RESCALE}"
-            elif not ok and t not in (EXTREME_COLD, FAR_TAUS[0]):
+            elif not ok and t not in (EXTREME_COLD, FAR_TAUS[0], BEYOND_COLD):
                 named = _rescale_named(fn, q, k, v, t)
                 if named:
                     detail = f"{detail.split(': ', 1)[0]}: {named}"
@@ -2112,8 +2292,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     cold_title = (f"at tau = {COLD:g} (also on rows whose scaled scores lead by "
                   f"{leads}, on rows of {LONG_LEADS_T} keys led by {long_leads}, "
                   f"and on a row of {RISING_T} keys rising along it), "
-                  f"at {LONG_TAU:g} on {T_k} keys, and at {FAR_TAUS[0]:g} and "
-                  f"{EXTREME_COLD:g} on Q scaled by tau")
+                  f"at {LONG_TAU:g} on {T_k} keys, and at {FAR_TAUS[0]:g}, "
+                  f"{EXTREME_COLD:g} and {BEYOND_COLD:g} on Q scaled by tau")
     results.append(_run(f"weights {cold_title}", lambda: cold_case(True)))
     results.append(_run(f"output {cold_title}", lambda: cold_case(False)))
 
@@ -2414,6 +2594,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     O_f, A_f = scaled_dot_product_attention(FAR_TAUS[1] * Q, K, V, temperature=FAR_TAUS[1])
     far_hot = f"at tau = {FAR_TAUS[1]:g} on Q scaled by tau"
     extreme = f"at tau = {EXTREME_HOT:g} on Q scaled by tau"
+    O_b, A_b = scaled_dot_product_attention(BEYOND_HOT * Q, K, V, temperature=BEYOND_HOT)
+    beyond = f"at tau = {BEYOND_HOT:g} on Q scaled by tau"
 
     def nearly_uniform_weights():
         # first at WARM temperatures between TAUS and HOT, where an expansion of exp()
@@ -2439,7 +2621,11 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                    shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
         if not ok:
             return ok, detail
-        return _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_A=A_x,
+        ok, detail = _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_A=A_x,
+                                   shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
+        if not ok:
+            return ok, detail
+        return _extreme_case(fn, Q, K, V, BEYOND_HOT, beyond, want_A=A_b,
                              shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
 
     def output_near_the_mean():
@@ -2464,11 +2650,15 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                                    shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
         if not ok:
             return ok, detail
-        return _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_O=O_x,
+        ok, detail = _extreme_case(fn, Q, K, V, EXTREME_HOT, extreme, want_O=O_x,
+                                   shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
+        if not ok:
+            return ok, detail
+        return _extreme_case(fn, Q, K, V, BEYOND_HOT, beyond, want_O=O_b,
                              shortcuts=ordinary_ok, colder=BIG_TAUS[-1])
 
     hot = (f"to {BIG_TAUS[-1]:g}, on small and on large scores, and at "
-           f"{FAR_TAUS[1]:g} and {EXTREME_HOT:g} on Q scaled by tau")
+           f"{FAR_TAUS[1]:g}, {EXTREME_HOT:g} and {BEYOND_HOT:g} on Q scaled by tau")
     results.append(_run(f"weights at tau = {WARM[0]:g} {hot}", nearly_uniform_weights))
     results.append(_run(f"output at tau = {WARM[0]:g} {hot}", output_near_the_mean))
 
@@ -2576,8 +2766,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
     results.append(_run("float32 inputs give float32 results, float16 inputs float16 "
                         f"(tau = 1.5, {TAU32:g}, {COLD32[0]:g}, {COLD32[1]:g} and "
                         f"{HOT32:g}, and {cold32} on entries of size 1e19, {HOT32:g} on entries of "
-                        f"size 3e19 and {TIE32_TAUS[0]:g} and {TIE32_TAUS[1]:g} at a near "
-                        f"tie; 0.7, "
+                        f"size 3e19, {TINY32:g} on entries of size 1e-20 and "
+                        f"{TIE32_TAUS[0]:g} and {TIE32_TAUS[1]:g} at a near tie; 0.7, "
                         f"{TAU32:g}, {COLD16:g}, {COLDEST16:g} and {COLD32[1]:g}, and 1 on "
                         f"entries of size {WIDE16[0]:g} at d_k = {WIDE16[1]} and "
                         f"{ROUND16[0]:g} at d_k = {ROUND16[1]}, and {TIE16_TAU:g} at a near "
@@ -2596,7 +2786,8 @@ def check_attention_with_temperature(fn: Callable, verbose: bool = True) -> bool
                              lambda: _float32_cold_cases(fn, Q32, K32, V32),
                              lambda: _float16_case(fn, Q16, K16, V16, COLD32[-1]),
                              lambda: _float32_wide_and_tied_cases(fn),
-                             lambda: _float16_tied_case(fn))))
+                             lambda: _float16_tied_case(fn),
+                             lambda: _float32_tiny_case(fn))))
 
     # Leading batch and head dimensions, (B, H, T, d), as in a real model.
     Qb, Kb, Vb = _qkv(rng, T_q=T_Q, T_k=T_K, d_k=D_K, d_v=D_V, batch=BATCH)
