@@ -133,11 +133,22 @@ def check_mask(mask, score_shape: tuple[int, ...]) -> np.ndarray:
 
 
 def overflow_error(dtype) -> ValueError:
-    """The error of scores c Q K^T that overflowed ``dtype``, the dtype they are computed in."""
+    """The error of scores c Q K^T that overflowed ``dtype``, the dtype they are computed in.
+
+    The row maxima the callers check cannot tell which step overflowed, so the message
+    names the three it may be: the raw products Q K^T, the factor c = 1/(temperature
+    sqrt(d_k)) (inf below a temperature of about 5.6e-309 / sqrt(d_k) in float64) and
+    the scaled scores c Q K^T; and suggests float64 only where the work is narrower.
+    """
+    dtype = np.dtype(dtype)
+    wider = ("; or pass float64 inputs (float64 holds up to about 1.8e308)"
+             if dtype.itemsize < 8 else "")
     return ValueError(
-        f"the scaled scores c Q K^T overflowed {np.dtype(dtype).name}: some |c q . k| exceeds "
-        "the largest representable number; scale Q or K down, raise the temperature, or "
-        "compute in float64"
+        f"the scores c Q K^T overflowed {dtype.name}: some raw product |q . k|, the "
+        f"factor c = 1/(temperature sqrt(d_k)) or some scaled score |c q . k| exceeds "
+        f"{dtype.name}'s largest number, about {float(np.finfo(dtype).max):.2g}; scale Q "
+        f"or K down (if the raw products overflowed), or raise the temperature (if the "
+        f"factor or the scaled scores did){wider}"
     )
 
 

@@ -161,9 +161,28 @@ def test_an_overflow_caused_by_a_small_temperature_names_the_scaled_scores(fn):
     ones = np.ones((2, 4), dtype=np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no stray RuntimeWarning before the error
-        with pytest.raises(ValueError, match=r"scaled scores c Q K\^T overflowed float32") as err:
+        with pytest.raises(ValueError, match=r"the scores c Q K\^T overflowed float32") as err:
             QKV_FUNCTIONS[fn](ones, ones, ones, temperature=1e-39)
-    assert "temperature" in str(err.value)
+    assert "raise the temperature (if the factor or the scaled scores did)" in str(err.value)
+
+
+@pytest.mark.parametrize("fn", ["plain", "blocked", "tiled", "backward"])
+def test_an_overflow_in_float64_names_every_step_it_may_be_and_suggests_no_float64(fn):
+    """st25b: the raw products of float64 inputs overflowed (1e200 squared) and were told
+    "the scaled scores c Q K^T overflowed float64 ... compute in float64"; at a subnormal
+    temperature the factor c itself is inf. Each message names the raw products, the
+    factor and the scaled scores, and suggests float64 only for narrower work."""
+    big, ones = np.full((2, 4), 1e200), np.ones((2, 4))
+    for args, kwargs in (((big, big, big), {}), ((ones, ones, ones), {"temperature": 1e-310})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (the factor's own overflow, at 1e-310)
+            with pytest.raises(ValueError, match="overflowed float64") as err:
+                QKV_FUNCTIONS[fn](*args, **kwargs)
+        text = str(err.value)
+        assert "raw product" in text and "factor c" in text and "scaled score" in text
+        assert "float64 inputs" not in text and "compute in float64" not in text
+    with pytest.raises(ValueError, match="pass float64 inputs"):
+        QKV_FUNCTIONS[fn](*(np.full((2, 2), 1e20, np.float32),) * 3)  # q . k = 2e40
 
 
 def test_float16_scores_beyond_float16s_range_are_computed_in_float32_without_error():
