@@ -2218,7 +2218,23 @@ def right_shifted_by_the_raw_maximum_then_scaled(Q, K, V, tau):
     return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
 
 
+def right_divided_then_shifted_in_float64(Q, K, V, tau):
+    # st25b: in float64 the shift need not come before the division where the scaled
+    # scores fit float64, as the statement promises (the page says so)
+    Qw, Kw, Vw = _exact(Q, K, V)
+    A = _softmax(Qw @ np.swapaxes(Kw, -1, -2) / tau / np.sqrt(Q.shape[-1]))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def right_divided_by_tau_sqrt_d_k_then_shifted_in_float64(Q, K, V, tau):
+    Qw, Kw, Vw = _exact(Q, K, V)
+    A = _softmax(Qw @ np.swapaxes(Kw, -1, -2) / (tau * np.sqrt(Q.shape[-1])))
+    return (A @ Vw).astype(Q.dtype), A.astype(Q.dtype)
+
+
 RIGHT = [right, right_in_torch, right_with_einsum, right_with_tau_on_q_only,
+         right_divided_then_shifted_in_float64,
+         right_divided_by_tau_sqrt_d_k_then_shifted_in_float64,
          right_with_log_sum_exp, right_by_the_readers_own_function_of_the_librarys_name,
          right_shifted_by_the_raw_maximum_then_scaled,
          online_with_the_rescale_in_blocks_of_8192]
@@ -2977,12 +2993,18 @@ def test_the_pages_say_the_temperatures_the_checker_runs():
     from tests.pages._common import CHAPTERS
 
     page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
-    assert ("at many temperatures and sizes (from $10^{-300}$ to $10^{300}$; between "
+    assert ("at many temperatures and sizes (from $10^{-310}$ to $10^{306}$; between "
             "$10^{-3}$ and $10^{3}$ one every eighth of a decade, of many digits, and a "
             "few drawn afresh on each call)") in page
     notes = " ".join((CHAPTERS / "exercises.md").read_text().split())
     assert "from very cold to very hot temperatures, a few drawn afresh on each call" in notes
-    assert t.EXTREME_COLD == 1e-300 and t.EXTREME_HOT == 1e300 and t.DRAWN_TAUS > 0
+    assert t.BEYOND_COLD == 1e-310 and t.BEYOND_HOT == 1e306 and t.DRAWN_TAUS > 0
+    # (the coldest and hottest the checker runs: every other is nearer 1)
+    assert t.BEYOND_COLD < t.EXTREME_COLD and t.BEYOND_HOT > t.EXTREME_HOT
+    # "at 1e-310, which the checker runs, that factor is inf even in float64"
+    with np.errstate(over="ignore"):
+        assert np.isinf(1 / (t.BEYOND_COLD * np.sqrt(t.D_K)))
+    assert "that factor is inf even in `float64`" in page
     edges = [1e-3] + sorted(t.BETWEEN_TAUS) + [1e3]
     assert max(np.diff(np.log10(edges))) <= 1 / 8 + 1e-12
     assert all(float(f"{x:.7g}") != x for x in t.BETWEEN_TAUS)

@@ -115,7 +115,8 @@ right on float64 copies of the near tie is told its raw products were rounded, o
 whose weights there are the softmax's at a tau more than twice as warm a clamp; st23b:
 the recipe the hints gave, raw scores in float32, passed). The raw scores computed in
 float64, shifted by their row maximum, then divided by tau and sqrt(d_k), are right at
-every tau these cases run. Float16 weights that are NaN, and NaN on float64 copies of the
+every tau these cases run, and so are they divided first and then shifted (in float64
+the order does not matter where the scaled scores fit). Float16 weights that are NaN, and NaN on float64 copies of the
 same inputs too, are told the shift, not float16 (st23b). After them, float32 inputs
 of size 1e-20 at tau = 1e-40, below float32's smallest normal number (raw products
 about 1e-40, scaled scores from -0.71 to 1.41: the softmax tells the keys apart), where
