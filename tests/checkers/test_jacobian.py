@@ -137,6 +137,13 @@ def _checked_entry(ai, gi, ag):  # a 20-line helper, run once per key
     return result
 
 
+def vjp_in_fractions(a, g):  # right, exact: O(T_k); st24c: rejected by 310 bytes at 1001
+    from fractions import Fraction
+    al, gl = [Fraction(x) for x in a.tolist()], [Fraction(x) for x in g.tolist()]
+    ag = sum(x * y for x, y in zip(al, gl))
+    return np.array([float(x * (y - ag)) for x, y in zip(al, gl)])
+
+
 def vjp_by_a_long_helper_per_key(a, g):  # st22c: told "grows like T_k^2" from one length
     ag = float(np.dot(a, g))
     out = np.empty(len(a))
@@ -150,6 +157,7 @@ RIGHT = [
     (jacobian, vjp_over_four_lists),
     (jacobian, vjp_over_five_lists),
     (jacobian, vjp_in_decimals),
+    (jacobian, vjp_in_fractions),
     (jacobian, vjp_by_a_long_helper_per_key),
     (jacobian, vjp_by_fsum),
     (jacobian, vjp_in_reverse_order),
@@ -435,7 +443,14 @@ def jacobian_from_attention_backward(a):  # st22c: passed
     return np.column_stack([_dk_of_attention_backward(a, e) for e in np.eye(len(a))])
 
 
+
+def jacobian_flushing_tiny_weights_in_place(a):  # st24c: passed (no weight below 1e-300)
+    a[a < 1e-300] = 0.0
+    return np.diag(a) - np.outer(a, a)
+
+
 WRONG_JACOBIANS = [
+    (jacobian_flushing_tiny_weights_in_place, "your function changed its argument a in place"),
     (jacobian_a_times_eye_minus_a, "at a one-hot row it must be exactly 0"),
     (jacobian_zero_where_a_max_is_1, NOT_ZERO),
     (jacobian_zero_past_1_minus_1e_15, NOT_ZERO),
@@ -1005,12 +1020,83 @@ def vjp_j_in_blocks_of_8_rows(a, g):  # st22c: told "it builds J" (rows of J, 8 
     return out
 
 
+
+def vjp_recomputes_a_dot_g_by_fmean(a, g):  # st24c: passed (statistics' own fsum)
+    import statistics
+    out = np.empty_like(a)
+    for i in range(a.size):
+        out[i] = a[i] * (g[i] - statistics.fmean(g, weights=a))
+    return out
+
+
+def _recomputes_a_dot_g_on_copies_by(copy):
+    """a.g recomputed for every key on copies of a and g that ``copy`` makes of their
+    lists (st24c: each passed, O(T_k^2))."""
+    def wrong(a, g):
+        b, h = copy(a.tolist()), copy(g.tolist())
+        out = np.empty(len(b))
+        for i in range(len(b)):
+            out[i] = b[i] * (h[i] - b @ h)
+        return out
+    wrong.__name__ = f"vjp_recomputes_a_dot_g_on_copies_by_{copy.__name__}"
+    return wrong
+
+
+def hstack(x):
+    return np.hstack([x])
+
+
+def concatenate(x):
+    return np.concatenate([x])
+
+
+def float64(x):
+    return np.float64(x)
+
+
+def asanyarray(x):
+    return np.asanyarray(x)
+
+
+def atleast_1d(x):
+    return np.atleast_1d(x)
+
+
+
+def vjp_a_times_a_at_g(a, g):  # st24c: told only "differs by" (a * a @ g is (a * a) @ g)
+    return a * g - a * a @ g
+
+
+def vjp_a_at_a_times_g(a, g):  # st24c: (a @ a) * g
+    return a * g - a @ a * g
+
+
+def vjp_ending_in_a_dot_product(a, g):  # st24c: told "not a NumPy array: no .tolist()"
+    return a * (g - a) @ g
+
+
+def vjp_flushing_tiny_weights_in_place(a, g):  # st24c: passed (no weight below 1e-300)
+    a[a < 1e-300] = 0.0
+    return a * (g - a @ g)
+
+COPIES_OF_LISTS = (asanyarray, atleast_1d, hstack, concatenate, float64)
+
 WRONG_VJPS = [
+    (vjp_a_times_a_at_g, "a * a @ g is (a * a) @ g, the number sum(a_i^2 g_i)"),
+    (vjp_a_at_a_times_g, "a @ a * g is (a @ a) * g, the number |a|^2 times g"),
+    (vjp_ending_in_a_dot_product, "VJP is a single number (float64), not an array of shape "
+                                  "(4,): a dot product over the keys ended the expression"),
+    (vjp_flushing_tiny_weights_in_place, "your function changed its argument a in place"),
+    (vjp_recomputes_a_dot_g_by_fmean, "your vjp's sums (sum, math.fsum, statistics.fmean) "
+                                      "took more than"),
+    *((_recomputes_a_dot_g_on_copies_by(copy),
+       "64 of them took a and g both: it recomputes the number a.g")
+      for copy in COPIES_OF_LISTS),
     (vjp_recomputes_a_dot_g_by_einsum_on_lists, "it recomputes the number a.g"),
     (vjp_recomputes_a_dot_g_by_tensordot_on_lists, "it recomputes the number a.g"),
     (vjp_builds_j_up_to_65_keys, "KiB, past the budget of 28 KiB at this length (384 "
-                                 "bytes per key and 4 KiB); a 64 x 64 matrix takes 32 "
-                                 "KiB: it builds J"),
+                                 "bytes per key and 4 KiB); a 64 x 64 matrix of float64 "
+                                 "takes 32 KiB: it builds J"),
     (vjp_row_by_row_up_to_256_keys, "on a row of 64 keys your vjp's NumPy operations "
                                     "touched about 129 x 64 entries, past the budget of "
                                     "32 x 64 (the right VJP touches 3 x 64): it computes "
@@ -1077,8 +1163,8 @@ WRONG_VJPS = [
      "its values: VJP on a dense row of 1500 keys, g of both signs differs"),
     (vjp_in_float32_on_long_rows, "its values: VJP on a dense row of 1500 keys"),
     (vjp_recomputes_a_dot_g_by_np_dot_on_lists, "recomputes the number a.g"),
-    (vjp_recomputes_a_dot_g_by_sum_on_lists, "your vjp's sums (sum, math.fsum) took"),
-    (vjp_recomputes_a_dot_g_by_fsum_on_lists, "your vjp's sums (sum, math.fsum) took"),
+    (vjp_recomputes_a_dot_g_by_sum_on_lists, "your vjp's sums (sum, math.fsum, statistics.fmean) took"),
+    (vjp_recomputes_a_dot_g_by_fsum_on_lists, "your vjp's sums (sum, math.fsum, statistics.fmean) took"),
     (vjp_row_by_row_after_astype, "one row of J at a time"),
     (vjp_row_by_row_after_dunder_array, "one row of J at a time"),
     (vjp_recomputes_a_dot_g_after_astype, "recomputes the number a.g"),
@@ -1128,7 +1214,10 @@ WRONG_VJPS = [
     (vjp_with_a_dot_g_in_float16, "a.g was computed in float16 (about 3 digits)"),
     (vjp_recomputes_a_dot_g_by_correlate_on_lists,
      "64 of them took a and g both: it recomputes the number a.g"),
-    (vjp_j_in_blocks_of_8_rows, "though little at once (J is 2048 KiB): it computes J g one "
+    (vjp_j_in_blocks_of_8_rows, "on a row of 100 keys, its gradient g all positive, your "
+                                "vjp's traced memory allocated line by line, summed, "
+                                "reached 290 KiB, past the budget of 282 KiB at this length, "
+                                "though little at once (J is 78 KiB): it computes J g one "
                                 "row of J at a time (or a block of rows)"),
 ]
 
@@ -1210,7 +1299,9 @@ def test_a_dot_g_by_the_method_is_counted_and_pairs_only_when_it_is_recomputed()
 
 
 def test_the_work_count_gives_numpy_its_own_converters_back_even_when_the_attempt_raises():
-    own = {name: getattr(np, name) for name in jacobian_checker._CONVERTERS}
+    own = {name: getattr(np, name) for name in dir(np) if not name.startswith("_")}
+    assert {"asarray", "asanyarray", "hstack", "float64", "multiply"} <= \
+        set(jacobian_checker._counted_namespace())  # every public callable is wrapped
 
     def raises_after_asarray(a, g):
         np.asarray(a)
@@ -1302,25 +1393,52 @@ def test_a_blind_spot_of_the_docstring_passes(blind, capsys):
         _WORKSPACE.clear()
 
 
-def vjp_in_fractions(a, g):  # right, exact: O(T_k), but big integers on every operation
-    from fractions import Fraction
-    al, gl = [Fraction(x) for x in a.tolist()], [Fraction(x) for x in g.tolist()]
-    ag = sum(x * y for x, y in zip(al, gl))
-    return np.array([float(x * (y - ag)) for x, y in zip(al, gl)])
+def vjp_with_a_scratch_list_per_key(a, g):  # O(T_k), but 4 KiB made for every key
+    ag = float(np.dot(a, g))
+    out = np.empty(len(a))
+    for i in range(len(a)):
+        scratch = [float(a[i])] * 512
+        out[i] = scratch[-1] * (g[i] - ag)
+    return out
 
 
-def test_an_exact_fraction_vjp_is_told_the_budget_it_passed_not_that_it_builds_j(capsys):
-    """st22c: it was told "a loop inside a loop" (fractions.py's own lines were counted),
-    then "one row of J at a time": its memory allocated per key is over the budget, and
-    grows like T_k, which is what it is told."""
-    assert checkers.check_softmax_jacobian(jacobian, vjp_in_fractions) is False
+def test_a_vjp_allocating_much_per_key_is_told_the_budget_it_passed_not_that_it_builds_j(
+        capsys):
+    """st22c: an exact Fraction vjp was told "a loop inside a loop", then "one row of J at a
+    time"; st24c: it must pass (it is in RIGHT). A vjp that allocates more per key than
+    the volume's budget, O(T_k) in all, is told that budget, and that its volume grows
+    like T_k from 512 keys to 2048."""
+    assert checkers.check_softmax_jacobian(jacobian, vjp_with_a_scratch_list_per_key) is False
     out = capsys.readouterr().out.replace("\n    ", " ")
     assert "6 of 7 checks passed." in out
     assert "allocated line by line, summed, reached" in out
-    assert "not like T_k^2: many temporary objects made for every key" in out
+    assert "from 512 keys to 2048, not like T_k^2: many temporary objects made for every " \
+           "key" in out, out
     cost = out.split("its cost: ")[1]
     assert "builds J" not in cost and "row of J" not in cost and "loop inside" not in cost
 
+
+def vjp_in_decimals_keeping_its_lists_on_long_rows(a, g):  # O(T_k), many Decimals alive
+    if len(a) < 400:
+        return a * (g - a @ g)
+    from decimal import Decimal
+    al, gl = [Decimal(x) for x in a.tolist()], [Decimal(x) for x in g.tolist()]
+    prods = [x * y for x, y in zip(al, gl)]
+    ag = sum(prods)
+    diffs = [y - ag for y in gl]
+    return np.array([float(x * d) for x, d in zip(al, diffs)])
+
+
+def test_a_peak_over_its_budget_below_j_s_size_is_not_told_it_builds_j(capsys):
+    """st24c: "builds J" was told to every peak over its budget below 394 keys (the
+    budget is above T_k^2 bytes there): it is told only where the peak is at least J's
+    size in float64, 8 T_k^2 bytes; below that, the budget it passed."""
+    assert checkers.check_softmax_jacobian(
+        jacobian, vjp_in_decimals_keeping_its_lists_on_long_rows) is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert "on a row of 512 keys" in out and "traced memory at its peak reached" in out, out
+    assert "less than J in float64 (2048 KiB): many Python objects alive at once" in out, out
+    assert "builds J" not in out.split("its cost: ")[1]
 
 def _forty_lines(x):
     for _ in range(20):
@@ -1365,13 +1483,19 @@ def test_lines_over_their_budget_are_told_t_k_squared_only_when_they_grow_so(cap
     assert "T_k^2" not in out
     assert checkers.check_softmax_jacobian(jacobian, vjp_by_a_double_loop_over_lists) is False
     out = capsys.readouterr().out.replace("\n    ", " ")
-    assert "from 16 keys to 64" in out and "T_k^2" in out, out
+    assert "grew more than 6-fold from 64 keys to 256" in out and "T_k^2" in out, out
 
 
-def test_growth_from_16_keys_to_64_tells_t_k_from_t_k_squared():
-    linear = jacobian_checker._growth(vjp_by_a_long_helper_per_key)
-    quadratic = jacobian_checker._growth(vjp_by_a_double_loop_over_lists)
+def test_growth_between_lengths_4_times_apart_tells_t_k_from_t_k_squared():
+    linear = jacobian_checker._growth(vjp_by_a_long_helper_per_key, "lines")
+    quadratic = jacobian_checker._growth(vjp_by_a_double_loop_over_lists, "lines")
     assert linear["lines"] <= 4 < jacobian_checker.QUADRATIC_GROWTH < quadratic["lines"]
+    # st24c: a row of J made for every key, little at once, grows like T_k^2 from 512
+    # keys to 2048 (from 16 to 64 its volume was the size of Python's objects per key)
+    assert jacobian_checker.GROWTH_SIZES["volume"] == (512, 2048)
+    rows = jacobian_checker._growth(vjp_row_by_row, "volume")["volume"]
+    assert jacobian_checker.QUADRATIC_GROWTH < rows
+    assert jacobian_checker._growth(vjp_in_fractions, "volume")["volume"] <= 4.5
 
 
 def test_a_naive_einsum_counts_one_product_per_combination_of_its_indices():

@@ -24,16 +24,21 @@ is the difference of (relatively for the small entries, absolutely for the top
 key's): zeros returned where a.max() == 1.0, or above 1 - 1e-15, are named (st17a:
 they passed while the rows stopped at 1 - 1.4e-14); and so is softmax([690, 0, 0,
 0]), whose small weights are 2.2e-300 (their products underflow to 0 in every right
-way), so that weights flushed to 0 below 1e-19 or 1e-20 are named (st18a). Both return plain
+way), so that weights flushed to 0 below 1e-19 or 1e-20 are named (st18a), and
+softmax([700, 0, 0, 0]), whose small weights are 9.9e-305, so that an attempt that
+changes weights below 1e-300 in place is told so (st24c). Both return plain
 float64 NumPy arrays (not lists, not np.matrix or another subclass, not float32)
 and leave their arguments unchanged (and ``vjp`` is finite for a g with zero entries,
 or all zero: one that divides by g is named); and ``vjp`` never builds J. That is judged
 by how its cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; its values
 there are compared too, and a wrong one is reported as "its values", not as a cost), each
 cost against a budget that grows like T_k (``BUDGETS``, ``VJP_WORK_PASSES``), far above
-what a * (g - a.g) needs and below what J needs at every measured length (J alone is
-8 T_k^2 bytes, 32 KiB at 64 keys, where the peak's budget is 28 KiB), so that an attempt
-that builds J only on short rows, or only on long ones, shows. At each
+what a * (g - a.g) needs; the peak's and PyTorch's below what J needs at every measured
+length (J alone is 8 T_k^2 bytes, 32 KiB at 64 keys, where the peak's budget is 28 KiB),
+the work count's below a row of J for every key at every measured length, the summed
+volume's below it from 495 keys on (not at 64, 65, 99 and 100 keys, where right attempts
+allocate more per key than a row of J), so that an attempt that builds J only on short
+rows, or only on long ones, shows. At each
 length four rows are measured (``ROW_KINDS``): a dense one, a saturated one (one weight
 above 0.99), one with masked keys (weights exactly 0) and one both saturated and masked,
 so that an attempt that builds J only on one kind of row shows; and with them a dense
@@ -57,21 +62,24 @@ given on four keys only, for the values), or only on a combination of length, ki
 row and kind of gradient that no measured row has.
 What the checker sees, in each measured call: the peak of the memory ``tracemalloc``
 traces (NumPy's arrays and Python's objects, in every thread) and that memory allocated
-line by line, summed; the lines of Python run in the calling thread, outside NumPy's,
-PyTorch's, the checker's own files and the number types of the standard library written
+line by line, summed (each step between two of the tracer's events, a line or a call,
+past its first ``VOLUME_ALLOWANCE``, 512 bytes); the lines of Python run in the calling
+thread, outside NumPy's, PyTorch's, the checker's own files and the number types of the standard library written
 in Python (``fractions``, ``_pydecimal``, ``numbers``; the attempt's functions they call
 back count);
-the items ``sum`` and ``math.fsum`` take, looked up by those names when they are called;
+the items ``sum``, ``math.fsum`` and the ``fsum`` that ``statistics`` holds (which
+``statistics.fmean`` calls) take, looked up by those names when they are called;
 the entries every PyTorch operation touches (a dispatch mode); at one row of 4096 keys,
 on Linux, the growth of the resident memory (any library's); and, in the counted call,
 the entries NumPy operations touch when they take the arrays it passes as a and g
 (a subclass that counts) or what NumPy derives from them (results and views); a copy
-counts too when it is made from those arrays by ``np.asarray``, ``np.array``,
-``np.ascontiguousarray``, ``np.asfortranarray``, ``a.astype(float, subok=False)`` or
-``a.__array__()``, or when it is made by one of those, ``np.frombuffer``, ``np.fromiter``
-or ``np.empty`` and its kin and holds a, g or a * g at that moment; and so do lists
-equal to a, g or a * g given to ``np.dot``, ``np.inner``, ``np.vdot``, ``np.matmul``,
-``np.multiply``, ``np.einsum``, ``np.tensordot`` or ``np.correlate``;
+counts too when it is made by ``a.astype(float, subok=False)`` or ``a.__array__()``, or
+by any public callable of NumPy's namespace (its functions and ufuncs, called directly,
+and its float scalar types: ``np.asarray``, ``np.asanyarray``, ``np.array``,
+``np.atleast_1d``, ``np.hstack``, ``np.concatenate``, ``np.frombuffer``, ``np.fromiter``,
+``np.float64(a.tolist())``) from a counting argument, or holding a, g or a * g at that
+moment (``np.empty`` and its kin: always); and those callables take a list or tuple
+equal to a, g or a * g (``np.dot(a.tolist(), g.tolist())``) as that row, counting;
 ``np.einsum`` without ``optimize`` counts one product per combination of its indices.
 What it cannot see: O(T_k^2) work that keeps the traced memory and the calling thread's
 lines of Python within their budgets and that the counted call does not see: work on a
@@ -80,15 +88,22 @@ plain array reached without a copy it replaces (``a.base``, ``a.view(np.ndarray)
 ``torch.from_numpy(a).numpy()``), by a method called unbound (``np.ndarray.dot(a, g)``),
 in compiled code (a C extension, Numba, ``np.einsum(..., optimize=True)``) or in another
 thread, by a reduction over Python lists it does not count (``functools.reduce``, a
-``sum`` bound before the call), or on a copy whose values are not a, g or a * g when it
-is made (a reversed list copy reversed back, ``np.array(a.tolist()[::-1])[::-1]``, or a
-padded one); memory allocated before the call (a workspace made at import: J written
-into it is seen only by the count of NumPy's work, which the copies above escape); and
-memory outside NumPy and PyTorch on rows other than that one. Nothing is timed.
+``sum`` bound before the call), on a copy made outside NumPy's namespace
+(``np.ndarray(shape, buffer=...)``, the functions of its submodules, as
+``np.lib.stride_tricks.as_strided``, a ufunc's methods given lists, ``np.multiply.outer``)
+or whose values are not a, g or a * g when it is made (a reversed list copy reversed
+back, ``np.array(a.tolist()[::-1])[::-1]``, or a padded one); memory allocated before the
+call (a workspace made at import: J written into it is seen only by the count of
+NumPy's work, which the copies above escape); J made in pieces of less than 512 bytes a
+step (left out of the summed volume; the lines it runs pass their budget at 4096 keys
+when each piece is of 64 entries or fewer) or, at 64, 65, 99 and 100 keys, one row of J
+for every key (within the summed volume's budget there); and memory outside NumPy and
+PyTorch on rows other than that one. Nothing is timed.
 Each budget is what it is at every length (``BUDGETS``): an attempt over one is told
 the budget it passed, and that it builds J, or grows like T_k^2, only where the checker
-has measured that (a peak of T_k^2 bytes or more; a count of lines, or of memory
-allocated, that grows more than ``QUADRATIC_GROWTH``-fold from 16 keys to 64).
+has measured that (a peak of 8 T_k^2 bytes or more, J's own size; a count of lines
+that grows more than ``QUADRATIC_GROWTH``-fold from 64 keys to 256, or of memory
+allocated line by line, summed, from 512 keys to 2048, ``GROWTH_SIZES``).
 When an attempt fails, the checker compares it with the usual mistakes and names the one it
 matches. Both functions must be written in NumPy: an attempt that runs the library's own
 ``attention.softmax_jacobian``, ``attention.softmax_vjp`` or one of its backward passes
@@ -104,6 +119,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import math
 import re
 import sys
 import tracemalloc
@@ -277,12 +293,26 @@ def _vjp_mistakes(a: np.ndarray, g: np.ndarray) -> list[tuple[str, np.ndarray]]:
          "time; subtract the number a.g itself", a * (g - ag * a)),
         ("this is a * g - a.g: the number a.g must be multiplied by a, entry by entry",
          a * g - ag),
+        ("* and @ bind equally and group left to right: a * a @ g is (a * a) @ g, the "
+         "number sum(a_i^2 g_i), subtracted from every entry; the term to subtract is a "
+         "times the number a.g: put parentheses around the dot product",
+         a * g - (a * a) @ g),
+        ("* and @ bind equally and group left to right: a @ a * g is (a @ a) * g, the "
+         "number |a|^2 times g; the term to subtract is a times the number a.g: put "
+         "parentheses around the dot product", a * g - (a @ a) * g),
     ] + [(f"a.g was computed in {t.__name__} ({digits}): the row a is float64: compute "
           "it in float64 too (no np.float32 or .astype)",
           a * (g - float(t(a) @ t(g)))) for t, digits in _NARROW]
 
 
 def _diagnose(got, want: np.ndarray, mistakes, what: str, atol: float = 1e-8) -> tuple[bool, str]:
+    if want.ndim and (isinstance(got, (float, int, np.generic)) or
+                      (isinstance(got, np.ndarray) and got.ndim == 0)):
+        return False, (f"{what} is a single number ({type(got).__name__}), not an array of "
+                       f"shape {want.shape}: a dot product over the keys ended the "
+                       "expression (* and @ bind equally and group left to right: "
+                       "a * (g - a) @ g is (a * (g - a)) @ g, a number); the dot product "
+                       "a.g is one number inside the expression, which is a vector")
     if got is not None and not isinstance(got, np.ndarray):
         return False, (f"{what} is a {type(got).__name__}, not a NumPy array: return the "
                        "array itself (no .tolist(), list() or list comprehension)")
@@ -350,7 +380,7 @@ class _Counting(np.ndarray):
         if isinstance(x, _Counting):
             plain = x.view(np.ndarray)
             return {name for name, row in _Counting.rows.items()
-                    if plain.shape == row.shape and np.array_equal(plain, row)}
+                    if plain.shape == row.shape and _ARRAY_EQUAL(plain, row)}
         if isinstance(x, (list, tuple, dict)):
             values = x.values() if isinstance(x, dict) else x
             return set().union(*(_Counting._whole(y) for y in values))
@@ -371,7 +401,7 @@ class _Counting(np.ndarray):
                 x.shape[0] > 1:
             plain = x.view(np.ndarray)[0]
             names = {name for name, row in _Counting.rows.items()
-                     if plain.shape == row.shape and np.array_equal(plain, row)}
+                     if plain.shape == row.shape and _ARRAY_EQUAL(plain, row)}
             return names, x.shape[0] if names else 1
         return set(), 1
 
@@ -385,9 +415,9 @@ class _Counting(np.ndarray):
     @staticmethod
     def _count(operands, result, whole: set = frozenset()):
         arrays = [x for x in operands if isinstance(x, np.ndarray)]
-        sizes = [np.size(x) for x in arrays]
+        sizes = [x.size for x in arrays]
         results = result if isinstance(result, tuple) else (result,)
-        sizes += [np.size(r) for r in results if isinstance(r, np.ndarray)]
+        sizes += [r.size for r in results if isinstance(r, np.ndarray)]
         _Counting.work += max(sizes, default=1)
         repeated, rows = _Counting._broadcast(list(operands))
         whole = set(whole) | repeated
@@ -407,7 +437,7 @@ class _Counting(np.ndarray):
         """``a.dot(g)``: the method calls no ufunc and no __array_function__."""
         whole = self._whole([self, b])
         plain, b = self.view(np.ndarray), self._plain(b)
-        result = np.dot(plain, b) if out is None else np.dot(plain, b, self._plain(out))
+        result = plain.dot(b) if out is None else plain.dot(b, self._plain(out))
         self._count([plain, b], result, whole)
         return self._counted(result)
 
@@ -442,82 +472,112 @@ def _einsum_naive_work(subscripts: str, operands) -> int:
         if "." in letters or not isinstance(x, np.ndarray) or len(letters) != x.ndim:
             return 0
         sizes.update(zip(letters, x.shape))
-    return int(np.prod(list(sizes.values()), dtype=np.float64))
+    return math.prod(int(k) for k in sizes.values())
 
 
-#: NumPy's converters, which hand back a plain ndarray for a subclass: while the work is
-#: counted they hand back a counting array (``a = np.asarray(a)`` keeps counting), and so
-#: do the ways to copy through Python or bytes (``np.array(a.tolist())``,
-#: ``np.asarray(list(a))``, ``np.frombuffer(a.tobytes())``, ``np.fromiter(a, float)``)
-#: when what they hand back is a, g or a * g, by value (st19a: a row of J at a time on
-#: such a copy passed).
-_CONVERTERS = ("asarray", "array", "ascontiguousarray", "asfortranarray",
-               "frombuffer", "fromiter")
-#: Where ``np.copyto(buffer, a)`` writes: while the work is counted, NumPy's new arrays
-#: count too (a copy of a into ``np.empty(a.shape)`` keeps counting).
+#: NumPy's allocators: while the work is counted, the arrays they hand back always count
+#: (``np.copyto(np.empty(a.shape), a)`` keeps counting).
 _ALLOCATORS = ("empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like",
                "full", "full_like")
+#: NumPy's own einsum (while the work is counted, ``np.einsum`` takes lists as below).
+_EINSUM = np.einsum
+#: NumPy's functions this checker uses while the work is counted, taken before any is
+#: wrapped.
+_ARRAY_EQUAL, _ASARRAY = np.array_equal, np.asarray
+#: Set while this checker's own bookkeeping runs inside a wrapped NumPy callable.
+_BOOKKEEPING = [False]
 
 
 def _is_row(x) -> bool:
     """Whether plain ``x`` holds a, g or a * g of the counted call, by value."""
-    return isinstance(x, np.ndarray) and any(
-        x.shape == row.shape and np.array_equal(x, row)
+    return isinstance(x, np.ndarray) and x.ndim == 1 and any(
+        x.shape == row.shape and _ARRAY_EQUAL(x, row)
         for row in _Counting.rows.values())
 
 
-def _keeps_counting(convert: Callable) -> Callable:
-    def converted(x, *args, **kwargs):
-        out = convert(x, *args, **kwargs)
-        if type(out) is np.ndarray and (isinstance(x, _Counting) or _is_row(out)):
-            return out.view(_Counting)
-        return out
-    return converted
+def _holds_counting(x) -> bool:
+    if isinstance(x, _Counting):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_holds_counting(y) for y in x)
+    return False
 
 
-#: NumPy's products that take Python lists: while the work is counted, a list (or
-#: tuple) they are given that holds a, g or a * g by value counts as that row (st20a:
-#: ``np.dot(al, gl)`` recomputed for every key over ``a.tolist()`` was told "one row
-#: of J at a time"; h22j: so was ``np.matmul(al, gl)``, and ``np.einsum("i,i", al, gl)``;
-#: st22c: and ``np.correlate(al, gl)``).
-_LIST_TAKERS = ("dot", "inner", "vdot", "matmul", "multiply", "einsum", "tensordot",
-                "correlate")
-#: NumPy's own einsum (while the work is counted, ``np.einsum`` takes lists as above).
-_EINSUM = np.einsum
+def _counting_list(x):
+    """A list (or tuple) that holds a, g or a * g by value, as that row, counting."""
+    if not isinstance(x, (list, tuple)) or not x:
+        return x
+    try:
+        arr = _ASARRAY(x, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return x
+    return arr.view(_Counting) if _is_row(arr) else x
 
 
-class _TakesCountingLists:
-    """A NumPy function (or ufunc, whose attributes, as ``np.multiply.outer``, it passes
-    on) that takes a list holding a, g or a * g as that row, counting."""
+def _counting_result(out, given: bool, always: bool = False):
+    """``out`` with each plain array in it that holds a, g or a * g by value (or any, when
+    an argument counted, ``given``, or ``always``) as a counting array."""
+    if isinstance(out, (list, tuple)):
+        return type(out)(_counting_result(x, given, always) for x in out) \
+            if type(out) in (list, tuple) else out
+    if type(out) is np.ndarray and (always or given or _is_row(out)):
+        return out.view(_Counting)
+    return out
 
-    def __init__(self, func: Callable, asarray: Callable):
-        self._func, self._asarray = func, asarray
+
+class _CountingCallable:
+    """A callable of NumPy's namespace (a function, a ufunc, whose attributes, as
+    ``np.multiply.outer``, it passes on) while the work is counted: a list (or tuple) it
+    is given that holds a, g or a * g by value is given as that row, counting; and a plain
+    array it hands back counts when it holds a, g or a * g by value, or when one of its
+    arguments counted (an allocator's, always)."""
+
+    def __init__(self, func: Callable, always: bool = False):
+        self._func, self._always = func, always
 
     def __getattr__(self, name):
         return getattr(self._func, name)
 
-    def _counting(self, x):
-        if not isinstance(x, (list, tuple)):
-            return x
-        try:
-            arr = self._asarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            return x
-        return arr.view(_Counting) if _is_row(arr) else x
-
     def __call__(self, *args, **kwargs):
-        return self._func(*map(self._counting, args), **kwargs)
+        if _BOOKKEEPING[0]:
+            return self._func(*args, **kwargs)
+        _BOOKKEEPING[0] = True
+        try:
+            args = tuple(map(_counting_list, args))
+            given = _holds_counting(args) or _holds_counting(list(kwargs.values()))
+        finally:
+            _BOOKKEEPING[0] = False
+        out = self._func(*args, **kwargs)
+        _BOOKKEEPING[0] = True
+        try:
+            return _counting_result(out, given, self._always)
+        finally:
+            _BOOKKEEPING[0] = False
 
 
-def _takes_counting_lists(func: Callable, asarray: Callable) -> Callable:
-    return _TakesCountingLists(func, asarray)
+def _counting_scalar_type(t: type) -> type:
+    """NumPy's float scalar type ``t`` (``np.float64(a.tolist())`` makes an array) whose
+    calls hand back, as above, a counting array."""
+    def __new__(cls, *args, **kwargs):
+        return _CountingCallable(t)(*args, **kwargs)
+    return type(t.__name__, (t,), {"__new__": __new__, "__module__": "numpy"})
 
 
-def _allocates_counting(allocate: Callable) -> Callable:
-    def allocated(*args, **kwargs):
-        out = allocate(*args, **kwargs)
-        return out.view(_Counting) if type(out) is np.ndarray else out
-    return allocated
+def _counted_namespace() -> dict:
+    """Every public callable of NumPy's namespace, by name, with its stand-in while the work
+    is counted: its functions and ufuncs, and its float scalar types (its other types and
+    its modules are left as they are)."""
+    wrapped = {}
+    for name in dir(np):
+        if name.startswith("_"):
+            continue
+        f = getattr(np, name, None)
+        if isinstance(f, type):
+            if issubclass(f, np.floating):
+                wrapped[name] = (f, _counting_scalar_type(f))
+        elif callable(f) and not isinstance(f, type(np)):
+            wrapped[name] = (f, _CountingCallable(f, always=name in _ALLOCATORS))
+    return wrapped
 
 
 def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
@@ -526,19 +586,16 @@ def _vjp_work(vjp: Callable, a: np.ndarray, g: np.ndarray, pairs: bool = False):
     a, g = a.copy(), g.copy()
     _Counting.work = _Counting.pairs = _Counting.einsum = 0
     _Counting.rows = dict(a=a.copy(), g=g.copy(), ag=a * g)
-    saved = {name: getattr(np, name) for name in _CONVERTERS + _ALLOCATORS + _LIST_TAKERS}
+    wrapped = _counted_namespace()
     try:
-        for name, convert in saved.items():
-            setattr(np, name, _keeps_counting(convert) if name in _CONVERTERS
-                    else _takes_counting_lists(convert, saved["asarray"])
-                    if name in _LIST_TAKERS else _allocates_counting(convert))
+        for name, (_, stand_in) in wrapped.items():
+            setattr(np, name, stand_in)
         vjp(a.view(_Counting), g.view(_Counting))
     finally:
-        for name, convert in saved.items():
-            setattr(np, name, convert)
+        for name, (own, _) in wrapped.items():
+            setattr(np, name, own)
         _Counting.rows = {}
     return (_Counting.work, _Counting.pairs) if pairs else _Counting.work
-
 
 def _recomputes_ag(vjp: Callable, a: np.ndarray, g: np.ndarray) -> bool:
     """Whether vjp(a, g) takes a and g together, whole, in an operation (a.g, a @ g,
@@ -596,24 +653,42 @@ SIZES = (64, 100, 512, 1500, LONG)  # not all powers of two
 ODD_SIZES = (65, 99, 495, 1001, 4095)
 #: Budgets at a row of n keys, each far above what a * (g - a.g) needs (a few vectors, a
 #: dozen lines) and below what J needs at every measured length (the peak; PyTorch's
-#: entries); J g computed row by row is stopped by the work count, and by the summed volume
-#: only just at n = 512 (st24c: a budget of 2,162,688 bytes there, the rows' 2,097,152 under
-#: it) and far at 1500 and 4096: the traced memory's peak, 384 bytes per key and 4 KiB (J alone is 8 n^2 bytes, 32 KiB at
-#: 64 keys, where the budget is 28 KiB, and 33 KiB at 65, where it is 28.4: the right VJP
-#: in PyTorch peaks at 20 KiB there, the dispatch mode's own objects; h22j: at 32 KiB
-#: more, a J built only up to 65 keys passed; st22c: at 128 bytes per key, a right VJP
+#: entries): the traced memory's peak, 384 bytes per key and 4 KiB (J alone is 8 n^2 bytes,
+#: 32 KiB at 64 keys, where the budget is 28 KiB, and 33 KiB at 65, where it is 28.4: the
+#: right VJP in PyTorch peaks at 20 KiB there, the dispatch mode's own objects; h22j: at 32
+#: KiB more, a J built only up to 65 keys passed; st22c: at 128 bytes per key, a right VJP
 #: keeping four Python lists of floats alive, 32 bytes per float, was stopped), the lines
 #: of Python run, 32 per key and 2,000 (a loop over the keys runs a few per key, st22c: a
 #: helper of 20 lines per key was stopped at 16; a loop in a loop, n^2), the traced memory
-#: allocated line by line, summed (a row of J per key is 8 n^2), and the entries
-#: PyTorch's operations touch, summed (J in blocks of rows: n^2).
+#: allocated line by line, summed, each step's first VOLUME_ALLOWANCE bytes left out,
+#: VOLUME_PER_KEY bytes per key and 32 KiB, and the entries PyTorch's operations touch,
+#: summed (J in blocks of rows: n^2). A row of J made for every key is counted about
+#: 8 n^2 - 400 n bytes of volume: from 495 keys on the volume's budget is below that, 1.36
+#: times at 495, 1.41 at 512, 2.9 at 1001, 4.5 at 1500 and 12.6 at 4095 and 4096 (st24c:
+#: at 512 it was above it, 2,162,688 bytes against 2,097,152); at 64, 65, 99 and 100 keys it
+#: is above it (7 KiB at 64 keys, 39 KiB at 100) and only the work count stops J g computed
+#: row by row there: right attempts allocate more per key than a row of J there (a vjp
+#: that calls np.isclose for every key, 1.7 KiB per key in NumPy's own Python code; an
+#: exact Fraction one, 1.4 KiB; st24c: at 4 KiB per key and the first byte of every step
+#: counted, the Fraction one was stopped at 1001 keys).
+VOLUME_PER_KEY = 2560
 BUDGETS = dict(peak=lambda n: 384 * n + 4 * 2**10, lines=lambda n: 32 * n + 2000,
-               volume=lambda n: 512 * 8 * n + 64 * 2**10, torch=lambda n: 64 * n + 4096,
+               volume=lambda n: VOLUME_PER_KEY * n + 32 * 2**10, torch=lambda n: 64 * n + 4096,
                summed=lambda n: 16 * n + 2000)
+#: Memory allocated between two of the tracer's events (lines, calls) that is not added to
+#: the summed volume: Python's small objects (a float, a Decimal, a Fraction's big integers)
+#: stay below it, a row of J at 64 keys (624 bytes) does not.
+VOLUME_ALLOWANCE = 512
 #: Python's reductions whose items are counted (``summed``): a.g recomputed for every key
 #: by ``sum(map(operator.mul, al, gl))`` or ``math.fsum`` over Python lists runs one line
 #: per key and allocates nothing (st20a: it passed, O(T_k^2)); its sums take T_k^2 items.
-SUMMING = (("builtins", "sum"), ("math", "fsum"))
+#: ``statistics`` holds its own references to fsum (and, where Python has it, sumprod),
+#: which ``statistics.fmean(g, weights=a)`` calls (st24c: recomputed for every key it
+#: passed): those are counted too.
+SUMMING = tuple((m, name) for m, name in (
+    ("builtins", "sum"), ("math", "fsum"), ("math", "sumprod"),
+    ("statistics", "fsum"), ("statistics", "sumprod"))
+    if hasattr(__import__(m), name))
 
 
 def _untraced() -> tuple:
@@ -635,55 +710,74 @@ def _untraced() -> tuple:
     return own if torch is None else own + (os.path.dirname(torch.__file__) + os.sep,)
 
 
-def _growth(vjp: Callable) -> dict:
-    """How many times more lines of Python and traced memory allocated line by line,
-    summed (those ``_measured`` counts, as ``lines`` and ``volume``), vjp takes on a dense
-    row of 64 keys than on one of 16: a cost that grows like T_k grows at most 4-fold
-    (its fixed part only lowers that), one that grows like T_k^2 near 16-fold; {} where
-    it cannot say (st22c: an O(T_k) helper of 20 lines per key was told from one length
-    that its count grew like T_k^2, and an exact Fraction vjp that it built J row by row)."""
-    untraced, rng, cap = _untraced(), np.random.default_rng(7), 10**6
-    counts = []
+#: The row lengths between which ``_growth`` measures how a cost grows, 4 times apart: for
+#: the memory allocated line by line, summed, lengths long enough that a row of J (8 T_k
+#: bytes, 4 KiB at 512 keys) outweighs what Python's objects take per key (st24c: between
+#: 16 and 64 keys a row of J is the size of a few floats' overhead, and did not show); for
+#: the lines of Python, which a row of J in NumPy does not change, shorter ones (a loop
+#: inside a loop runs 16 times more lines at 256 keys than at 64, quickly).
+GROWTH_SIZES = dict(lines=(64, 256), volume=(512, 2048))
+#: How many times more a cost must grow between GROWTH_SIZES to be told it grows like
+#: T_k^2 (like T_k: at most 4; like T_k^2: near 16).
+QUADRATIC_GROWTH = 6
+#: Tracer events (lines, calls) after which a call measured by ``_growth`` is stopped.
+GROWTH_EVENTS = 300_000
+
+
+def _growth(vjp: Callable, what: str) -> dict:
+    """How many times more of ``what`` (``lines`` of Python, or traced memory allocated
+    line by line, summed, ``volume``: those ``_measured`` counts) vjp takes on a dense
+    row of the longer length of GROWTH_SIZES[what] than on one of the shorter, 4 times
+    shorter: a cost that grows like T_k grows at most 4-fold (its fixed part only lowers
+    that), one that grows like T_k^2 near 16-fold. The longer row is stopped once the
+    count is past QUADRATIC_GROWTH + 1 times the shorter's (the growth is then at least
+    that); {what: growth}, or {} where it cannot say (an error, or GROWTH_EVENTS passed
+    on the shorter row) (st22c: an O(T_k) helper of 20 lines per key was told from one
+    length that its count grew like T_k^2, and an exact Fraction vjp that it built J row
+    by row)."""
+    untraced, rng = _untraced(), np.random.default_rng(7)
+    counts, caps = [], [10**12]
 
     def tracer(frame, event, arg):
         if event == "call" and frame.f_code.co_filename.startswith(untraced):
             return None
         cost = counts[-1]
         current, peak = tracemalloc.get_traced_memory()
-        cost["volume"] += max(peak - cost["base"], 0)
+        cost["volume"] += max(peak - cost["base"] - VOLUME_ALLOWANCE, 0)
         tracemalloc.reset_peak()
         cost["base"] = current
+        cost["events"] += 1
         if event == "line":
             cost["lines"] += 1
-            if cost["lines"] > cap:
-                raise _OverBudget("lines")
+        if cost[what] > caps[-1] or cost["events"] > GROWTH_EVENTS:
+            raise _OverBudget("growth")
         return tracer
 
     was_tracing, outer = tracemalloc.is_tracing(), sys.gettrace()
     if not was_tracing:
         tracemalloc.start()
     try:
-        for n in (16, 64):
+        for n in GROWTH_SIZES[what]:
             a, g = softmax(rng.standard_normal(n)), rng.standard_normal(n)
             tracemalloc.reset_peak()
-            counts.append(dict(lines=0, volume=0, base=tracemalloc.get_traced_memory()[0]))
+            counts.append(dict(lines=0, volume=0, events=0,
+                               base=tracemalloc.get_traced_memory()[0]))
             sys.settrace(tracer)
             try:
                 with np.errstate(all="ignore"):
                     vjp(a, g)
+            except _OverBudget:
+                if len(counts) == 1 or counts[1][what] <= caps[-1]:
+                    return {}
             finally:
                 sys.settrace(outer)
+            caps.append((QUADRATIC_GROWTH + 1) * max(counts[0][what], 1))
     except Exception:
         return {}
     finally:
         if not was_tracing:
             tracemalloc.stop()
-    return {name: counts[1][name] / max(counts[0][name], 1) for name in ("lines", "volume")}
-
-
-#: How many times more a cost must grow from 16 keys to 64 to be told it grows like T_k^2
-#: (like T_k: at most 4; like T_k^2: near 16).
-QUADRATIC_GROWTH = 6
+    return {what: counts[1][what] / max(counts[0][what], 1)}
 
 
 class _OverBudget(Exception):
@@ -710,7 +804,7 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
         if event == "call" and frame.f_code.co_filename.startswith(untraced):
             return None  # PyTorch's own Python code, and this checker's: not the attempt's
         current, peak = tracemalloc.get_traced_memory()
-        cost["volume"] += max(peak - state["base"], 0)
+        cost["volume"] += max(peak - state["base"] - VOLUME_ALLOWANCE, 0)
         cost["peak"] = max(cost["peak"], peak - state["start"])
         tracemalloc.reset_peak()
         state["base"] = current
@@ -746,7 +840,8 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
 
     import builtins
     import math
-    modules = dict(builtins=builtins, math=math)
+    import statistics
+    modules = dict(builtins=builtins, math=math, statistics=statistics)
     summed = {(m, name): getattr(modules[m], name) for m, name in SUMMING}
     modes = []
     torch = sys.modules.get("torch")
@@ -787,7 +882,7 @@ def _measured(vjp: Callable, a: np.ndarray, g: np.ndarray, limits: bool = True) 
                     setattr(modules[m], name, reduce)
         current, peak = tracemalloc.get_traced_memory()
         cost["peak"] = max(cost["peak"], peak - state["start"])
-        cost["volume"] += max(peak - state["base"], 0)
+        cost["volume"] += max(peak - state["base"] - VOLUME_ALLOWANCE, 0)
         for name in ("peak", "volume"):
             if cost[name] > budgets[name]:
                 cost["over"] = name
@@ -842,17 +937,19 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
     """What a cost over its budget at a row of n keys says about the attempt, naming the
     budget it passed, that budget and how far (``recomputed``: it recomputes a.g for
     every key, ``_recomputes_ag``; ``g_kind``: the gradient's, named when it is of one
-    sign; ``growth``: how many times more lines and volume it takes at 64 keys than at
-    16, ``_growth``, asked only when it ran past the budget of one of those)."""
+    sign; ``growth(what)``: how many times more lines or volume it takes on the longer
+    row of GROWTH_SIZES than on the shorter, ``_growth``, asked only when it ran past
+    the budget of one of those)."""
     J_KiB = n * n * 8 / 2**10
     name = cost["over"]
-    found: list = []
+    found: dict = {}
 
     def grew(what: str) -> float:
-        """How many times more of ``what`` the vjp takes at 64 keys than at 16 (0: unknown)."""
-        if not found:
-            found.append(growth() if growth is not None else {})
-        return found[0].get(what, 0)
+        """How many times more of ``what`` the vjp takes on the longer row of
+        GROWTH_SIZES[what] than on the shorter (0: unknown)."""
+        if what not in found:
+            found[what] = (growth(what) if growth is not None else {}).get(what, 0)
+        return found[what]
     row = _row_name(n, kind, g_kind)
     budget = BUDGETS[name](n)
     if name in ("peak", "volume"):
@@ -868,7 +965,7 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
     else:
         passed = {"lines": f"your vjp ran more than {budget:,} lines of Python, its budget "
                            "at this length (32 per key and 2,000),",
-                  "summed": f"your vjp's sums (sum, math.fsum) took more than {budget:,} "
+                  "summed": f"your vjp's sums (sum, math.fsum, statistics.fmean) took more than {budget:,} "
                             "numbers, their budget at this length (16 per key and 2,000),",
                   "torch": f"your vjp's PyTorch operations touched more than {budget:,} "
                            "entries, their budget at this length (64 per key and 4,096),"
@@ -878,24 +975,30 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
         return f"{passed}, though little at once: {_RECOMPUTED}"
     if name == "volume" and cost["lines"] > 8 * n and grew("lines") > QUADRATIC_GROWTH:
         return (f"{passed}, and it ran {cost['lines']:,} lines of Python, more than "
-                f"{8 * n:,} (8 per key), a count that grew {grew('lines'):.0f}-fold from 16 "
-                "keys to 64: a loop inside a loop over the keys (over a.tolist() "
+                f"{8 * n:,} (8 per key), a count that grew more than {QUADRATIC_GROWTH}-fold "
+                "from 64 keys to 256: a loop inside a loop over the keys (over a.tolist() "
                 "or range(len(a))) computes J g entry by entry of J, O(T_k^2) work. Compute "
                 "J g from a, g and the number a.g, one dot product a.g and one pass")
-    if name == "peak" and cost["peak"] >= n * n:  # J in float16 is 2 n^2 bytes
-        return (f"{passed}; a {n} x {n} matrix takes {J_KiB:.0f} KiB: it builds J, "
-                "the full T_k x T_k Jacobian (or another T_k x T_k array), at least at "
-                "this length. Compute J g from a, g and the number a.g, which needs O(T_k) memory at every length")
-    if name == "peak":  # stopped before it reached n^2 bytes: only the budget is known
-        return (f"{passed}, more than {cost['peak'] / n:.0f} bytes per key at once (a "
-                f"{n} x {n} matrix takes {J_KiB:.0f} KiB, more still): a Python float "
-                "held in a list takes 32 bytes, a Decimal or Fraction more, so keep fewer "
-                "lists alive at once (a.g needs no list of the products), or work on the "
-                "arrays; J g needs a, g, the number a.g and the result")
+    if name == "peak" and cost["peak"] >= 8 * n * n:  # J's own size, in float64
+        return (f"{passed}; a {n} x {n} matrix of float64 takes {J_KiB:.0f} KiB: it builds "
+                "J, the full T_k x T_k Jacobian (or another T_k x T_k array), at least at "
+                "this length. Compute J g from a, g and the number a.g, which needs O(T_k) "
+                "memory at every length")
+    if name == "peak":  # below J's size: only the budget is known (st24c)
+        narrow = next((f", as much as a {n} x {n} matrix of {t} ({k * n * n / 2**10:.0f} "
+                       "KiB): J in a narrower precision, or" for k, t in
+                       ((4, "float32"), (2, "float16")) if cost["peak"] >= k * n * n), ":")
+        return (f"{passed}, more than {cost['peak'] / n:.0f} bytes per key at once, less "
+                f"than J in float64 ({J_KiB:.0f} KiB){narrow} many Python objects alive "
+                "at once (a Python float held in a list takes 32 bytes, a Decimal or "
+                "Fraction more): keep fewer lists alive at once (a.g needs no list of the "
+                "products), or work on the arrays; J g needs a, g, the number a.g and the "
+                "result")
     if name == "lines":
         if grew("lines") > QUADRATIC_GROWTH:
-            return (f"{passed}; and its count grew {grew('lines'):.0f}-fold from 16 keys to 64 "
-                    "(a count that grows like T_k would grow at most 4-fold): it grows like "
+            return (f"{passed}; and its count grew more than {QUADRATIC_GROWTH}-fold from "
+                    "64 keys to 256 (a count that grows like T_k would grow at most "
+                    "4-fold): it grows like "
                     "T_k^2, a loop inside a loop over the keys (over a.tolist() or "
                     "range(len(a))) computes J g entry by entry of J, O(T_k^2) work. "
                     "Compute J g from a, g and the number a.g, one dot product a.g and one pass")
@@ -905,14 +1008,17 @@ def _over_message(cost: dict, n: int, kind: str = "dense", recomputed: bool = Fa
                 "product a.g and one pass")
     if name == "summed":
         return (f"{passed}; more than 16 per key, where a.g takes T_k in all: it "
-                "recomputes the number a.g (sum(map(operator.mul, al, gl)), math.fsum, over "
+                "recomputes the number a.g (sum(map(operator.mul, al, gl)), math.fsum, "
+                "statistics.fmean(g, weights=a), over "
                 "lists or arrays) for every key, inside the loop over the keys, which takes "
                 "T_k^2, or sums as much another way. Compute a.g once, before any loop: J g "
                 "needs one dot product and one pass")
     if name == "volume" and grew("volume") <= QUADRATIC_GROWTH:
-        grown = (f", and the sum grew {grew('volume'):.0f}-fold from 16 keys to 64, not "
-                 "like T_k^2" if grew("volume") else "")
-        return (f"{passed} (4 KiB per key and 64 KiB), though little at once: more than "
+        grown = (f", and the sum grew {grew('volume'):.0f}-fold from 512 keys to 2048, "
+                 "not like T_k^2" if grew("volume") else "")
+        return (f"{passed} ({VOLUME_PER_KEY:,} bytes per key and 32 KiB, each allocation "
+                f"of less than {VOLUME_ALLOWANCE} bytes between two lines left out), "
+                "though little at once: more than "
                 f"{cost['volume'] / n:,.0f} bytes allocated per key{grown}: many temporary "
                 "objects made for every key (exact Fractions or Decimals, whose big "
                 "integers are allocated on every operation). "
@@ -997,7 +1103,7 @@ def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
             if "over" in cost:
                 recomputed = cost["over"] == "volume" and _recomputes_ag(vjp, a, g)
                 return False, _over_message(cost, m, kind, recomputed, g_kind,
-                                            lambda: _growth(vjp))
+                                            lambda what: _growth(vjp, what))
             ok, detail = _close(cost["result"], want,
                                 f"VJP on a {kind} row of {m} keys, g {g_kind}")
             if not ok and kind == "masked" and ZERO_WHERE_NOT in detail:
@@ -1019,12 +1125,18 @@ def _vjp_costs(vjp: Callable) -> tuple[bool, str]:
     resident, _ = _resident_growth(lambda: vjp(a.copy(), g.copy()))
     J_MiB = LONG**2 * 8 / 2**20
     if resident is not None and resident > VJP_RESIDENT_LIMIT:
-        return False, (f"on a row of {LONG} keys your vjp used {resident / 2**20:.0f} MiB at "
-                       "its peak (outside NumPy's arrays: in PyTorch or another library, which "
-                       f"builds it all the same); a {LONG} x {LONG} matrix takes {J_MiB:.0f} "
-                       "MiB (half that in float32): it builds J, the full T_k x T_k Jacobian "
-                       "(or another T_k x T_k array). Compute J g from a, g and the number a.g, which needs O(T_k) "
-                       "memory")
+        used = (f"on a row of {LONG} keys your vjp used {resident / 2**20:.0f} MiB at its "
+                f"peak, past the {VJP_RESIDENT_LIMIT // 2**20} MiB allowed (outside NumPy's "
+                "arrays: in PyTorch or another library)")
+        if resident >= LONG**2 * 8:
+            return False, (f"{used}; a {LONG} x {LONG} matrix of float64 takes {J_MiB:.0f} "
+                           "MiB: it builds J, the full T_k x T_k Jacobian (or another "
+                           "T_k x T_k array). Compute J g from a, g and the number a.g, "
+                           "which needs O(T_k) memory")
+        return False, (f"{used}, less than J in float64 ({J_MiB:.0f} MiB; {J_MiB / 2:.0f} "
+                       f"in float32, {J_MiB / 4:.0f} in float16): J in a narrower "
+                       "precision, or another library's memory, kept for the call. Compute "
+                       "J g from a, g and the number a.g, which needs O(T_k) memory")
     return True, ("peak memory and lines at T_k = " + "; ".join(seen)
                   + f"; at most {passes:.0f} passes over a row")
 
@@ -1120,7 +1232,10 @@ ROUNDED_ONE = (np.array([40.0, 0.0, 0.0, 0.0]), "softmax([40, 0, 0, 0])")
 #: And a row whose small weights are 2.2e-300 (st18a: a vjp flushing weights below
 #: 1e-19 or 1e-20 to 0 passed, the smallest weight checked being 4.2e-18): its
 #: products a_i a_j of two small weights underflow to 0 in every right way.
-ROUNDED_ONES = (ROUNDED_ONE, (np.array([690.0, 0.0, 0.0, 0.0]), "softmax([690, 0, 0, 0])"))
+#: And one whose small weights are 9.9e-305 (st24c: a vjp that set the weights below 1e-300
+#: to 0 in place, a[a < 1e-300] = 0, passed: no row had one): it changes its argument.
+ROUNDED_ONES = (ROUNDED_ONE, (np.array([690.0, 0.0, 0.0, 0.0]), "softmax([690, 0, 0, 0])"),
+                (np.array([700.0, 0.0, 0.0, 0.0]), "softmax([700, 0, 0, 0])"))
 #: Tolerance on each entry of J (or J g) at ROUNDED_ONE, in roundings of the terms it
 #: is the difference of (a_i delta_ij and a_i a_j; a_i g_i and a_i (a.g)): a small
 #: entry, -a_i a_j or a_j (1 - a_j), is then compared relatively, the top key's
