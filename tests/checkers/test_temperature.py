@@ -2986,6 +2986,18 @@ def test_a_mistake_seen_only_at_a_drawn_temperature_prints_it_and_the_seed(monke
     assert "15 of 16 checks passed." in out
 
 
+@pytest.mark.parametrize("attempt, said", [
+    (inverse_sqrt_d_k_in_float32, "1/sqrt(d_k) was rounded to float32"),
+    (O_returned_as_a_list, "O is a list, not an array")])
+def test_every_failing_line_names_the_mistake(attempt, said):
+    # st25b: each rejection names the actual mistake (np.float32(1 / np.sqrt(d_k)) was
+    # told "no rounding to float32 gives that factor", and, on the query whose scores
+    # all lie below -1000, only how far it was off)
+    report = run_once(_check_on_the_fixed_settings, attempt).text
+    failed = [line for line in report.splitlines() if line.startswith("✗")]
+    assert failed and all(said in line for line in failed), failed
+
+
 def test_the_pages_say_the_temperatures_the_checker_runs():
     # st18b: the solution's paragraph and exercises.md say the range, the grid and the
     # draws; each is what the checker runs

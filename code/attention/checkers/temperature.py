@@ -910,6 +910,28 @@ def _epsilon_in_sum(A) -> str:
             "divide by the sum itself")
 
 
+def _one_row_scale(A, Q, K, tau):
+    """For one query (no ground to fit a scale on), the factor c of a rounding to float32
+    that ``_float32_scale`` names whose softmax(c Q K^T) gives ``A`` to 1e-12 where the
+    right factor does not (st25b: np.float32(1 / np.sqrt(d_k)) was named on the other
+    rows, and not on the query whose scores all lie below -1000); None otherwise."""
+    d_k = Q.shape[-1]
+    f32 = lambda x: float(np.float32(x))
+    with np.errstate(all="ignore"):
+        tau32 = f32(tau)
+        R = _raw_scores(Q, K)
+        right = 1 / (tau * np.sqrt(d_k))
+        if np.abs(_softmax(right * R) - A).max() <= 1e-12:
+            return None
+        for c in (1 / (tau32 * np.sqrt(d_k)), 1 / f32(tau32 * np.sqrt(d_k)), f32(right),
+                  1 / f32(tau * np.sqrt(d_k)), f32(1 / np.sqrt(d_k)) / tau,
+                  1 / (tau * f32(np.sqrt(d_k))), f32(1 / tau) / np.sqrt(d_k)):
+            if np.isfinite(c) and c != right and \
+                    np.abs(_softmax(c * R) - A).max() <= 1e-12:
+                return c
+    return None
+
+
 def _float32_scale(c, tau, d_k) -> str:
     """What weights are told that are softmax(c Q K^T) with c the right factor rounded to
     float32 (or built from a tau rounded to float32), or, with c as near the factor but
@@ -1119,7 +1141,8 @@ def _check_weights(got, want, Q, K, V, tau, what: str, atol: float = 1e-8,
     # one query's weights (T_q = 1) are no ground to fit a scale on: a softmax along the
     # wrong axis, or a shift by the wrong maximum, gives them c = 0
     with np.errstate(all="ignore"):  # (scores of 1e300 overflow their squares)
-        c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
+        c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else \
+                _one_row_scale(A, Q, K, tau)
     d_k = Q.shape[-1]
     with np.errstate(over="ignore"):  # (inf at a subnormal tau)
         right = 1 / (tau * np.sqrt(d_k))
@@ -1241,7 +1264,8 @@ def _check_output(pair, Q, K, V, tau, want_O, what: str, atol: float = 1e-8,
     A = np.asarray(pair[1], dtype=np.float64)
     if A.shape == want_O.shape[:-1] + V.shape[-2:-1] and np.isfinite(A).all():
         with np.errstate(all="ignore"):
-            c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else None
+            c = _fitted_scale(A, _raw_scores(Q, K)) if Q.shape[-2] > 1 else \
+                _one_row_scale(A, Q, K, tau)
         with np.errstate(all="ignore"):
             want_A = _softmax(_raw_scores(Q, K) / (tau * np.sqrt(Q.shape[-1])))
         floored = _floored(A, want_A) if np.isfinite(want_A).all() else ""
