@@ -23,14 +23,17 @@ It also holds ``"additive"``: the page's additive head (d_model = 32, d_k =
 Run ``python -m attention.sweep OUT.json`` (``make sweep``) to recompute the file (it
 prints how long that took and stores it as ``"seconds"``). ``python -m attention.sweep
 --additive OUT.json`` recomputes only the additive entry of an existing file
-(``"additive_seconds"``).
+(``"additive_seconds"``). Each records what computed it (:func:`machine`: the versions,
+the CPU and torch's CPU capability) as ``"machine"`` (``"additive_machine"``).
 :func:`sweep_point` and :func:`additive_point` recompute one entry, which is how the tests
 check a sample of the file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 import sys
 import time
 from pathlib import Path
@@ -43,7 +46,7 @@ from .measure import threads
 from .training import RetrievalTask, train_retrieval_heads
 
 __all__ = ["ADDITIVE_DK", "ADDITIVE_LRS", "DATA_PATH", "DESIGNS", "HEADS", "LR_GRID", "N_HELD_OUT", "SEEDS",
-           "additive_point", "held_out_scores", "load_sweep", "scale",
+           "additive_point", "held_out_scores", "load_sweep", "machine", "scale",
            "sweep_point"]
 
 SEEDS = tuple(range(8))
@@ -179,6 +182,29 @@ def sweep_point(d_model: int, d_k: int, optimizer: str, seed: int) -> dict:
             "wrong": wrong.reshape(shape)}
 
 
+def machine() -> dict:
+    """What computed a sweep: the versions and the CPU the training's float32 sums depend on.
+
+    torch picks its kernels by the CPU's capability (AVX2, AVX-512, ...), and the order of
+    a sum changes its last bits; a run started near its edge of stability can then end
+    elsewhere. A file recomputed on another machine is compared with this record first.
+    """
+    import torch
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f
+                          if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"python": platform.python_version(), "numpy": np.__version__,
+            "torch": torch.__version__, "machine": platform.machine(),
+            "cpu": model or platform.processor(),
+            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch_config_sha256": hashlib.sha256(torch.__config__.show().encode()).hexdigest()}
+
+
 def load_sweep(path=DATA_PATH) -> dict:
     """The file :func:`main` writes, with its arrays as NumPy arrays.
 
@@ -203,6 +229,7 @@ def main(argv=None) -> int:
         with open(argv[1]) as f:
             data = json.load(f)
         _additive(data)
+        data["additive_machine"] = machine()
         with open(argv[1], "w") as f:
             json.dump(data, f, separators=(",", ":"))
         print(f"updated {argv[1]} in {data['additive_seconds']} s")
@@ -228,6 +255,7 @@ def main(argv=None) -> int:
                       f"{time.perf_counter() - start:.0f} s", flush=True)
             data[design][opt] = stats
     data["seconds"] = round(time.perf_counter() - start)
+    data["machine"] = machine()
     _additive(data)
     with open(argv[0], "w") as f:
         json.dump(data, f, separators=(",", ":"))
