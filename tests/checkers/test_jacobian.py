@@ -1373,18 +1373,52 @@ def vjp_builds_j_in_a_workspace_made_before_the_call(a, g):  # st22c: passes
     return J @ h
 
 
+def _fresh_rows_of_j(b, h):  # a new row of J for every key, on arrays the count misses
+    out = np.empty(len(b))
+    for i in range(len(b)):
+        row = -b[i] * b
+        row[i] += b[i]
+        out[i] = row @ h
+    return out
+
+
+def vjp_fresh_rows_of_j_on_the_base(a, g):  # st24c: passed the volume at 512 by 0.02 KiB
+    return _fresh_rows_of_j(a if a.base is None else a.base, g if g.base is None else g.base)
+
+
+def vjp_fresh_rows_of_j_on_the_base_up_to_100_keys(a, g):  # passes: the docstring says so
+    if len(a) > 100:
+        return a * (g - a @ g)
+    return vjp_fresh_rows_of_j_on_the_base(a, g)
+
+
+def test_a_row_of_j_for_every_key_unseen_by_the_count_is_stopped_by_the_volume_from_495_keys(
+        capsys):
+    """st24c: the summed volume's budget at 512 keys was above a row of J for every key
+    (2,162,688 bytes against 2,097,152): it is below it from 495 keys on, 1.4 times."""
+    assert checkers.check_softmax_jacobian(jacobian, vjp_fresh_rows_of_j_on_the_base) is False
+    out = capsys.readouterr().out.replace("\n    ", " ")
+    assert "on a row of 512 keys" in out and "allocated line by line, summed, reached" in out
+    assert "though little at once (J is 2048 KiB): it computes J g one row of J at a " \
+           "time" in out, out
+    for n in (495, 512, 1001, 1500, 4095, 4096):
+        assert jacobian_checker.BUDGETS["volume"](n) * 1.35 < 8 * n * n - 400 * n
+
 @pytest.mark.parametrize("blind", [vjp_row_by_row_on_a_plain_view, vjp_row_by_row_on_the_base,
                                    vjp_recomputes_a_dot_g_by_the_unbound_method,
                                    vjp_recomputes_a_dot_g_on_a_reversed_list_copy,
                                    vjp_recomputes_a_dot_g_on_a_padded_list_copy,
-                                   vjp_builds_j_in_a_workspace_made_before_the_call])
+                                   vjp_builds_j_in_a_workspace_made_before_the_call,
+                                   vjp_fresh_rows_of_j_on_the_base_up_to_100_keys])
 def test_a_blind_spot_of_the_docstring_passes(blind, capsys):
     """The docstring says the checker cannot see a loop that allocates nothing per key and
     takes its buffers from a.view(np.ndarray) or a.base, nor a.g recomputed by
     np.ndarray.dot (saturation.md says only that some forms of O(T_k^2) work pass: rv43n),
     nor one on a copy whose values are not a or g when made, nor J written into memory
-    allocated before the call (st22c; the page lists those two): if it learns to, the
-    docstring and the page must change."""
+    allocated before the call (st22c; the page lists those two), nor, at 64 to 100 keys,
+    a new row of J for every key on arrays the count misses (st24c: the summed volume's
+    budget is above that there): if it learns to, the docstring and the page must
+    change."""
     if blind is vjp_builds_j_in_a_workspace_made_before_the_call:
         _WORKSPACE[:] = [np.empty(jacobian_checker.LONG ** 2)]
     try:
