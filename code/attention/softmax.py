@@ -81,7 +81,7 @@ def softmax_jacobian(a) -> np.ndarray:
 
 
 def softmax_vjp(a, g) -> np.ndarray:
-    """Vector-Jacobian product g^T J = a * (g - a.g), in O(n) without forming J.
+    """Vector-Jacobian product g^T J (equation eq-softmax-vjp), in O(n) without forming J.
 
     ``a`` (..., n) are softmax outputs, ``g`` (..., n) the gradient with respect to them;
     returns the gradient with respect to the scores, shape (..., n).

@@ -2,7 +2,7 @@
 ``jacobian(a) -> (T_k, T_k)`` and ``vjp(a, g) -> (T_k,)`` for one row of softmax weights ``a``.
 
 The specification it checks: ``jacobian(a)`` is J = diag(a) - a a^T (equation eq-jacobian);
-``vjp(a, g)`` is J g = a * (g - a.g) (equation eq-softmax-vjp), a vector of the row's shape;
+``vjp(a, g)`` is J g in O(T_k) (equation eq-softmax-vjp, in the exercise's solution), a vector of the row's shape;
 both give exactly zero for a one-hot row of four keys (no tolerance: the right formulas
 give exact zeros there, so a weight clipped away from 0 or an a + 1e-12 shows) and zero
 to 1e-12 for the one-key row a = (1.0) (J = [[0]], J g = [0]; there a.g is g's one entry,
@@ -16,9 +16,9 @@ a relative 1e-3 and 1e-2, which a.g summed in another order needs there), whose 
 small but not 0 (zeros returned above a threshold on a.max(), even 1 - 1e-13, and
 weights below 1e-13 flushed to 0 are named); and softmax([40, 0, 0, 0]), whose
 largest weight is exactly 1.0 in float64 and whose others are 4.2e-18: there J's
-entries -a_i a_j and a_j (1 - a_j) and J g's a_j (g_j - a.g) off the top key are
+entries -a_i a_j and a_j (1 - a_j) and J g's entries off the top key are
 exactly computable in float64 (within a few roundings of the exact ones), and only
-the top key's a_1 (1 - a_1) and a_1 (g_1 - a.g), differences of numbers near 1, are
+the top key's a_1 (1 - a_1) and its J g entry, differences of numbers near 1, are
 not, so each entry is compared with ROUNDINGS roundings of the size of the terms it
 is the difference of (relatively for the small entries, absolutely for the top
 key's): zeros returned where a.max() == 1.0, or above 1 - 1e-15, are named (st17a:
@@ -33,7 +33,7 @@ or all zero: one that divides by g is named); and ``vjp`` never builds J. That i
 by how its cost grows, at rows of 64, 100, 512, 1500 and 4096 keys (``SIZES``; its values
 there are compared too, and a wrong one is reported as "its values", not as a cost), each
 cost against a budget that grows like T_k (``BUDGETS``, ``VJP_WORK_PASSES``), far above
-what a * (g - a.g) needs; the peak's and PyTorch's below what J needs at every measured
+what the O(T_k) product needs; the peak's and PyTorch's below what J needs at every measured
 length (J alone is 8 T_k^2 bytes, 32 KiB at 64 keys, where the peak's budget is 28 KiB),
 the work count's below a row of J for every key at every measured length, the summed
 volume's below it from 495 keys on (not at 64, 65, 99 and 100 keys, where right attempts
@@ -1437,8 +1437,8 @@ def check_softmax_jacobian(jacobian: Callable, vjp: Callable, verbose: bool = Tr
                                      0.16 * np.array([[1.0, -1.0], [-1.0, 1.0]]),
                                      _jacobian_mistakes(two_keys), "J of a = (0.8, 0.2)")),
         _run("the VJP on long rows, T_k = " + ", ".join(map(str, SIZES)) + " and "
-             + ", ".join(map(str, ODD_SIZES)) + ": its values, and its cost (it never "
-             "builds J)",
+             + ", ".join(map(str, ODD_SIZES)) + ": its values, and its cost (no sign of J in "
+             "what it measures)",
              lambda: _vjp_cost(vjp)),
     ]
     return _report(results, verbose)
