@@ -2865,12 +2865,15 @@ def test_the_page_says_a_large_tau_is_inf_in_float32():
     from tests.pages._common import CHAPTERS
 
     page = " ".join((CHAPTERS / "soft-retrieval.md").read_text().split())
-    assert ("a $\\tau$ past `float32`'s range, divided into a `float32` array as a "
-            "Python float, is made a `float32` inf (NumPy 2's promotion rules)") in page
+    assert ("a $\\tau$ outside `float32`'s range, divided into a `float32` array as a "
+            "Python float, is made a `float32` inf or 0 (NumPy 2's promotion rules)") in page
     assert t.HOT32 > float(np.finfo(np.float32).max)
     with np.errstate(over="ignore"):
         assert (np.ones(2, np.float32) * t.HOT32).dtype == np.float32
         assert np.isinf(np.ones(2, np.float32) * t.HOT32).all()
+    with np.errstate(divide="ignore"):  # "or 0": a tau below float32's smallest subnormal
+        assert (np.ones(2, np.float32) / 1e-310).dtype == np.float32
+        assert np.isinf(np.ones(2, np.float32) / 1e-310).all()
 
 
 def test_the_rising_row_has_16411_keys_and_its_maximum_grows_in_every_block():
