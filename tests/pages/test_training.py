@@ -839,9 +839,9 @@ def test_held_out_glued_numbers_and_the_sentences_around_them(held):
     gr = lambda o, n, d: W["grown", o, n, d]
     # "Every head works at some rate in every seed, with both optimizers, at every width of
     # the grown design and up to d_k = 1024 in the fixed one"
-    assert all(f(o, n, d)["works"].all() for o in GRID for n in HEADS for d in (16, 64, 256, 1024))
-    assert all(gr(o, n, d)["works"].all() for o in GRID for n in HEADS for d in (16, 32, 64, 128, 256))
-    assert g_bool(PAGE, "ho_all_work_fixed_1024") and g_bool(PAGE, "ho_all_work_grown")
+    # (the words on both machines' files: test_held_out_words_hold_on_both_files)
+    assert g_bool(PAGE, "ho_all_work_fixed_256") and g_bool(PAGE, "ho_all_work_grown")
+    assert g_bool(PAGE, "ho_others_work_fixed")
     # "At d_k = 4096, at the rate its seed's training loss picks, the unscaled head's held-out
     # loss is 0.042 to 0.075 with SGD and 0.029 to 0.077 with Adam, across the seeds: at the
     # threshold 0.05, on both sides of it" (within a factor 2 either side)
@@ -1075,7 +1075,7 @@ def test_one_column_gives_the_same_verdicts_in_every_seed_held_out(held):
                           < THRESHOLD).sum(axis=0)  # widths that work, per seed
     assert np.all(n("unscaled", 0.5) == 0) and g_bool(PAGE, "ho_col_un_first_none")
     assert n("scaled", 0.5).min() == g(PAGE, "ho_col_sc_first_lo") >= 3
-    assert np.all(n("unscaled", -1) == len(WIDTHS)) and g_bool(PAGE, "ho_col_un_low_all")
+    assert np.all(n("unscaled", -1) >= 3) and g_bool(PAGE, "ho_col_un_low_256")
     assert np.all(n("scaled", -1) == 0) and g_bool(PAGE, "ho_col_sc_low_none")
     # rv31: "works" is the loss's verdict: at 0.1, at d_k = 256 and 1024, the scaled head is
     # wrong on fewer held-out rows than the unscaled head, in every seed
@@ -1270,8 +1270,9 @@ def test_round_one_phrases_are_gone_and_the_scope_is_stated():
         assert phrase not in text, phrase
     # rv25: after "every head works ... up to 1024", 4096 is said as it is, not "sits at"
     assert "sits at the threshold" not in text
-    assert ("At $d_k =$ {glue:text}`ho_dk_max_fixed` the unscaled head works in only some "
-            "seeds within these {glue:text}`tr_steps` steps and on this half-decade grid of "
+    assert ("From $d_k = 1024$ on the unscaled head is near the threshold, where rounding "
+            "decides which seeds get below it (a recomputation on another CPU moves them); at "
+            "$d_k =$ {glue:text}`ho_dk_max_fixed` it works in only some seeds within these {glue:text}`tr_steps` steps and on this half-decade grid of "
             "rates, its held-out losses at the rates training picks spanning the threshold.") in text
     assert "no dot-product head works" in text
     # the 200-step scope of every "learns less well" / "the gap widens" sentence
@@ -1509,7 +1510,7 @@ def test_the_unscaled_head_gets_no_prediction_and_the_moves_are_the_fixed_design
             "moves by {glue:text}`ho_sgd_un_lo_move_lo:+g` to "
             "{glue:text}`ho_sgd_un_lo_move_hi:+g` decades with SGD and "
             "{glue:text}`ho_adam_un_lo_move_lo:+g` to {glue:text}`ho_adam_un_lo_move_hi:+g` "
-            "with Adam, per seed: the count fails for this head, as its \"if\" does, and this "
+            "with Adam, per seed where it works at both widths: the count fails for this head, as its \"if\" does, and this "
             "page does not measure what sets its window.") in text
     assert g(PAGE, "ho_count_un_fall") == pytest.approx(math.log10(16))
     for opt in GRID:
@@ -1664,3 +1665,98 @@ def test_the_counts_if_at_the_start_is_the_gradient_reaching_each_rows_scores(he
             "{glue:text}`ho_if_un_med_4096:.1g` at 4096 (at most "
             "{glue:text}`ho_if_un_med_64:.2f` at 64), the mean more slowly, to at most "
             "{glue:text}`ho_if_un_mean_4096:.2f` at 4096.") in text
+
+
+# --- the held-out words on both machines' files --------------------------------------------
+
+AVX512_PATH = held_sweep.DATA_PATH.with_name("training_sweep_avx512.json")
+
+
+def held_out_words(sweep):
+    """The held-out section's words that do not depend on which CPU computed the sweep (its
+    inequalities, counts, "every" and "none"), as claim -> bool, for one loaded sweep."""
+    W = _held_windows(sweep)
+    f = lambda o, n, d: W["fixed", o, n, d]
+    gr = lambda o, n, d: W["grown", o, n, d]
+    fixed = [d for _, d in sweep["widths"]["fixed"]]
+    grown = [d for _, d in sweep["widths"]["grown"]]
+    e = np.log10(sweep["lr_grid"]["sgd"])
+    i_low = int(np.argmin(np.abs(e + 1)))
+    i_first = int(np.argmin(np.abs(e - 0.5)))
+    L = sweep["fixed"]["sgd"]["loss"]
+    c = {}
+    c["every head works, grown design, every width"] = all(
+        gr(o, n, d)["works"].all() for o in GRID for n in HEADS for d in grown)
+    c["every head works, fixed design, up to 256"] = all(
+        f(o, n, d)["works"].all() for o in GRID for n in HEADS for d in (16, 64, 256))
+    c["scaled and 1/d_k work at every fixed width"] = all(
+        f(o, n, d)["works"].all() for o in GRID for n in ("scaled", "1/d_k") for d in fixed)
+    c["unscaled near the threshold at 1024: lowest loss within a factor 2 in some seed"] = all(
+        (sweep["fixed"][o]["loss"][fixed.index(1024), :, 1].min(-1) > THRESHOLD / 2).any()
+        for o in GRID)
+    c["4096: the unscaled head's picked losses on both sides, within a factor 2"] = all(
+        THRESHOLD / 2 < f(o, "unscaled", 4096)["best"].min() < THRESHOLD
+        < f(o, "unscaled", 4096)["best"].max() < 2 * THRESHOLD for o in GRID)
+    c["4096: the unscaled head works in some seeds, not all"] = all(
+        0 < f(o, "unscaled", 4096)["works"].sum() < len(sweep["seeds"]) for o in GRID)
+    w = [fixed.index(d) for d in WIDTHS]
+    c["at 3.2 the unscaled head works at no width, every seed"] = not (
+        L[w, :, 1, i_first] < THRESHOLD).any()
+    c["at 3.2 the scaled head works at 3 or more widths, every seed"] = bool(
+        ((L[w, :, 0, i_first] < THRESHOLD).sum(0) >= 3).all())
+    c["at 0.1 the unscaled head works at every width up to 256, every seed"] = bool(
+        (L[[fixed.index(d) for d in (16, 64, 256)], :, 1, i_low] < THRESHOLD).all())
+    c["at 0.1 the scaled head works at no width"] = not (L[w, :, 0, i_low] < THRESHOLD).any()
+    Wr = sweep["fixed"]["sgd"]["wrong"]
+    c["at 0.1 the scaled head wrong on fewer rows at 256 and 1024, more at 16"] = bool(
+        all(np.all(Wr[fixed.index(d), :, 0, i_low] < Wr[fixed.index(d), :, 1, i_low])
+            for d in (256, 1024))
+        and np.all(Wr[fixed.index(16), :, 0, i_low] > Wr[fixed.index(16), :, 1, i_low]))
+    for opt, grid in GRID.items():
+        ee = np.log10(sweep["lr_grid"][opt])
+        inside = (ee > np.log10(grid[0]) + 1e-9) & (ee < np.log10(grid[-1]) - 1e-9)
+        Lw = sweep["fixed"][opt]["loss"][w]
+        c[f"the one-seed grid brackets every held-out window ({opt})"] = not (
+            Lw[..., ~inside] < THRESHOLD).any()
+    strict = THRESHOLD / 5
+    for design, d in (("fixed", 1024), ("grown", grown[-1])):
+        for o in GRID:
+            Ls = sweep[design][o]["loss"][[k for _, k in sweep["widths"][design]].index(d)]
+            c[f"at 0.01 the unscaled head works in no seed ({design}, {d}, {o})"] = not (
+                Ls[:, 1] < strict).any()
+            c[f"at 0.01 the scaled head works in every seed ({design}, {d}, {o})"] = bool(
+                (Ls[:, 0] < strict).any(-1).all())
+    for o in GRID:
+        move = f(o, "unscaled", 1024)["lo"] - f(o, "unscaled", 64)["lo"]
+        c[f"the count fails for the unscaled head where it works at both ({o})"] = bool(
+            np.nanmin(move) > -math.log10(16) + 0.5)
+    un, sc = f("sgd", "unscaled", 1024)["wrong"], f("sgd", "scaled", 1024)["wrong"]
+    c["1024, SGD: every seed's unscaled head wrong more often than every scaled"] = un.min() > sc.max()
+    c["1024, SGD: most rows right for the unscaled head in every seed"] = bool(np.all(un < 0.5))
+    c["grown 256, SGD: the scaled head wrong on no row"] = bool(np.all(gr("sgd", "scaled", 256)["wrong"] == 0))
+    c["the scaled head's lowest SGD rate is one rate at every fixed width and seed"] = bool(
+        len({float(v) for d in fixed for v in f("sgd", "scaled", d)["lo"]}) == 1)
+    return c
+
+
+@pytest.mark.parametrize("path", [held_sweep.DATA_PATH, AVX512_PATH], ids=["main", "avx512"])
+def test_held_out_words_hold_on_both_files(path):
+    """The page's held-out words hold on the committed sweep and on the same sweep recomputed
+    on an AVX-512 CPU (its glued values are the main file's only)."""
+    words = held_out_words(held_sweep.load_sweep(path))
+    assert [k for k, ok in words.items() if not ok] == []
+
+
+def test_the_second_machines_file_and_the_count_of_verdicts_it_changes():
+    """"changes 9 of the unscaled head's 32 verdicts at d_k = 1024 and 4096 (one per width,
+    seed and optimizer: works or not)", recomputed from both files."""
+    main, other = held_sweep.load_sweep(), held_sweep.load_sweep(AVX512_PATH)
+    assert other["machine"]["torch_cpu_capability"] == "AVX512" and "machine" not in main
+    fixed = [d for _, d in main["widths"]["fixed"]]
+    w = [fixed.index(d) for d in (1024, 4096)]
+    v = lambda s, o: (s["fixed"][o]["loss"][w, :, 1] < THRESHOLD).any(-1)
+    differ = sum(int((v(main, o) != v(other, o)).sum()) for o in GRID)
+    assert g(PAGE, "ho_cpu_differ") == differ > 0
+    assert g(PAGE, "ho_cpu_cases") == 2 * len(GRID) * len(main["seeds"])
+    assert ("changes {glue:text}`ho_cpu_differ` of the unscaled head's "
+            "{glue:text}`ho_cpu_cases` verdicts at $d_k = 1024$ and") in " ".join(SOURCE.split())
