@@ -860,6 +860,57 @@ def calls_torchs_builtin_attention(Q, K, V, mask=None):  # st7a: passed
     return O.numpy().astype(Q.dtype), A
 
 
+def O_and_A_by_the_aten_math_kernel(Q, K, V, mask=None):
+    # st25b: torch's private math kernel, through torch.ops.aten, passed the temperature
+    # checker, which refused only F.scaled_dot_product_attention; it returns (O, A) and
+    # adds attn_mask to the scores (a boolean one as 1 and 0: given here as 0 and -inf)
+    import torch
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k, v = (torch.from_numpy(np.ascontiguousarray(x.astype(work))) for x in (Q, K, V))
+    m = None if mask is None else torch.from_numpy(np.where(mask, 0.0, -np.inf).astype(work))
+    O, A = torch.ops.aten._scaled_dot_product_attention_math(q, k, v, attn_mask=m)
+    O, A = (np.nan_to_num(x.numpy()).astype(Q.dtype) for x in (O, A))
+    return O, A
+
+
+def weights_by_multi_head_attention_forward(Q, K, V, mask=None):
+    # st25b: passed the temperature checker. One head, identity projections and no bias:
+    # F.multi_head_attention_forward's weights are softmax(Q K^T / sqrt(d_k)), with
+    # attn_mask True where a key is hidden (its convention: ~mask); on 2-D inputs, O = A V
+    if Q.ndim != 2 or Q.shape[-1] != K.shape[-1] or K.shape[-2] == 0:
+        return correct_in_float32(Q, K, V, mask)
+    import torch
+    work = np.promote_types(Q.dtype, np.float32)
+    q, k = (torch.from_numpy(np.ascontiguousarray(x.astype(work)))[:, None] for x in (Q, K))
+    d = Q.shape[-1]
+    eye = torch.eye(d, dtype=q.dtype)
+    hidden = None if mask is None else torch.from_numpy(np.ascontiguousarray(
+        ~np.broadcast_to(mask, (Q.shape[-2], K.shape[-2]))))
+    _, w = torch.nn.functional.multi_head_attention_forward(
+        q, k, k, d, 1, torch.cat([eye] * 3), None, None, None, False, 0.0, eye, None,
+        training=False, attn_mask=hidden)
+    A = np.nan_to_num(w[0].numpy())
+    return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
+
+
+def torch_in_the_work_dtype(Q, K, V, mask=None):
+    """Right: the page's equations in torch's operations (no attention, no softmax), in
+    the inputs' dtype (float32 for float16 ones), handed back as NumPy arrays."""
+    import torch
+
+    work = np.promote_types(Q.dtype, np.float32)
+    t = [torch.as_tensor(x.astype(work)) for x in (Q, K, V)]
+    S = t[0] @ t[1].transpose(-1, -2) / SQRT(Q.shape[-1])
+    if mask is not None:
+        S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
+    m = S.amax(dim=-1, keepdim=True) if S.shape[-1] else \
+        S.new_full(S.shape[:-1] + (1,), float("-inf"))  # (amax has no initial: T_k = 0)
+    E = torch.exp(S - torch.where(torch.isneginf(m), 0.0, m))
+    total = E.sum(dim=-1, keepdim=True)
+    A = E / torch.where(total == 0, 1.0, total)
+    return (A @ t[2]).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
+
+
 def softmax_of_the_library(Q, K, V, mask=None):  # st22a: float16 scores raise in it
     S = _scores(Q, K, mask)
     A = attention.softmax(S)
@@ -1552,6 +1603,10 @@ WRONG = [
     (reads_a_key_mask_as_padding, "a (T_k,) mask is one flag per key"),
     (calls_torchs_builtin_attention,
      "calls torch.nn.functional.scaled_dot_product_attention"),
+    (O_and_A_by_the_aten_math_kernel, "your function calls "
+     "torch.ops.aten._scaled_dot_product_attention_math, PyTorch's built-in attention"),
+    (weights_by_multi_head_attention_forward, "your function calls "
+     "torch.nn.functional.multi_head_attention_forward, PyTorch's built-in attention"),
     (fills_minus_1e15_and_zeroes_empty_rows,
      "a finite fill (or a clamp of the row maximum) above the scores"),
     (fills_float32_min_and_zeroes_empty_rows,
@@ -1758,6 +1813,9 @@ EXCLUSIVE = {
     "(float16's minimum)": {fills_the_inputs_finfo_min_in_float32,
                             fills_float16_min_and_zeroes_empty_rows},
     "compute float16 in float32": {float16_unless_the_products_overflow},
+    "PyTorch's built-in attention": {calls_torchs_builtin_attention,
+                                     O_and_A_by_the_aten_math_kernel,
+                                     weights_by_multi_head_attention_forward},
 }
 
 
@@ -1774,6 +1832,7 @@ if np.dtype(np.longdouble) != np.float64:  # long double is float64 on some plat
 
 
 @pytest.mark.parametrize("fn", [correct_in_float32, correct_by_the_log_of_the_mask,
+                                torch_in_the_work_dtype,
                                 fills_the_dtypes_min, online_softmax_rescaled,
                                 online_softmax_from_the_lowest_float,
                                 correct_with_nan_to_num_of_the_maximum] + [

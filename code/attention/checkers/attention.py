@@ -90,8 +90,17 @@ The contract the exercise states, and this checker tests:
   ``attention.torch.scaled_dot_product_attention``: attention.torch is imported before
   the attempt runs, when torch is installed), the library's softmax
   (``attention.softmax``, its private ``_softmax``, ``naive_softmax``,
-  ``attention.torch.safe_softmax``, ``softmax_vjp``, ``softmax_jacobian``), PyTorch's
-  built-in ``torch.nn.functional.scaled_dot_product_attention`` or PyTorch's softmax
+  ``attention.torch.safe_softmax``, ``softmax_vjp``, ``softmax_jacobian``), any of
+  PyTorch's attention (``_engine._torch_attention``, each told by its own name: torch.nn.functional.scaled_dot_product_attention,
+  torch.nn.functional.multi_head_attention_forward, which nn.MultiheadAttention runs,
+  torch.nn.attention.flex_attention.flex_attention, and every built-in of torch,
+  torch._C._nn and torch._C._VariableFunctions and every torch.ops.aten operator, each
+  overload too, whose name contains "attention", with aten's
+  _transformer_encoder_layer_fwd, nn.TransformerEncoderLayer's fast path: the private
+  math kernel torch.ops.aten._scaled_dot_product_attention_math,
+  torch._native_multi_head_attention, nn.MultiheadAttention's fast path, and the
+  flash, efficient and cuDNN kernels among them; st25b: the math kernel and
+  multi_head_attention_forward passed the temperature checker) or PyTorch's softmax
   (``torch.softmax``, ``torch.nn.functional.softmax``, ``Tensor.softmax`` and their
   log-softmax siblings) is refused where the profiler of
   ``_engine._refusing_the_library`` sees the call (its blind spots are listed there);
@@ -111,7 +120,9 @@ its running maximum at -inf. Attention
 written from PyTorch's other operations (``torch.exp`` of
 scores formed from tensors made from the inputs, divided by their sum) is not refused;
 an attempt that computes it so and hands back NumPy arrays passes if its numbers are
-right.
+right. Nor is torch's attention refused where it is reached only inside torch's C++
+(through a torch operator of another name that runs it, such as a TorchScript
+function).
 
 When an attempt fails a case, the checker compares it with the usual mistakes on the same
 inputs and names the one it matches; otherwise it says what differed and what the case
@@ -136,8 +147,7 @@ from ._engine import (_NAN_FROM_SCORES, _RNG_SEED, BATCH_HINT, LEADING_HINT, Rej
                       _clipped_scores, _dtype_rejection, _fitted_scale, _float32_valued,
                       _all, _keepdims_hint, _matching, _qkv, _refusing_the_library,
                       _fill_edge, _library_attention, _library_softmax, _mask_axes_hint,
-                      _report, _results, _run, _torch_softmax)
-from .temperature import _builtin_attention
+                      _report, _results, _run, _torch_attention, _torch_softmax)
 
 #: Said when the attempt runs one of the library's attention functions.
 LIBRARY = ("your function calls the library's own {name}: the exercise is to write "
@@ -146,11 +156,16 @@ LIBRARY = ("your function calls the library's own {name}: the exercise is to wri
            "keys and O = A V)")
 
 
-#: Said when the attempt calls torch's built-in attention.
-TORCH_SDPA = ("your function calls torch.nn.functional.scaled_dot_product_attention, "
-              "PyTorch's built-in attention: the exercise is to write attention "
-              "yourself, in NumPy (the scores Q K^T / sqrt(d_k), the mask, their "
-              "softmax along the keys and O = A V)")
+#: Said when the attempt calls any of torch's attention (``_engine._torch_attention``:
+#: its public functions, and every operator and function whose name says attention;
+#: {name}: the one called).
+TORCH_ATTENTION = ("your function calls {name}, PyTorch's built-in attention: the "
+                   "exercise is to write attention yourself, in NumPy (the scores "
+                   "Q K^T / sqrt(d_k), the mask, their softmax along the keys and "
+                   "O = A V)")
+#: Said when the attempt calls torch.nn.functional.scaled_dot_product_attention.
+TORCH_SDPA = TORCH_ATTENTION.format(
+    name="torch.nn.functional.scaled_dot_product_attention")
 
 
 #: Said when the attempt calls PyTorch's softmax.
@@ -306,16 +321,17 @@ def _long_row(Q, K, rng) -> np.ndarray:
     return mask
 
 
-def _torch_builtins() -> dict:
-    """torch's built-in attention (the temperature checker's ``_builtin_attention``)
-    with this exercise's sentence, {} without torch. Imports attention.torch (and so
-    torch) first, so that its function and torch's built-in are known before the
-    attempt runs."""
+def _torch_builtins() -> tuple[dict, dict]:
+    """All of torch's attention (``_engine._torch_attention``, TORCH_ATTENTION_REFUSED),
+    each told by its own name: (its Python functions, as ``banned`` of
+    ``_refusing_the_library``; its built-ins), both {} without torch. Imports
+    attention.torch (and so torch) first, so that its function and torch's are known
+    before the attempt runs."""
     try:
         importlib.import_module("..torch", __package__)
     except ImportError:  # torch is not installed: nothing of it to refuse
-        return {}
-    return {name: (f, TORCH_SDPA) for name, (f, _) in _builtin_attention().items()}
+        return {}, {}
+    return _torch_attention(TORCH_ATTENTION)
 
 
 
@@ -1438,12 +1454,13 @@ def _drawn_case(case, seed: int, again: str, two_keys: bool = False):
 def check_scaled_dot_product_attention(fn: Callable, verbose: bool = True) -> bool:
     """Check ``fn(Q, K, V, mask=None) -> (O, A)`` against the contract in this module's
     docstring: fifteen cases; returns True when all pass. An attempt that runs the
-    library's own attention, or PyTorch's built-in, fails every case."""
-    builtins = _torch_builtins()  # first: it imports attention.torch
+    library's own attention, or any of PyTorch's (``_engine._torch_attention``), fails
+    every case."""
+    attention_functions, builtins = _torch_builtins()  # first: imports attention.torch
     functions, torch_builtins, methods = _torch_softmax(TORCH_SOFTMAX)
     fn = _refusing_the_library(fn, {**_library_attention(), **_library_softmax(),
-                                    **functions}, LIBRARY, {**builtins, **torch_builtins},
-                               methods)
+                                    **attention_functions, **functions}, LIBRARY,
+                               {**builtins, **torch_builtins}, methods)
     rng = np.random.default_rng(_RNG_SEED)
     seed = _fresh_seed()  # (the sizes drawn afresh)
     Q, K, V = _inputs(rng)
