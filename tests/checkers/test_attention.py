@@ -492,13 +492,16 @@ def nan_to_num_on_the_exponentials(Q, K, V, mask=None):
     return (A @ V.astype(work)).astype(Q.dtype), A.astype(Q.dtype)
 
 
-def torch_float_for_float64_inputs(Q, K, V, mask=None):
-    """torch's .float() on every input, the softmax from torch's own exp() (torch.softmax
-    is refused), the results cast back with .double()."""
+def _torch_by_hand(Q, K, V, mask, float32):
+    """The page's equations in torch's operations (no attention, no softmax: the softmax
+    from torch's own exp()), in the inputs' work dtype or, with ``float32``, after torch's
+    .float() on every input; the results handed back as NumPy arrays of the inputs' dtype."""
     import torch
 
     work = np.promote_types(Q.dtype, np.float32)
-    t = [torch.as_tensor(x.astype(work)).float() for x in (Q, K, V)]
+    t = [torch.as_tensor(x.astype(work)) for x in (Q, K, V)]
+    if float32:
+        t = [x.float() for x in t]
     S = t[0] @ t[1].transpose(-1, -2) / SQRT(Q.shape[-1])
     if mask is not None:
         S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
@@ -508,6 +511,12 @@ def torch_float_for_float64_inputs(Q, K, V, mask=None):
     total = E.sum(dim=-1, keepdim=True)
     A = E / torch.where(total == 0, 1.0, total)
     return (A @ t[2]).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
+
+
+def torch_float_for_float64_inputs(Q, K, V, mask=None):
+    """torch's .float() on every input, the softmax from torch's own exp() (torch.softmax
+    is refused), the results cast back with .double()."""
+    return _torch_by_hand(Q, K, V, mask, float32=True)
 
 
 def epsilon_1e7_in_the_normaliser(Q, K, V, mask=None):
@@ -896,19 +905,7 @@ def weights_by_multi_head_attention_forward(Q, K, V, mask=None):
 def torch_in_the_work_dtype(Q, K, V, mask=None):
     """Right: the page's equations in torch's operations (no attention, no softmax), in
     the inputs' dtype (float32 for float16 ones), handed back as NumPy arrays."""
-    import torch
-
-    work = np.promote_types(Q.dtype, np.float32)
-    t = [torch.as_tensor(x.astype(work)) for x in (Q, K, V)]
-    S = t[0] @ t[1].transpose(-1, -2) / SQRT(Q.shape[-1])
-    if mask is not None:
-        S = S.masked_fill(~torch.as_tensor(np.asarray(mask)), float("-inf"))
-    m = S.amax(dim=-1, keepdim=True) if S.shape[-1] else \
-        S.new_full(S.shape[:-1] + (1,), float("-inf"))  # (amax has no initial: T_k = 0)
-    E = torch.exp(S - torch.where(torch.isneginf(m), 0.0, m))
-    total = E.sum(dim=-1, keepdim=True)
-    A = E / torch.where(total == 0, 1.0, total)
-    return (A @ t[2]).numpy().astype(Q.dtype), A.numpy().astype(Q.dtype)
+    return _torch_by_hand(Q, K, V, mask, float32=False)
 
 
 def softmax_of_the_library(Q, K, V, mask=None):  # st22a: float16 scores raise in it
